@@ -1,0 +1,23 @@
+"""Hypothesis profiles shipped with ppaux; registered when the pytest plugin loads."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, Phase, settings
+
+PROFILES = {
+    # Same examples every run (derandomize) so that CI gives one verdict; blob printed to replay.
+    "ci": settings(derandomize=True, deadline=None, print_blob=True, max_examples=40,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]),
+    "dev": settings(deadline=None, print_blob=True, max_examples=100),
+    "nightly": settings(deadline=None, print_blob=True, max_examples=2000,
+                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]),
+    # Many mutants, each a full run: few examples, no shrinking, no database to carry state across mutants.
+    "mutation": settings(derandomize=True, deadline=None, database=None, max_examples=12,
+                         phases=[Phase.explicit, Phase.generate],
+                         suppress_health_check=list(HealthCheck)),
+}
+
+
+def register() -> None:
+    for name, profile in PROFILES.items():
+        settings.register_profile(name, profile)

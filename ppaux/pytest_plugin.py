@@ -1,0 +1,119 @@
+"""pytest plugin (entry point ``pytest11``): ``--ppaux-impl``, the ``ppaux_impl`` fixture,
+ppaux's marks and Hypothesis profiles, and per-clause result records for ``ppaux check``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from ppaux import impl as impl_mod
+from ppaux.profiles import register as _register_profiles
+
+_register_profiles()
+
+MARKS = {
+    "contract": "documented behaviour that SGLang has too",
+    "robustness": "guarantees of the contract where SGLang differs",
+    "clause(id)": "the contract clause a property checks",
+    "sglang": "downloads SGLang's released wheel and runs the suite against it",
+    "wire": "relays PP dicts over a channel",
+    "gloo": "starts torch.distributed gloo processes on 127.0.0.1",
+    "gpu": "needs CUDA",
+}
+
+_current: Optional[impl_mod.Implementation] = None
+
+
+def current_implementation() -> impl_mod.Implementation:
+    """The implementation this run tests (``--ppaux-impl``/``PPAUX_IMPL``; ppaux's own by default)."""
+    global _current
+    if _current is None:
+        _current = impl_mod.load(os.environ.get("PPAUX_IMPL"))
+    return _current
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ppaux")
+    group.addoption(
+        "--ppaux-impl",
+        default=None,
+        metavar="MODULE_OR_FILE",
+        help="implementation of the PP auxiliary transport to test (module name or .py file); "
+        "default: $PPAUX_IMPL or ppaux's reference",
+    )
+    group.addoption("--ppaux-results", default=None, metavar="FILE", help="write per-test results as JSON lines (used by `ppaux check`)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _current
+    for mark, doc in MARKS.items():
+        config.addinivalue_line("markers", f"{mark}: {doc}")
+    spec = config.getoption("--ppaux-impl", None) or os.environ.get("PPAUX_IMPL")
+    try:
+        _current = impl_mod.load(spec)
+    except impl_mod.ImplementationError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    path = config.getoption("--ppaux-results", None)
+    if path:
+        config.pluginmanager.register(_ResultRecorder(path), "ppaux-results")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"ppaux: implementation under test {current_implementation()!r}"
+
+
+@pytest.fixture(scope="session")
+def ppaux_impl() -> impl_mod.Implementation:
+    """The implementation under test."""
+    return current_implementation()
+
+
+_BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
+_EXAMPLE = re.compile(r"^(Falsifying (?:explicit )?example: .*?)(?=^\S|\Z)", re.M | re.S)
+
+
+def failure_details(text: str) -> Dict[str, Optional[str]]:
+    """The minimal example, the reproduce blob and the error line from a failure's report text."""
+    example = _EXAMPLE.search(text)
+    blob = _BLOB.search(text)
+    errors = [line[2:].strip() for line in text.splitlines() if line.startswith("E ")]
+    return {
+        "example": example.group(1).strip() if example else None,
+        "blob": blob.group(0) if blob else None,
+        "error": next((e for e in errors if e), None),
+    }
+
+
+class _ResultRecorder:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.rows: List[Dict[str, Any]] = []
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: Any):
+        outcome = yield
+        report = outcome.get_result()
+        if report.when != "call" and not (report.failed or report.skipped):
+            return
+        clause = item.get_closest_marker("clause")
+        row = {
+            "nodeid": item.nodeid,
+            "clause": clause.args[0] if clause else None,
+            "marks": sorted({m.name for m in item.iter_markers()} & {"contract", "robustness", "wire", "gloo", "gpu"}),
+            "doc": (getattr(item, "function", None).__doc__ or "").strip().splitlines()[0] if getattr(item, "function", None) and item.function.__doc__ else "",
+            "outcome": "skipped" if report.skipped else ("failed" if report.failed else "passed"),
+        }
+        if report.failed:
+            row.update(failure_details(report.longreprtext))
+        elif report.skipped:
+            row["error"] = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        self.rows.append(row)
+
+    def pytest_sessionfinish(self) -> None:
+        with open(self.path, "w", encoding="utf-8") as fh:
+            for row in self.rows:
+                fh.write(json.dumps(row) + "\n")

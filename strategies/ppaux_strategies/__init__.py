@@ -1,0 +1,43 @@
+"""Public Hypothesis strategies for SGLang's PP auxiliary-output transport.
+
+Import name ``ppaux_strategies`` (shipped by the ``ppaux`` distribution; the source
+lives under ``strategies/``). Every strategy takes keyword-only options, validates them
+up front with :class:`hypothesis.errors.InvalidArgument`, and says how it shrinks.
+"""
+
+from ppaux_strategies.doubles import (
+    NotPPObserver,
+    NotPPOutput,
+    ObserverFailure,
+    PPOutput,
+    RaisingPPOutput,
+    Rebuilt,
+    RecordingObserver,
+)
+from ppaux_strategies.keys import SGLANG_PREFIX, aux_names, near_prefix_keys, prefixes, transport_dicts
+from ppaux_strategies.outputs import aux_outputs, aux_payloads, observers
+from ppaux_strategies.tensors import devices, dtypes, shapes, tensors, tensors_equal, visible_devices
+
+__all__ = [
+    "SGLANG_PREFIX",
+    "NotPPObserver",
+    "NotPPOutput",
+    "ObserverFailure",
+    "PPOutput",
+    "RaisingPPOutput",
+    "Rebuilt",
+    "RecordingObserver",
+    "aux_names",
+    "aux_outputs",
+    "aux_payloads",
+    "devices",
+    "dtypes",
+    "near_prefix_keys",
+    "observers",
+    "prefixes",
+    "shapes",
+    "tensors",
+    "tensors_equal",
+    "transport_dicts",
+    "visible_devices",
+]

@@ -1,0 +1,114 @@
+"""Reserved prefixes, aux names and PP output dicts shaped like SGLang's."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import torch
+from hypothesis import strategies as st
+
+from ppaux_strategies._validation import check_prefix, check_range, check_type, check_order
+from ppaux_strategies.tensors import tensors as tensors_st
+
+SGLANG_PREFIX = "__sampling_observer_output__."
+
+# Prefixes with a hazard of their own; "next_" is itself a prefix of SGLang's ordinary keys.
+NOTABLE_PREFIXES = (SGLANG_PREFIX, "aux.", "a", "__aux__", "..", "é.", "next_", " ")
+
+# Keys the last stage writes next to the aux keys (scheduler_pp_mixin / managers.utils).
+SGLANG_TENSOR_KEYS = (
+    "next_token_logprobs",
+    "next_token_top_logprobs_val",
+    "next_token_top_logprobs_idx",
+    "spec_accept_lens",
+    "draft_topk_p",
+)
+SGLANG_LIST_KEYS = ("extend_input_len_per_req", "extend_logprob_start_len_per_req")
+MSG_TYPES = ("default", "batch_result", "pp_output")
+
+
+def prefixes(*, sglang_only: bool = False) -> st.SearchStrategy[str]:
+    """Draw a reserved key prefix: SGLang's, one of a few notable ones, or random text
+    (dots and unicode included).
+
+    Shrinks towards SGLang's prefix.
+    """
+    check_type(bool, sglang_only, "sglang_only")
+    if sglang_only:
+        return st.just(SGLANG_PREFIX)
+    random = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8).map(
+        lambda s: s + "."
+    ) | st.text(min_size=1, max_size=6)
+    return st.one_of(st.sampled_from(NOTABLE_PREFIXES), random)
+
+
+def aux_names(*, prefix: str = SGLANG_PREFIX) -> st.SearchStrategy[str]:
+    """Draw a valid aux tensor name: any non-empty ``str``, including unicode, dots,
+    whitespace, and names that contain or resemble ``prefix``.
+
+    Shrinks towards short ASCII names.
+    """
+    check_prefix(prefix)
+    tricky = st.sampled_from(
+        ["scores", "top.k", " ", "é", "a b", prefix, prefix + "x", "x" + prefix, prefix.rstrip(".") or "p"]
+    )
+    return st.one_of(st.text(min_size=1, max_size=6), tricky)
+
+
+def near_prefix_keys(prefix: str) -> tuple:
+    """Ordinary keys that only resemble ``prefix``: no trailing dot, other case, the prefix mid-key."""
+    check_prefix(prefix)
+    candidates = {prefix[:-1], prefix.upper(), prefix.lower(), prefix.swapcase(), "x" + prefix, "next_" + prefix}
+    return tuple(sorted(k for k in candidates if k and not k.startswith(prefix)))
+
+
+def _ordinary_value(tensors: st.SearchStrategy[torch.Tensor]) -> st.SearchStrategy[Any]:
+    return st.one_of(tensors, st.none(), st.lists(st.integers(0, 9), max_size=3))
+
+
+@st.composite
+def _transport_dict(draw, prefix, tensors, max_extra, aux, non_str_keys):
+    # A prefix like "next_" would claim SGLang's own key; fall back to another first letter.
+    base = next(k for k in ("next_token_ids", "hidden_states", "logits") if not k.startswith(prefix))
+    items = [(base, draw(tensors))]
+    extra_keys = SGLANG_TENSOR_KEYS + SGLANG_LIST_KEYS + near_prefix_keys(prefix)
+    extras = draw(st.lists(st.sampled_from(extra_keys), max_size=max_extra, unique=True))
+    items += [(k, draw(_ordinary_value(tensors))) for k in extras if not k.startswith(prefix)]
+    if draw(st.booleans()):
+        items.append(("__msg_type__", draw(st.sampled_from(MSG_TYPES))))
+    if aux:
+        names = draw(st.lists(aux_names(prefix=prefix), min_size=1, max_size=2, unique=True))
+        items += [(prefix + n, draw(tensors)) for n in names]
+    if non_str_keys:
+        keys = draw(st.lists(st.one_of(st.integers(-3, 3), st.tuples(st.integers(0, 2)), st.none()), min_size=1, max_size=2, unique=True))
+        items += [(k, draw(tensors)) for k in keys]
+    return dict(draw(st.permutations(items)))
+
+
+def transport_dicts(
+    *,
+    prefix: str = SGLANG_PREFIX,
+    tensors: Optional[st.SearchStrategy[torch.Tensor]] = None,
+    max_extra: int = 3,
+    aux: bool = False,
+    non_str_keys: bool = False,
+) -> st.SearchStrategy[Dict[Any, Any]]:
+    """Draw a PP output dict like SGLang's last stage builds: ``next_token_ids``, optional
+    logprob/speculative keys (tensors, lists or ``None``), optional ``__msg_type__`` with
+    a ``str`` value, and ordinary keys near ``prefix`` (no trailing dot, other case, the
+    prefix mid-key) in any order.
+
+    ``aux=True`` adds one or two keys that already carry ``prefix`` (as a dict in flight
+    would); ``non_str_keys=True`` adds keys that are not ``str``. Without ``aux`` no key
+    starts with ``prefix``.
+
+    Shrinks towards ``{"next_token_ids": tensor(0.)}``.
+    """
+    check_prefix(prefix)
+    check_range(max_extra, "max_extra", low=0, high=16)
+    check_type(bool, aux, "aux")
+    check_type(bool, non_str_keys, "non_str_keys")
+    if tensors is None:
+        tensors = tensors_st(max_dims=2, max_side=3)
+    check_type(st.SearchStrategy, tensors, "tensors")
+    return _transport_dict(prefix, tensors, max_extra, aux, non_str_keys)

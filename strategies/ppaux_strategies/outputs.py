@@ -1,0 +1,127 @@
+"""Aux payloads, auxiliary outputs and sampling observers, valid and malformed."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+import torch
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from ppaux_strategies._validation import check_prefix, check_range, check_type, check_order
+from ppaux_strategies.doubles import (
+    OBSERVER_MODES,
+    NotPPObserver,
+    NotPPOutput,
+    PPOutput,
+    RaisingPPOutput,
+    RecordingObserver,
+)
+from ppaux_strategies.keys import SGLANG_PREFIX, aux_names
+from ppaux_strategies.tensors import tensors as tensors_st
+
+# Values torch.is_tensor rejects, each a plausible plugin slip.
+NON_TENSORS = st.sampled_from([None, 0, 1.5, "tensor", [0.0], (1,)])
+BAD_NAMES = st.sampled_from(["", 0, None, b"name", ("a",)])
+
+
+def _checked(prefix: str, min_size: int, max_size: int, tensors: Optional[st.SearchStrategy]) -> st.SearchStrategy:
+    check_prefix(prefix)
+    check_range(min_size, "min_size", low=1, high=64)
+    check_range(max_size, "max_size", low=1, high=64)
+    check_order(min_size, max_size, "min_size", "max_size")
+    if tensors is None:
+        return tensors_st(max_dims=2, max_side=3)
+    check_type(st.SearchStrategy, tensors, "tensors")
+    return tensors
+
+
+@st.composite
+def _malformed_payload(draw, prefix, max_size, tensors, collide_with):
+    names = aux_names(prefix=prefix)
+    if collide_with:
+        # Names whose reserved key is already in the dict: A5 on add.
+        taken = [k[len(prefix):] for k in collide_with if isinstance(k, str) and k.startswith(prefix) and len(k) > len(prefix)]
+        if taken:
+            names = st.one_of(names, st.sampled_from(taken))
+    n = draw(st.integers(1, max_size))
+    items = []
+    for _ in range(n):
+        name = draw(st.one_of(names, BAD_NAMES))
+        value = draw(st.one_of(tensors, NON_TENSORS))
+        items.append((name, value))
+    return dict(items)
+
+
+def aux_payloads(
+    *,
+    prefix: str = SGLANG_PREFIX,
+    valid: bool = True,
+    min_size: int = 1,
+    max_size: int = 3,
+    tensors: Optional[st.SearchStrategy[torch.Tensor]] = None,
+    collide_with: Optional[Mapping[Any, Any]] = None,
+) -> st.SearchStrategy[Any]:
+    """Draw what ``to_pp_tensors()`` returns.
+
+    ``valid=True``: a dict of ``min_size`` to ``max_size`` distinct non-empty ``str``
+    names (see :func:`aux_names`) to tensors. ``valid=False``: also ``{}``, ``None``,
+    non-``str`` or empty names, non-tensor values and, given ``collide_with`` (a PP dict),
+    names whose reserved key is already in it; items are mixed so that precedence shows.
+
+    Shrinks towards one short name bound to a small zero tensor.
+    """
+    tensors = _checked(prefix, min_size, max_size, tensors)
+    check_type(bool, valid, "valid")
+    if collide_with is not None and not isinstance(collide_with, Mapping):
+        raise InvalidArgument(f"collide_with={collide_with!r} must be a mapping (a PP dict)")
+    good = st.dictionaries(aux_names(prefix=prefix), tensors, min_size=min_size, max_size=max_size)
+    if valid:
+        return good
+    return st.one_of(st.just({}), st.none(), _malformed_payload(prefix, max_size, tensors, collide_with), good)
+
+
+def aux_outputs(
+    *,
+    prefix: str = SGLANG_PREFIX,
+    valid: bool = True,
+    allow_none: bool = False,
+    min_size: int = 1,
+    max_size: int = 3,
+    tensors: Optional[st.SearchStrategy[torch.Tensor]] = None,
+    collide_with: Optional[Mapping[Any, Any]] = None,
+) -> st.SearchStrategy[Any]:
+    """Draw an auxiliary output for add.
+
+    ``valid=True``: a :class:`PPOutput` over a valid payload (``None`` too if
+    ``allow_none``). ``valid=False``: also outputs that are not PP-capable, whose
+    ``to_pp_tensors`` raises, or whose payload is malformed (see :func:`aux_payloads`).
+
+    Shrinks towards a valid one-tensor output.
+    """
+    check_type(bool, allow_none, "allow_none")
+    payloads = aux_payloads(prefix=prefix, valid=valid, min_size=min_size, max_size=max_size, tensors=tensors, collide_with=collide_with)
+    outputs = payloads.map(PPOutput)
+    if not valid:
+        outputs = st.one_of(outputs, st.builds(NotPPOutput), st.builds(RaisingPPOutput))
+    return st.one_of(st.none(), outputs) if allow_none else outputs
+
+
+def observers(*, modes: Sequence[str] = OBSERVER_MODES, allow_none: bool = True, allow_not_pp: bool = True) -> st.SearchStrategy[Any]:
+    """Draw a sampling observer for pop: ``None`` (``allow_none``), one that is not
+    PP-capable (``allow_not_pp``), or a :class:`RecordingObserver` in one of ``modes``
+    (rebuild, return ``None``, raise, or mutate the dict it is given).
+
+    Shrinks towards a recording observer that rebuilds.
+    """
+    check_type(bool, allow_none, "allow_none")
+    check_type(bool, allow_not_pp, "allow_not_pp")
+    modes = tuple(modes)
+    if not modes or any(m not in OBSERVER_MODES for m in modes):
+        raise InvalidArgument(f"modes={modes!r} must be a non-empty selection of {OBSERVER_MODES!r}")
+    choices = [st.sampled_from(modes).map(RecordingObserver)]
+    if allow_none:
+        choices.append(st.none())
+    if allow_not_pp:
+        choices.append(st.builds(NotPPObserver))
+    return st.one_of(choices)

@@ -1,0 +1,188 @@
+"""Devices, dtypes and tensors: everything add and pop must carry without reading it."""
+
+from __future__ import annotations
+
+import functools
+from typing import Optional, Sequence, Tuple
+
+import torch
+from hypothesis import strategies as st
+
+from ppaux_strategies._validation import check_range, check_type, check_order
+
+# Ordered simplest first: Hypothesis shrinks sampled_from towards the front.
+ALL_DTYPES: Tuple[torch.dtype, ...] = tuple(
+    dt
+    for dt in (
+        getattr(torch, name, None)
+        for name in (
+            "float32", "int64", "bool", "int32", "int16", "int8", "uint8",
+            "float16", "bfloat16", "float64", "complex64", "complex128",
+            "uint16", "uint32", "uint64",
+            "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+        )
+    )
+    if isinstance(dt, torch.dtype)
+)
+
+
+def visible_devices(*, include_meta: bool = False) -> Tuple[str, ...]:
+    """``cpu``, each visible ``cuda:N``, and ``meta`` when asked: the placements a run can use."""
+    found = ["cpu"]
+    if torch.cuda.is_available():  # pragma: no cover - only on GPU machines
+        found += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if include_meta:
+        found.append("meta")
+    return tuple(found)
+
+
+def devices(*, include_meta: bool = False) -> st.SearchStrategy[torch.device]:
+    """Draw a device: ``cpu``, every visible ``cuda:N``, and ``meta`` if ``include_meta``.
+
+    Shrinks towards ``cpu``.
+    """
+    check_type(bool, include_meta, "include_meta")
+    return st.sampled_from([torch.device(d) for d in visible_devices(include_meta=include_meta)])
+
+
+@functools.lru_cache(maxsize=None)
+def supported_dtypes(device: str) -> Tuple[torch.dtype, ...]:
+    """The dtypes of :data:`ALL_DTYPES` that can be allocated and filled on ``device``."""
+    ok = []
+    for dt in ALL_DTYPES:
+        try:
+            torch.zeros(2, dtype=torch.float32, device=device).to(dt)
+        except (RuntimeError, TypeError):  # pragma: no cover - depends on the torch build
+            continue
+        ok.append(dt)
+    return tuple(ok)
+
+
+def dtypes(*, device: torch.device | str = "cpu") -> st.SearchStrategy[torch.dtype]:
+    """Draw any dtype torch can make on ``device``: bool, signed and unsigned ints, floats
+    (float16, bfloat16, float8 where the build has them) and complex.
+
+    Shrinks towards ``torch.float32``.
+    """
+    check_type((str, torch.device), device, "device")
+    return st.sampled_from(supported_dtypes(str(torch.device(device))))
+
+
+def shapes(*, min_dims: int = 0, max_dims: int = 3, min_side: int = 0, max_side: int = 4) -> st.SearchStrategy[Tuple[int, ...]]:
+    """Draw a tensor shape: 0-d (``()``) and empty (a zero side) included when the bounds allow.
+
+    Shrinks towards fewer dimensions and smaller sides.
+    """
+    check_range(min_dims, "min_dims", low=0, high=32)
+    check_range(max_dims, "max_dims", low=0, high=32)
+    check_order(min_dims, max_dims, "min_dims", "max_dims")
+    check_range(min_side, "min_side", low=0)
+    check_range(max_side, "max_side", low=0)
+    check_order(min_side, max_side, "min_side", "max_side")
+    side = st.integers(min_side, max_side)
+    return st.lists(side, min_size=min_dims, max_size=max_dims).map(tuple)
+
+
+VIEWS = ("contiguous", "transpose", "step_slice", "expand")
+
+
+def _filled(shape: Sequence[int], dtype: torch.dtype, device: torch.device, seed: Optional[int]) -> torch.Tensor:
+    if device.type == "meta":
+        return torch.empty(shape, dtype=dtype, device=device)
+    if seed is None:
+        base = torch.zeros(shape, dtype=torch.float64)
+    else:
+        gen = torch.Generator().manual_seed(seed)
+        base = torch.randint(-100, 100, tuple(shape), generator=gen, dtype=torch.int64).to(torch.float64)
+        if dtype.is_floating_point or dtype.is_complex:
+            base = base / 8
+        elif not dtype.is_signed:
+            base = base.abs()
+    return base.to(dtype).to(device)
+
+
+def _as_view(t: torch.Tensor, view: str) -> torch.Tensor:
+    # Each view keeps the drawn shape so that a failing example still shows that shape.
+    if view == "transpose" and t.dim() >= 2:
+        return t.transpose(0, 1).contiguous().transpose(0, 1)
+    if view == "step_slice" and t.dim() >= 1:
+        doubled = torch.cat([t, t], dim=0) if t.device.type != "meta" else t.new_empty((t.shape[0] * 2, *t.shape[1:]))
+        return doubled[::2]
+    if view == "expand" and t.dim() >= 1 and t.numel() > 0:
+        return t[:1].expand(t.shape)
+    return t
+
+
+@st.composite
+def _tensor(draw, dtype_st, shape_st, device_st, views, fill):
+    device = draw(device_st)
+    dtype = draw(dtype_st(device))
+    shape = draw(shape_st(device))
+    seed = draw(st.none() | st.integers(0, 2**32 - 1)) if fill else None
+    view = draw(st.sampled_from(views))
+    return _as_view(_filled(shape, dtype, device, seed), view)
+
+
+def tensors(
+    *,
+    dtype: Optional[torch.dtype] = None,
+    shape: Optional[Tuple[int, ...]] = None,
+    device: torch.device | str | None = None,
+    include_meta: bool = False,
+    views: Sequence[str] = VIEWS,
+    max_dims: int = 3,
+    max_side: int = 4,
+    fill: bool = True,
+) -> st.SearchStrategy[torch.Tensor]:
+    """Draw a tensor of any supported dtype, shape and device, possibly a non-contiguous view.
+
+    ``dtype``, ``shape`` and ``device`` pin that aspect; ``views`` chooses among
+    ``contiguous``, ``transpose``, ``step_slice`` and ``expand`` (views that need a
+    dimension fall back to the plain tensor). On ``meta`` there is no data, so shapes
+    may be huge (up to 2**20 per side). Values are all zero or drawn from a seed.
+
+    Shrinks towards a contiguous, zero-filled float32 CPU tensor of shape ``()``.
+    """
+    if dtype is not None:
+        check_type(torch.dtype, dtype, "dtype")
+    if shape is not None:
+        check_type(tuple, shape, "shape")
+        for side in shape:
+            check_range(side, "every side of shape", low=0)
+    check_type(bool, include_meta, "include_meta")
+    check_type(bool, fill, "fill")
+    check_range(max_dims, "max_dims", low=0, high=32)
+    check_range(max_side, "max_side", low=0)
+    views = tuple(views)
+    if not views or any(v not in VIEWS for v in views):
+        from hypothesis.errors import InvalidArgument
+
+        raise InvalidArgument(f"views={views!r} must be a non-empty selection of {VIEWS!r}")
+    if device is not None:
+        check_type((str, torch.device), device, "device")
+        device_st = st.just(torch.device(device))
+    else:
+        device_st = devices(include_meta=include_meta)
+
+    def dtype_st(dev: torch.device):
+        return st.just(dtype) if dtype is not None else dtypes(device=dev)
+
+    small = st.just(shape) if shape is not None else shapes(max_dims=max_dims, max_side=max_side)
+    # Only meta has no storage, so only meta gets shapes far larger than memory.
+    huge = small if shape is not None else st.one_of(small, shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=2**20))
+
+    def shape_st(dev: torch.device):
+        return huge if dev.type == "meta" else small
+
+    return _tensor(dtype_st, shape_st, device_st, views, fill)
+
+
+def tensors_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal in dtype, shape and every bit of value (device aside); works for every dtype."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.device.type == "meta" or b.device.type == "meta":
+        return a.device.type == b.device.type
+    ab = a.detach().cpu().contiguous().reshape(-1).view(torch.uint8) if a.numel() else a.cpu()
+    bb = b.detach().cpu().contiguous().reshape(-1).view(torch.uint8) if b.numel() else b.cpu()
+    return bool(torch.equal(ab, bb))
