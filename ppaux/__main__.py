@@ -1,0 +1,5 @@
+import sys
+
+from ppaux.cli import main
+
+sys.exit(main())
