@@ -1,0 +1,134 @@
+"""Channels the PP dict travels on: an in-process loopback and a real gloo process group.
+
+Both have ``send(tensor, group)`` / ``recv(tensor, group)`` with ``group`` ``"cpu"`` or
+``"device"``. The loopback behaves like gloo where the suite depends on it: it refuses
+non-contiguous tensors with gloo's message, it moves raw bytes (so a dtype change of the same
+byte size is reinterpreted, not rejected), and a size mismatch is an error (gloo aborts the
+receiving process). Where gloo would block forever the loopback raises :class:`ChannelHang`.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+
+# gloo's own text (ProcessGroupGloo), so that loopback and gloo fail alike.
+GLOO_NOT_CONTIGUOUS = "input tensor has to be contiguous"
+SIZE_MISMATCH = "Received data size doesn't match expected size"
+
+
+class ChannelHang(RuntimeError):
+    """A receive that would block forever: nothing was sent that it can match."""
+
+
+class WireSizeMismatch(RuntimeError):
+    """The bytes that arrived do not fit the tensor the receiver allocated (gloo aborts here)."""
+
+
+def _as_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.detach().reshape(-1).view(torch.uint8)
+
+
+class LoopbackChannel:
+    """One end of an in-process link: sends go to ``outbox``, receives read ``inbox``.
+
+    ``LoopbackChannel()`` alone is a link to itself (send, then receive the same dict).
+    ``timeout`` is how long a receive waits for a concurrent sender (threads); 0 means the
+    sender has already run, so an empty inbox is a hang.
+    """
+
+    def __init__(self, outbox: Optional[Dict[str, "queue.Queue"]] = None, inbox: Optional[Dict[str, "queue.Queue"]] = None, *, timeout: float = 0.0) -> None:
+        self.outbox = outbox if outbox is not None else {"cpu": queue.Queue(), "device": queue.Queue()}
+        self.inbox = inbox if inbox is not None else self.outbox
+        self.timeout = timeout
+
+    def send(self, tensor: torch.Tensor, group: str) -> None:
+        if not tensor.is_contiguous():
+            raise RuntimeError(GLOO_NOT_CONTIGUOUS)
+        # A copy: gloo sends bytes, so later writes to the sender's tensor do not travel.
+        self.outbox[group].put(_as_bytes(tensor).cpu().clone())
+
+    def recv(self, tensor: torch.Tensor, group: str) -> None:
+        try:
+            data = self.inbox[group].get(timeout=self.timeout) if self.timeout else self.inbox[group].get_nowait()
+        except queue.Empty:
+            raise ChannelHang(f"nothing to receive on the {group} group: a real channel would block here") from None
+        expected = tensor.numel() * tensor.element_size()
+        if data.numel() != expected:
+            raise WireSizeMismatch(f"{SIZE_MISMATCH}: {data.numel()} vs {expected} bytes")
+        _as_bytes(tensor).copy_(data.to(tensor.device))
+
+    def pending(self) -> int:
+        """Messages sent and not yet received (a lost or extra message shows here)."""
+        return sum(q.qsize() for q in self.outbox.values())
+
+
+def loopback_pair(*, timeout: float = 0.0) -> Tuple[LoopbackChannel, LoopbackChannel]:
+    """(sender end, receiver end) of one link."""
+    a = {"cpu": queue.Queue(), "device": queue.Queue()}
+    b = {"cpu": queue.Queue(), "device": queue.Queue()}
+    return LoopbackChannel(a, b, timeout=timeout), LoopbackChannel(b, a, timeout=timeout)
+
+
+class ThreadAllGather:
+    """An all-gather group of ``size`` ranks running as threads of this process."""
+
+    def __init__(self, size: int, *, timeout: float = 10.0) -> None:
+        self.size = size
+        self._barrier = threading.Barrier(size, timeout=timeout)
+        self._slots: List[Any] = [None] * size
+
+    def member(self, rank: int) -> "_Member":
+        return _Member(self, rank)
+
+
+class _Member:
+    def __init__(self, group: ThreadAllGather, rank: int) -> None:
+        self.group = group
+        self.size = group.size
+        self.rank = rank
+
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        g = self.group
+        g._slots[self.rank] = tensor.clone()
+        g._barrier.wait()
+        out = torch.cat(g._slots, dim=0)
+        # Everyone must have read the slots before any rank's next gather overwrites them.
+        g._barrier.wait()
+        return out
+
+
+class GlooChannel:
+    """One end of a gloo link to ``peer``: ``cpu`` and ``device`` are gloo process groups.
+
+    Calls the process groups directly (``pg.send([t], peer, tag)``), which is what
+    ``torch.distributed.send(t, dst, group=pg)`` does underneath; so the same code runs in
+    worker processes and, for coverage, in threads of one process.
+    """
+
+    def __init__(self, cpu: Any, device: Any, peer: int) -> None:
+        self.groups = {"cpu": cpu, "device": device}
+        self.peer = peer
+
+    def send(self, tensor: torch.Tensor, group: str) -> None:
+        self.groups[group].send([tensor], self.peer, 0).wait()
+
+    def recv(self, tensor: torch.Tensor, group: str) -> None:
+        self.groups[group].recv([tensor], self.peer, 0).wait()
+
+
+class GlooAllGather:
+    """An all-gather group backed by a gloo process group (concatenates along dim 0)."""
+
+    def __init__(self, pg: Any, rank: int, size: int) -> None:
+        self.pg = pg
+        self.rank = rank
+        self.size = size
+
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        outs = [torch.empty_like(tensor) for _ in range(self.size)]
+        self.pg.allgather([outs], [tensor.contiguous()]).wait()
+        return torch.cat(outs, dim=0)

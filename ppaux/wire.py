@@ -1,0 +1,152 @@
+"""The PP dict on the wire: SGLang 0.5.23's ``send_tensor_dict`` / ``recv_tensor_dict``, over any channel.
+
+Re-implemented (not copied) from ``GroupCoordinator`` in
+``sglang/srt/distributed/parallel_state.py`` so that the suite can show what the relay does
+to auxiliary outputs. What SGLang does, this does, including what it loses:
+
+- key order is kept; every value that is not a tensor rides in the pickled metadata list and
+  arrives as a copy;
+- a tensor travels as ``TensorMetadata(device type, dtype, size)`` plus its bytes; empty
+  tensors send no bytes; the receiver allocates ``torch.empty(size, dtype, device=<type>)``
+  on its own device of that type, so strides, ``requires_grad`` and subclasses are lost;
+- CPU tensors use the CPU (gloo) group, others the device group, and the channel (like gloo)
+  refuses non-contiguous tensors, which SGLang does not make contiguous for aux payloads;
+- with an all-gather group of size n and ``numel % n == 0`` only this rank's slice is sent and
+  the receiver all-gathers the slices: lossless only if the tensor is the same on every rank.
+
+A channel is anything with ``send(tensor, group)`` and ``recv(tensor, group)`` (``group`` is
+``"cpu"`` or ``"device"``); see :mod:`ppaux.channels`.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import namedtuple
+from typing import Any, Dict, List, Optional, Protocol, Tuple
+
+import torch
+
+TensorMetadata = namedtuple("TensorMetadata", ["device", "dtype", "size"])
+
+CPU_GROUP = "cpu"
+DEVICE_GROUP = "device"
+
+
+class Channel(Protocol):
+    def send(self, tensor: torch.Tensor, group: str) -> None: ...  # pragma: no cover
+
+    def recv(self, tensor: torch.Tensor, group: str) -> None: ...  # pragma: no cover
+
+
+class AllGatherGroup(Protocol):
+    """The attention-TP group of SGLang's relay: ``size`` ranks, this one is ``rank``."""
+
+    size: int
+    rank: int
+
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor: ...  # pragma: no cover
+
+
+def split_tensor_dict(tensor_dict: Dict[Any, Any]) -> Tuple[List[Tuple[Any, Any]], List[torch.Tensor]]:
+    """(metadata list in key order, tensors): SGLang's ``_split_tensor_dict``."""
+    metadata_list: List[Tuple[Any, Any]] = []
+    tensor_list: List[torch.Tensor] = []
+    for key, value in tensor_dict.items():
+        if isinstance(value, torch.Tensor):
+            # Only the device *type*: the receiver picks its own index.
+            metadata_list.append((key, TensorMetadata(value.device.type, value.dtype, value.size())))
+            tensor_list.append(value)
+        else:
+            metadata_list.append((key, value))
+    return metadata_list, tensor_list
+
+
+def send_object(channel: Channel, obj: Any) -> None:
+    """Pickle ``obj`` and send its size, then its bytes, on the CPU group (``send_object``)."""
+    payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
+    channel.send(torch.tensor([payload.numel()], dtype=torch.long), CPU_GROUP)
+    channel.send(payload, CPU_GROUP)
+
+
+def recv_object(channel: Channel) -> Any:
+    size = torch.empty(1, dtype=torch.long)
+    channel.recv(size, CPU_GROUP)
+    payload = torch.empty(int(size.item()), dtype=torch.uint8)
+    channel.recv(payload, CPU_GROUP)
+    return pickle.loads(payload.numpy().tobytes())
+
+
+def _use_all_gather(group: Optional[AllGatherGroup], numel: int) -> bool:
+    return group is not None and numel % group.size == 0
+
+
+def send_tensor_dict(channel: Channel, tensor_dict: Dict[Any, Any], *, all_gather_group: Optional[AllGatherGroup] = None) -> None:
+    """Send ``tensor_dict`` to the peer behind ``channel`` the way SGLang's PP group does."""
+    if not isinstance(tensor_dict, dict):
+        raise TypeError(f"Expecting a dictionary, got {type(tensor_dict)}")
+    metadata_list, tensor_list = split_tensor_dict(tensor_dict)
+    send_object(channel, metadata_list)
+    for tensor in tensor_list:
+        if tensor.numel() == 0:
+            continue
+        if _use_all_gather(all_gather_group, tensor.numel()):
+            tensor = tensor.reshape(all_gather_group.size, -1)[all_gather_group.rank]
+        channel.send(tensor, CPU_GROUP if tensor.is_cpu else DEVICE_GROUP)
+
+
+def _receiver_device(meta_device: str, device: Optional[torch.device]) -> Any:
+    # The receiver's own device of the sent type (e.g. cuda:1 for "cuda"); the bare type otherwise.
+    if device is not None and device.type == meta_device:
+        return device
+    return meta_device
+
+
+def recv_tensor_dict(
+    channel: Channel,
+    *,
+    all_gather_group: Optional[AllGatherGroup] = None,
+    device: Optional[torch.device | str] = None,
+) -> Dict[Any, Any]:
+    """Receive one dict from the peer behind ``channel``; ``device`` is this stage's own device."""
+    own = None if device is None else torch.device(device)
+    tensor_dict: Dict[Any, Any] = {}
+    for key, value in recv_object(channel):
+        if not isinstance(value, TensorMetadata):
+            tensor_dict[key] = value
+            continue
+        tensor = torch.empty(value.size, dtype=value.dtype, device=_receiver_device(value.device, own))
+        if tensor.numel() == 0:
+            tensor_dict[key] = tensor
+            continue
+        gather = _use_all_gather(all_gather_group, tensor.numel())
+        if gather:
+            shape = tensor.shape
+            tensor = tensor.reshape(all_gather_group.size, -1)[all_gather_group.rank]
+        channel.recv(tensor, CPU_GROUP if tensor.is_cpu else DEVICE_GROUP)
+        if gather:
+            tensor = all_gather_group.all_gather(tensor).reshape(shape)
+        tensor_dict[key] = tensor
+    return tensor_dict
+
+
+def relay(tensor_dict: Dict[Any, Any], *, channel: str = "loopback", device: Optional[torch.device | str] = None) -> Dict[Any, Any]:
+    """The dict the next stage receives after one hop of send/recv_tensor_dict over ``channel``.
+
+    ``channel`` is ``"loopback"`` (in process) or ``"gloo"`` (a long-lived pair of gloo
+    processes on 127.0.0.1, started on first use and stopped at interpreter exit, see
+    :mod:`ppaux.gloo`). ``device`` is the receiver's own device (default: each tensor's device
+    type, as SGLang). What the channel rejects is raised here (e.g. gloo's
+    ``RuntimeError: input tensor has to be contiguous``); a hop that cannot complete raises
+    :class:`ppaux.channels.ChannelHang` instead of blocking.
+    """
+    if channel == "loopback":
+        from ppaux.channels import LoopbackChannel
+
+        loop = LoopbackChannel()
+        send_tensor_dict(loop, tensor_dict)
+        return recv_tensor_dict(loop, device=device)
+    if channel == "gloo":
+        from ppaux import gloo
+
+        return gloo.relay(tensor_dict, device=device)
+    raise ValueError(f"channel={channel!r} must be 'loopback' or 'gloo'")

@@ -1,0 +1,42 @@
+"""ppaux.wire.relay: the one-hop relay used by the plugin-author kit."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ppaux.wire import relay
+
+pytestmark = pytest.mark.wire
+
+SAMPLE = {
+    "next_token_ids": torch.arange(4),
+    "__msg_type__": "output",
+    "empty": torch.empty(0, 3),
+    "__sampling_observer_output__.scores": torch.arange(6.0).reshape(2, 3),
+}
+
+
+@pytest.mark.parametrize("channel", ["loopback", pytest.param("gloo", marks=pytest.mark.gloo)])
+def test_relay_keeps_keys_values_and_non_tensors(channel):
+    """One hop keeps key order, tensor values/dtypes/shapes, and non-tensor values (as copies)."""
+    out = relay(SAMPLE, channel=channel)
+    assert list(out) == list(SAMPLE)
+    assert out["__msg_type__"] == "output"
+    for key in ("next_token_ids", "empty", "__sampling_observer_output__.scores"):
+        assert out[key].dtype == SAMPLE[key].dtype and out[key].shape == SAMPLE[key].shape
+        assert torch.equal(out[key], SAMPLE[key]) and out[key] is not SAMPLE[key]
+
+
+@pytest.mark.parametrize("channel", ["loopback", pytest.param("gloo", marks=pytest.mark.gloo)])
+def test_relay_raises_gloos_error_on_non_contiguous(channel):
+    """A non-contiguous tensor raises gloo's own message instead of hanging."""
+    with pytest.raises(RuntimeError) as info:
+        relay({"t": torch.arange(6.0).reshape(2, 3).t()}, channel=channel)
+    assert str(info.value) == "input tensor has to be contiguous"
+
+
+def test_relay_rejects_unknown_channel():
+    with pytest.raises(ValueError) as info:
+        relay({}, channel="tcp")
+    assert str(info.value) == "channel='tcp' must be 'loopback' or 'gloo'"
