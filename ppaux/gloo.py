@@ -32,6 +32,8 @@ import torch
 from ppaux.channels import GlooAllGather, GlooChannel
 
 DEFAULT_TIMEOUT = 10.0
+# How long the other ranks may still finish once one has failed.
+FAILURE_GRACE = 0.5
 
 # Set in worker processes: faults that kill "their" process only do so there.
 IN_WORKER = False
@@ -179,6 +181,7 @@ class GlooWorld:
 
     def _collect(self, ranks: Any, timeout: float) -> Dict[int, Outcome]:
         deadline = _now() + timeout
+        failed = False
         out: Dict[int, Outcome] = {}
         waiting = list(ranks)
         while waiting:
@@ -194,6 +197,10 @@ class GlooWorld:
                 elif not proc.is_alive():
                     out[rank] = Outcome("died", exitcode=proc.exitcode)
                     waiting.remove(rank)
+            if not failed and any(o.status != "ok" for o in out.values()):
+                # A peer that failed will not send what the others wait for: don't wait it out.
+                failed = True
+                deadline = min(deadline, _now() + FAILURE_GRACE)
             if waiting and _now() > deadline:
                 for rank in waiting:
                     out[rank] = Outcome("hang")
