@@ -131,6 +131,83 @@ _ENTRIES = (
         meaning="The observer received tensors but produced nothing; the output would be lost silently.",
         fixes=("return the rebuilt auxiliary output object from `from_pp_tensors()`",),
     ),
+    # Integrity mode (ppaux.integrity): off by default, so the default wire stays SGLang's.
+    CatalogEntry(
+        code="I1",
+        raised_by="integrity add",
+        template="auxiliary PP tensor {name!r} is not contiguous",
+        when="integrity mode is on and a tensor of `to_pp_tensors()` is a non-contiguous view.",
+        meaning="gloo refuses non-contiguous tensors (`input tensor has to be contiguous`) and SGLang's relay does not fix them: the send would fail mid-dict and leave the receiving stage waiting.",
+        fixes=(
+            "return `tensor.contiguous()` from `to_pp_tensors()`",
+        ),
+    ),
+    CatalogEntry(
+        code="I2",
+        raised_by="integrity pop",
+        template="auxiliary PP output arrived without its integrity manifest",
+        when="integrity mode is on, aux keys arrived, and the manifest key did not.",
+        meaning="The sending stage does not run integrity mode, or the manifest was lost on the way; the aux tensors cannot be trusted.",
+        fixes=(
+            "turn integrity mode on at both ends of the relay (the last stage adds, the first pops)",
+            "look for a stage that rewrites the PP dict between them",
+        ),
+    ),
+    CatalogEntry(
+        code="I3",
+        raised_by="integrity pop",
+        template="auxiliary PP tensor {name!r} is missing",
+        when="the manifest lists a tensor that did not arrive under its reserved key.",
+        meaning="A key was dropped or renamed between the stages; the observer would rebuild a partial output.",
+        fixes=(
+            "find what drops or renames reserved keys between add and pop",
+            "do not write or delete reserved keys outside add/pop",
+        ),
+    ),
+    CatalogEntry(
+        code="I4",
+        raised_by="integrity pop",
+        template="unexpected auxiliary PP tensor {name!r}",
+        when="a reserved aux key arrived that the manifest does not list.",
+        meaning="A key was renamed or injected between the stages, or a stale aux key was never popped.",
+        fixes=(
+            "find what renames or adds reserved keys between add and pop",
+            "pop every step's auxiliary output before the dict is reused",
+        ),
+    ),
+    CatalogEntry(
+        code="I5",
+        raised_by="integrity pop",
+        template="auxiliary PP tensor {name!r} changed dtype or shape",
+        when="a received tensor's dtype or shape differs from the manifest.",
+        meaning="The tensor metadata was altered on the way; the receiver reinterpreted the bytes.",
+        fixes=(
+            "find what casts or reshapes the tensor between add and pop",
+            "check that both stages run the same wire format",
+        ),
+    ),
+    CatalogEntry(
+        code="I6",
+        raised_by="integrity pop",
+        template="auxiliary PP tensor {name!r} failed its checksum",
+        when="a received tensor's bytes do not match the checksum the sender computed.",
+        meaning="The values changed on the way: corrupted bytes, a tensor moved off its device, or a tensor that differed across the ranks of the all-gather group (only one rank's slice of each survives).",
+        fixes=(
+            "make aux tensors identical on every rank of the attention-TP group, or relay them without `all_gather_group`",
+            "check the link between the stages for corruption",
+        ),
+    ),
+    CatalogEntry(
+        code="I7",
+        raised_by="integrity pop",
+        template="auxiliary PP output belongs to another batch: {name!r}",
+        when="the manifest's batch id is not the batch the popping stage is processing.",
+        meaning="Messages were reordered or one was lost; the output would be attached to the wrong requests.",
+        fixes=(
+            "pass the batch id to integrity add and pop",
+            "keep one in-flight output message per micro-batch and match them by id",
+        ),
+    ),
 )
 
 CATALOG: Dict[str, CatalogEntry] = {entry.code: entry for entry in _ENTRIES}

@@ -85,6 +85,11 @@ def send_tensor_dict(channel: Channel, tensor_dict: Dict[Any, Any], *, all_gathe
     if not isinstance(tensor_dict, dict):
         raise TypeError(f"Expecting a dictionary, got {type(tensor_dict)}")
     metadata_list, tensor_list = split_tensor_dict(tensor_dict)
+    send_split(channel, metadata_list, tensor_list, all_gather_group=all_gather_group)
+
+
+def send_split(channel: Channel, metadata_list: List[Tuple[Any, Any]], tensor_list: List[torch.Tensor], *, all_gather_group: Optional[AllGatherGroup] = None) -> None:
+    """The sending half after the split: metadata first, then each non-empty tensor (or its slice)."""
     send_object(channel, metadata_list)
     for tensor in tensor_list:
         if tensor.numel() == 0:
