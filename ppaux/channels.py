@@ -3,15 +3,17 @@
 Both have ``send(tensor, group)`` / ``recv(tensor, group)`` with ``group`` ``"cpu"`` or
 ``"device"``. The loopback behaves like gloo where the suite depends on it: it refuses
 non-contiguous tensors with gloo's message, it moves raw bytes (so a dtype change of the same
-byte size is reinterpreted, not rejected), and a size mismatch is an error (gloo aborts the
-receiving process). Where gloo would block forever the loopback raises :class:`ChannelHang`.
+byte size is reinterpreted, not rejected), a shorter message silently fills only the start of
+the receiving tensor, and a longer one is an error (gloo aborts the receiving process). Where gloo would block forever the loopback raises :class:`ChannelHang`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
-from typing import Any, Dict, List, Optional, Tuple
+import time
+from typing import Any, Dict, Iterator, List, Optional
 
 import torch
 
@@ -32,17 +34,52 @@ def _as_bytes(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach().reshape(-1).view(torch.uint8)
 
 
+class Stall:
+    """Shared by the threads of one in-process world: lets a receive tell "still coming" from "never".
+
+    A receive gives up (``ChannelHang``) as soon as a peer has failed, or when every live
+    thread is waiting and every queue they wait on is empty (nobody can ever send again),
+    instead of sleeping out a timeout; ``timeout`` stays as the last resort.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.alive = 0
+        self.waiters: Dict[int, Optional["queue.Queue"]] = {}
+        self.failed = threading.Event()
+
+    @contextlib.contextmanager
+    def waiting(self, on: Optional["queue.Queue"] = None) -> Iterator[None]:
+        """This thread waits on ``on`` (``None``: on another thread of its own rank)."""
+        me = threading.get_ident()
+        with self.lock:
+            self.waiters[me] = on
+        try:
+            yield
+        finally:
+            with self.lock:
+                del self.waiters[me]
+
+    def stuck(self) -> bool:
+        with self.lock:
+            if self.failed.is_set():
+                return True
+            return len(self.waiters) >= self.alive and all(q is None or q.empty() for q in self.waiters.values())
+
+
 class LoopbackChannel:
     """One end of an in-process link: sends go to ``outbox``, receives read ``inbox``.
 
     ``LoopbackChannel()`` alone is a link to itself (send, then receive the same dict).
-    ``timeout`` is how long a receive waits for a concurrent sender (threads); 0 means the
-    sender has already run, so an empty inbox is a hang.
+    Without ``stall`` the sender has already run, so an empty inbox is a hang; with one (a
+    world of threads, see :func:`ppaux.pipeline.run_loopback`) a receive waits while a peer
+    could still send, at most ``timeout`` seconds.
     """
 
-    def __init__(self, outbox: Optional[Dict[str, "queue.Queue"]] = None, inbox: Optional[Dict[str, "queue.Queue"]] = None, *, timeout: float = 0.0) -> None:
+    def __init__(self, outbox: Optional[Dict[str, "queue.Queue"]] = None, inbox: Optional[Dict[str, "queue.Queue"]] = None, *, stall: Optional[Stall] = None, timeout: float = 30.0) -> None:
         self.outbox = outbox if outbox is not None else {"cpu": queue.Queue(), "device": queue.Queue()}
         self.inbox = inbox if inbox is not None else self.outbox
+        self.stall = stall
         self.timeout = timeout
 
     def send(self, tensor: torch.Tensor, group: str) -> None:
@@ -51,38 +88,58 @@ class LoopbackChannel:
         # A copy: gloo sends bytes, so later writes to the sender's tensor do not travel.
         self.outbox[group].put(_as_bytes(tensor).cpu().clone())
 
+    def _take(self, group: str) -> torch.Tensor:
+        inbox = self.inbox[group]
+        if self.stall is None:
+            try:
+                return inbox.get_nowait()
+            except queue.Empty:
+                raise ChannelHang(f"nothing to receive on the {group} group: a real channel would block here") from None
+        stall = self.stall
+        with stall.waiting(inbox):
+            deadline = time.monotonic() + self.timeout
+            idle = 0
+            while True:
+                try:
+                    return inbox.get(timeout=0.002)
+                except queue.Empty:
+                    # Twice in a row: a sender between its put and its own wait is not stuck.
+                    idle = idle + 1 if stall.stuck() else 0
+                    if idle >= 2 or time.monotonic() > deadline:
+                        raise ChannelHang(f"nothing will arrive on the {group} group: every peer is waiting or has failed") from None
+
     def recv(self, tensor: torch.Tensor, group: str) -> None:
-        try:
-            data = self.inbox[group].get(timeout=self.timeout) if self.timeout else self.inbox[group].get_nowait()
-        except queue.Empty:
-            raise ChannelHang(f"nothing to receive on the {group} group: a real channel would block here") from None
+        data = self._take(group)
         expected = tensor.numel() * tensor.element_size()
-        if data.numel() != expected:
+        if data.numel() > expected:
             raise WireSizeMismatch(f"{SIZE_MISMATCH}: {data.numel()} vs {expected} bytes")
-        _as_bytes(tensor).copy_(data.to(tensor.device))
+        # gloo accepts a shorter message and leaves the rest of the buffer as it was (the
+        # receiver's uninitialised memory); zeros here, so that the model is deterministic.
+        target = _as_bytes(tensor)
+        target[data.numel():] = 0
+        target[: data.numel()].copy_(data.to(tensor.device))
 
     def pending(self) -> int:
         """Messages sent and not yet received (a lost or extra message shows here)."""
         return sum(q.qsize() for q in self.outbox.values())
 
 
-def loopback_pair(*, timeout: float = 0.0) -> Tuple[LoopbackChannel, LoopbackChannel]:
-    """(sender end, receiver end) of one link."""
-    a = {"cpu": queue.Queue(), "device": queue.Queue()}
-    b = {"cpu": queue.Queue(), "device": queue.Queue()}
-    return LoopbackChannel(a, b, timeout=timeout), LoopbackChannel(b, a, timeout=timeout)
-
-
 class ThreadAllGather:
-    """An all-gather group of ``size`` ranks running as threads of this process."""
+    """An all-gather group of ``size`` ranks running as threads of this process.
 
-    def __init__(self, size: int, *, timeout: float = 10.0) -> None:
+    A rank that fails aborts the barrier (``abort()``), so its peers stop waiting at once.
+    """
+
+    def __init__(self, size: int, *, timeout: float = 30.0) -> None:
         self.size = size
         self._barrier = threading.Barrier(size, timeout=timeout)
         self._slots: List[Any] = [None] * size
 
     def member(self, rank: int) -> "_Member":
         return _Member(self, rank)
+
+    def abort(self) -> None:
+        self._barrier.abort()
 
 
 class _Member:

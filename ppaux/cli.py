@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "check": ("ppaux.check", "run the property suite against an implementation and write a conformance report"),
     "errors": ("ppaux.catalog_cli", "list the error catalog"),
     "explain": ("ppaux.catalog_cli", "explain one error, by code or by its message text"),
+    "faults": ("ppaux.fault_matrix", "inject each named fault into a real PP relay and print the outcome matrix"),
 }
 
 USAGE_ERROR = 2

@@ -18,6 +18,7 @@ processes, :mod:`ppaux.gloo`); the same rank function runs in both.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import queue
 import threading
@@ -26,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import torch
 
-from ppaux.channels import ChannelHang, LoopbackChannel, ThreadAllGather
+from ppaux.channels import ChannelHang, LoopbackChannel, Stall, ThreadAllGather
 from ppaux.errors import AuxiliaryPPError
 from ppaux.gloo import Outcome
 from ppaux.integrity import IntegrityTransport
@@ -187,7 +188,7 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
         # Receive the ring's returns while sending: with two stages, a last stage that sent
         # every step before receiving would deadlock against the first stage's forwards
         # (SGLang breaks the same cycle by ordering send/recv by rank parity).
-        back = _Receiver(lambda: recv_tensor_dict(from_prev, all_gather_group=gather, device=spec.device), config.steps)
+        back = _Receiver(lambda: recv_tensor_dict(from_prev, all_gather_group=gather, device=spec.device), config.steps, getattr(ctx, "stall", None))
         state: Dict[str, Any] = {}
         for step, payload in enumerate(config.outputs):
             d = sample(step, config, spec.device)
@@ -237,9 +238,13 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
 class _Receiver:
     """``count`` calls of ``recv`` on a thread of their own; :meth:`results` re-raises its error."""
 
-    def __init__(self, recv: Any, count: int) -> None:
+    def __init__(self, recv: Any, count: int, stall: Optional[Stall]) -> None:
         self.values: List[Any] = []
         self.error: Optional[BaseException] = None
+        self.stall = stall
+        if stall is not None:
+            with stall.lock:
+                stall.alive += 1
         self.thread = threading.Thread(target=self._run, args=(recv, count), daemon=True)
         self.thread.start()
 
@@ -249,9 +254,14 @@ class _Receiver:
                 self.values.append(recv())
         except BaseException as exc:  # handed to the rank's own thread
             self.error = exc
+        if self.stall is not None:
+            with self.stall.lock:
+                self.stall.alive -= 1
 
     def results(self) -> List[Any]:
-        self.thread.join()
+        # Joining is waiting too: the rank can do nothing more until its receiver is done.
+        with self.stall.waiting() if self.stall is not None else contextlib.nullcontext():
+            self.thread.join()
         if self.error is not None:
             raise self.error
         return self.values
@@ -260,25 +270,32 @@ class _Receiver:
 class LoopbackContext:
     """A rank of an in-process world: loopback channels to every peer, threads for ranks."""
 
-    def __init__(self, rank: int, links: Dict[Any, Dict[str, "queue.Queue"]], all_gather: Any, timeout: float) -> None:
+    def __init__(self, rank: int, links: Dict[Any, Dict[str, "queue.Queue"]], all_gather: Any, stall: Stall, timeout: float) -> None:
         self.rank = rank
         self.links = links
         self.all_gather = all_gather
+        self.stall = stall
         self.timeout = timeout
 
     def channel(self, peer: int) -> LoopbackChannel:
-        return LoopbackChannel(self.links[(self.rank, peer)], self.links[(peer, self.rank)], timeout=self.timeout)
+        return LoopbackChannel(self.links[(self.rank, peer)], self.links[(peer, self.rank)], stall=self.stall, timeout=self.timeout)
 
 
-def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout: float = 0.5) -> Dict[int, Outcome]:
-    """Run ``fn(ctx, *args)`` on every rank, each in a thread of this process."""
+def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout: float = 30.0) -> Dict[int, Outcome]:
+    """Run ``fn(ctx, *args)`` on every rank, each in a thread of this process.
+
+    A rank stuck for good (every thread waiting, nothing in flight, or a peer failed) is
+    reported as ``hang`` without waiting out ``timeout``.
+    """
     links = {(a, b): {"cpu": queue.Queue(), "device": queue.Queue()} for a in range(world_size) for b in range(world_size)}
     groups = [ThreadAllGather(ag_size, timeout=timeout) for _ in range(world_size // ag_size)]
+    stall = Stall()
+    stall.alive = world_size
     out: Dict[int, Outcome] = {}
 
     def target(rank: int) -> None:
         gather = groups[rank // ag_size].member(rank % ag_size) if ag_size > 1 else None
-        ctx = LoopbackContext(rank, links, gather, timeout)
+        ctx = LoopbackContext(rank, links, gather, stall, timeout)
         try:
             out[rank] = Outcome("ok", value=fn(ctx, *args))
         except (ChannelHang, threading.BrokenBarrierError):
@@ -287,6 +304,12 @@ def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout
             out[rank] = Outcome("died")
         except Exception as exc:
             out[rank] = Outcome("error", error=exc)
+        if out[rank].status != "ok":
+            stall.failed.set()
+            for g in groups:
+                g.abort()
+        with stall.lock:
+            stall.alive -= 1
 
     threads = [threading.Thread(target=target, args=(rank,), daemon=True) for rank in range(world_size)]
     for t in threads:

@@ -1,0 +1,123 @@
+"""``ppaux faults``: every named fault through a real PP ring, judged at the popping stage.
+
+The scenario: three stages (first pops, one middle, last samples), two steps each with a
+two-tensor auxiliary output, the fault aimed at step 0's first aux tensor on the last -> first
+hop; ``diverge`` runs on two stages of two all-gather ranks each. The matrix is printed and
+written as Markdown and JSON; the exit status is 1 when a cell differs from :data:`EXPECTED`,
+the outcomes the test suite asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Dict, List, Tuple
+
+import torch
+
+from ppaux.faults import FAULTS, OUTCOMES, Fault, Verdict, classify
+from ppaux.pipeline import CHANNELS, PipelineConfig, Stage, run as run_pipeline
+
+DEFAULT_REPORT = os.path.join("reports", "out", "faults")
+
+D, X, H, S, OK = OUTCOMES
+
+# (channel, integrity) -> fault -> outcome; the loopback models gloo, so both expect the same.
+_SGLANG_WIRE = {
+    "none": OK, "drop_key": S, "duplicate_key": OK, "rename_key": S, "bit_flip": S, "truncate": S,
+    "change_dtype": S, "change_shape": S, "move_device": H, "reorder": S, "lose_message": H,
+    "delay": OK, "non_contiguous": X, "diverge": S, "kill_mid_send": X,
+}
+_INTEGRITY = {
+    "none": OK, "drop_key": D, "duplicate_key": OK, "rename_key": D, "bit_flip": D, "truncate": D,
+    "change_dtype": D, "change_shape": D, "move_device": H, "reorder": D, "lose_message": D,
+    "delay": OK, "non_contiguous": D, "diverge": D, "kill_mid_send": X,
+}
+EXPECTED: Dict[Tuple[str, bool], Dict[str, str]] = {
+    (channel, False): _SGLANG_WIRE for channel in CHANNELS
+}
+EXPECTED.update({(channel, True): _INTEGRITY for channel in CHANNELS})
+
+
+class Rebuilt:
+    """What the scenario's first-stage observer returns."""
+
+    def __init__(self, names: List[str]) -> None:
+        self.names = names
+
+
+class Observer:
+    """The scenario's first-stage observer: PP-capable, rebuilds from any tensors."""
+
+    def from_pp_tensors(self, tensors: Any) -> Rebuilt:
+        return Rebuilt(sorted(tensors))
+
+
+def scenario(name: str, integrity: bool) -> PipelineConfig:
+    outputs = [
+        {"scores": torch.arange(6, dtype=torch.float32).reshape(2, 3) / 4, "ids": torch.tensor([3, 4])},
+        {"scores": torch.full((2, 3), 0.5), "ids": torch.tensor([5, 6])},
+    ]
+    if name == "diverge":
+        return PipelineConfig([Stage(observer=Observer()), Stage()], outputs=outputs, ag_size=2, integrity=integrity)
+    return PipelineConfig([Stage(observer=Observer()), Stage(), Stage()], outputs=outputs, integrity=integrity)
+
+
+def run_fault(name: str, *, channel: str, integrity: bool, timeout: float) -> Verdict:
+    fault = FAULTS[name]() if name in FAULTS else Fault()
+    config = scenario(name, integrity)
+    if channel == "gloo":
+        from ppaux import gloo
+
+        # Fresh processes: a truncated message leaves receiver memory as it was, and memory
+        # reused from an earlier run could hold the very bytes that were cut off.
+        gloo.world(len(config.stages) * config.ag_size, ag_size=config.ag_size).stop()
+    # The loopback detects a stuck ring itself; the watchdog timeout is for gloo's processes.
+    return classify(run_pipeline(config, channel=channel, fault=fault, timeout=timeout if channel == "gloo" else None), config)
+
+
+def matrix(*, channel: str, integrity: bool, timeout: float) -> Dict[str, Verdict]:
+    return {name: run_fault(name, channel=channel, integrity=integrity, timeout=timeout) for name in ["none", *FAULTS]}
+
+
+def markdown(cells: Dict[str, Verdict], *, channel: str, integrity: bool, expected: Dict[str, str]) -> str:
+    mode = "integrity mode" if integrity else "SGLang's wire (integrity off)"
+    rows = [f"### Fault matrix: {channel} channel, {mode}", "", "| fault | what it does | outcome at the popping stage | expected | detail |", "| --- | --- | --- | --- | --- |"]
+    for name, v in cells.items():
+        doc = FAULTS[name].doc if name in FAULTS else Fault.doc
+        mark = "" if expected.get(name) == v.outcome else " **(differs)**"
+        rows.append(f"| {name} | {doc} | {v.outcome}{mark} | {expected.get(name)} | {v.detail.replace('|', '/')} |")
+    silent = [n for n, v in cells.items() if v.outcome == S]
+    rows += ["", f"Silent corruptions: {len(silent)}" + (f" ({', '.join(silent)})" if silent else "")]
+    return "\n".join(rows) + "\n"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--channel", choices=CHANNELS, default="loopback", help="loopback (threads) or gloo (processes on 127.0.0.1)")
+    parser.add_argument("--integrity", action="store_true", help="add/pop with the integrity manifest (off by default, as SGLang)")
+    parser.add_argument("--report", default=DEFAULT_REPORT, metavar="DIR", help=f"where to write faults-<channel>[-integrity].md/.json (default {DEFAULT_REPORT})")
+    parser.add_argument("--timeout", type=float, default=1.0, metavar="S", help="gloo watchdog per run, seconds (default 1)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ppaux.cli import UsageError
+
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    expected = EXPECTED[(args.channel, args.integrity)]
+    cells = matrix(channel=args.channel, integrity=args.integrity, timeout=args.timeout)
+    text = markdown(cells, channel=args.channel, integrity=args.integrity, expected=expected)
+    os.makedirs(args.report, exist_ok=True)
+    stem = os.path.join(args.report, f"faults-{args.channel}" + ("-integrity" if args.integrity else ""))
+    with open(stem + ".md", "w", encoding="utf-8") as fh:
+        fh.write(text)
+    data = {"channel": args.channel, "integrity": args.integrity, "cells": {n: {**v.as_dict(), "expected": expected[n]} for n, v in cells.items()}}
+    with open(stem + ".json", "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2)
+    print(text, end="")
+    differs = [n for n, v in cells.items() if v.outcome != expected[n]]
+    for n in differs:
+        print(f"ppaux faults: {n}: {cells[n].outcome}, expected {expected[n]}", file=sys.stderr)
+    return 1 if differs else 0
