@@ -14,6 +14,7 @@ from ppaux_strategies.doubles import (
     Rebuilt,
     RecordingObserver,
 )
+from ppaux_strategies.faults import FaultSchedule, fault_schedules, faults
 from ppaux_strategies.keys import SGLANG_PREFIX, aux_names, near_prefix_keys, prefixes, transport_dicts
 from ppaux_strategies.outputs import aux_outputs, aux_payloads, observers
 from ppaux_strategies.tensors import devices, dtypes, shapes, tensors, tensors_equal, visible_devices
@@ -27,11 +28,14 @@ __all__ = [
     "RaisingPPOutput",
     "Rebuilt",
     "RecordingObserver",
+    "FaultSchedule",
     "aux_names",
     "aux_outputs",
     "aux_payloads",
     "devices",
     "dtypes",
+    "fault_schedules",
+    "faults",
     "near_prefix_keys",
     "observers",
     "prefixes",

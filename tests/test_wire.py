@@ -1,0 +1,184 @@
+"""The wire layer over the loopback channel: SGLang's send/recv_tensor_dict, property by property."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ppaux.channels import GLOO_NOT_CONTIGUOUS, ChannelHang, LoopbackChannel, ThreadAllGather, WireSizeMismatch
+from ppaux.transport import SGLANG_TRANSPORT, _OUTPUT_PREFIX
+from ppaux.wire import TensorMetadata, recv_tensor_dict, relay, send_tensor_dict, split_tensor_dict
+from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
+
+pytestmark = pytest.mark.wire
+
+CONTIGUOUS = tensors(views=("contiguous",), device="cpu")
+
+
+def _hop(d, **kw):
+    ch = LoopbackChannel()
+    send_tensor_dict(ch, d)
+    out = recv_tensor_dict(ch, **kw)
+    assert ch.pending() == 0
+    return out
+
+
+@given(d=transport_dicts(tensors=CONTIGUOUS), payload=aux_payloads(tensors=CONTIGUOUS))
+def test_round_trip_through_the_wire_hands_the_observer_equal_tensors(d, payload):
+    """add, relay, pop: the observer gets every aux tensor equal in value, dtype and shape, on the
+    receiver's device; the other keys arrive in order with equal values; no aux key is left."""
+    sent = dict(d)
+    SGLANG_TRANSPORT.add(d, PPOutput(payload))
+    got = _hop(d)
+    assert list(got) == list(d)
+    obs = RecordingObserver()
+    SGLANG_TRANSPORT.pop(got, obs)
+    (received,) = obs.snapshots
+    assert sorted(received) == sorted(payload)
+    for name, tensor in payload.items():
+        assert tensors_equal(received[name], tensor) and received[name].device.type == "cpu"
+    assert list(got) == list(sent)
+    assert not any(isinstance(k, str) and k.startswith(_OUTPUT_PREFIX) for k in got)
+    for key, value in sent.items():
+        if torch.is_tensor(value):
+            assert tensors_equal(got[key], value)
+        else:
+            assert got[key] == value
+
+
+def test_split_keeps_order_and_sends_only_device_type():
+    d = {"a": torch.zeros(2, 3), "__msg_type__": "output", "b": torch.ones(1, dtype=torch.int8)}
+    metadata, tensor_list = split_tensor_dict(d)
+    assert metadata == [
+        ("a", TensorMetadata("cpu", torch.float32, torch.Size([2, 3]))),
+        ("__msg_type__", "output"),
+        ("b", TensorMetadata("cpu", torch.int8, torch.Size([1]))),
+    ]
+    assert tensor_list[0] is d["a"] and tensor_list[1] is d["b"]
+
+
+def test_non_tensor_values_arrive_as_copies():
+    value = {"per_req": [1, 2]}
+    got = _hop({"x": value})
+    assert got["x"] == value and got["x"] is not value
+
+
+def test_empty_tensors_are_not_sent_but_recreated():
+    ch = LoopbackChannel()
+    send_tensor_dict(ch, {"e": torch.empty(0, 4, dtype=torch.float16)})
+    assert ch.outbox["cpu"].qsize() == 2  # the pickled metadata's size and bytes, no tensor data
+    got = recv_tensor_dict(ch)
+    assert got["e"].shape == (0, 4) and got["e"].dtype == torch.float16
+
+
+def test_requires_grad_and_subclasses_are_not_preserved():
+    param = torch.nn.Parameter(torch.ones(3))
+    got = _hop({"p": param})["p"]
+    assert type(got) is torch.Tensor and not got.requires_grad and torch.equal(got, torch.ones(3))
+
+
+def test_sglang_finding_non_contiguous_aux_payload_breaks_the_relay():
+    """SGLang finding: add keeps a non-contiguous aux tensor as is, and the relay refuses it with gloo's error."""
+    d = {"next_token_ids": torch.arange(2)}
+    SGLANG_TRANSPORT.add(d, PPOutput({"scores": torch.arange(6.0).reshape(2, 3).t()}))
+    ch = LoopbackChannel()
+    with pytest.raises(RuntimeError) as info:
+        send_tensor_dict(ch, d)
+    assert str(info.value) == GLOO_NOT_CONTIGUOUS == "input tensor has to be contiguous"
+    # The metadata and next_token_ids went out first: the receiver is left waiting for the rest.
+    assert ch.pending() == 3
+
+
+def test_receiver_allocates_on_its_own_device_of_the_sent_type():
+    got = _hop({"t": torch.arange(3)}, device=torch.device("cpu"))
+    assert got["t"].device == torch.device("cpu")
+    # A stage whose own device is of another type keeps the sent type (SGLang's rule).
+    got = _hop({"t": torch.arange(3)}, device="meta")
+    assert got["t"].device.type == "cpu" and torch.equal(got["t"], torch.arange(3))
+
+
+def test_send_rejects_a_non_dict():
+    with pytest.raises(TypeError) as info:
+        send_tensor_dict(LoopbackChannel(), [("a", 1)])
+    assert str(info.value) == "Expecting a dictionary, got <class 'list'>"
+
+
+def test_loopback_models_gloo_sizes():
+    """A longer message is an error (gloo aborts); a shorter one fills the start of the tensor silently."""
+    ch = LoopbackChannel()
+    ch.send(torch.zeros(4, dtype=torch.uint8), "cpu")
+    with pytest.raises(WireSizeMismatch) as info:
+        ch.recv(torch.empty(3, dtype=torch.uint8), "cpu")
+    assert str(info.value) == "Received data size doesn't match expected size: 4 vs 3 bytes"
+    ch.send(torch.tensor([7, 7], dtype=torch.uint8), "cpu")
+    out = torch.full((3,), 9, dtype=torch.uint8)
+    ch.recv(out, "cpu")
+    assert out.tolist() == [7, 7, 0]
+
+
+def test_loopback_raises_instead_of_blocking():
+    with pytest.raises(ChannelHang) as info:
+        LoopbackChannel().recv(torch.empty(1), "device")
+    assert str(info.value) == "nothing to receive on the device group: a real channel would block here"
+
+
+def _all_gather_hop(per_rank):
+    """Two sender ranks relay to two receiver ranks whose all-gather group joins the slices."""
+    import threading
+
+    n = len(per_rank)
+    chans = [LoopbackChannel() for _ in range(n)]
+    group = ThreadAllGather(n)
+
+    class Member:
+        def __init__(self, rank):
+            self.size, self.rank = n, rank
+
+    for rank, d in enumerate(per_rank):
+        send_tensor_dict(chans[rank], d, all_gather_group=Member(rank))
+    out = [None] * n
+
+    def receive(rank):
+        out[rank] = recv_tensor_dict(chans[rank], all_gather_group=group.member(rank))
+
+    threads = [threading.Thread(target=receive, args=(r,)) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+@given(t=tensors(views=("contiguous",), device="cpu", max_dims=2, max_side=4))
+def test_all_gather_slicing_is_lossless_for_rank_identical_tensors(t):
+    """With an all-gather group, a tensor that is the same on every rank arrives whole on every rank."""
+    for got in _all_gather_hop([{"x": t}, {"x": t.clone()}]):
+        assert tensors_equal(got["x"], t)
+
+
+def test_sglang_finding_rank_divergent_aux_tensor_is_silently_mixed():
+    """SGLang finding: an aux tensor that differs across the all-gather group arrives as a mix of
+    every rank's slice, on every rank, and pop accepts it."""
+    rank0 = {_OUTPUT_PREFIX + "scores": torch.tensor([1.0, 2.0, 3.0, 4.0])}
+    rank1 = {_OUTPUT_PREFIX + "scores": torch.tensor([10.0, 20.0, 30.0, 40.0])}
+    got = _all_gather_hop([rank0, rank1])
+    for received in got:
+        obs = RecordingObserver()
+        SGLANG_TRANSPORT.pop(received, obs)
+        assert obs.snapshots[0]["scores"].tolist() == [1.0, 2.0, 30.0, 40.0]
+
+
+def test_all_gather_sends_whole_tensors_whose_size_does_not_divide():
+    """numel % n != 0: the tensor is sent whole, so even a rank-divergent one arrives intact."""
+    got = _all_gather_hop([{"x": torch.tensor([1, 2, 3])}, {"x": torch.tensor([7, 8, 9])}])
+    assert got[0]["x"].tolist() == [1, 2, 3] and got[1]["x"].tolist() == [7, 8, 9]
+
+
+@given(d=transport_dicts(tensors=CONTIGUOUS))
+def test_relay_helper_matches_a_manual_hop(d):
+    got = relay(d)
+    assert list(got) == list(d)
+    for key, value in d.items():
+        assert tensors_equal(got[key], value) if torch.is_tensor(value) else got[key] == value
