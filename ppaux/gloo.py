@@ -18,7 +18,7 @@ import contextlib
 import datetime
 import multiprocessing
 import os
-import pickle
+import io
 import shutil
 import tempfile
 import sys
@@ -90,24 +90,39 @@ def make_context(rank: int, world_size: int, store_path: str, ag_size: int, time
     return RankContext(rank, world_size, cpu, device, gather)
 
 
+def dumps(obj: Any) -> bytes:
+    """Serialise a call or a reply between parent and worker.
+
+    ``torch.save`` rather than ``pickle``: plain pickle cannot load uint16/32/64 tensors back.
+    """
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def loads(data: bytes) -> Any:
+    return torch.load(io.BytesIO(data), weights_only=False)
+
+
 def serve(conn: Any, ctx: RankContext) -> None:
     """Run calls from the parent until it sends ``None``; report each result or exception."""
     while True:
-        call = pickle.loads(conn.recv_bytes())
-        if call is None:
-            return
-        fn, args = call
+        data = conn.recv_bytes()
         try:
+            call = loads(data)
+            if call is None:
+                return
+            fn, args = call
             reply: Tuple[Any, ...] = ("ok", fn(ctx, *args))
         except Exception as exc:  # reported to the parent, which classifies it
             reply = ("error", type(exc).__name__, str(exc), getattr(exc, "code", None))
-        conn.send_bytes(pickle.dumps(reply))
+        conn.send_bytes(dumps(reply))
 
 
 def rank_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float, conn: Any) -> None:
     """A worker's whole life (also run in threads by the tests, for coverage)."""
     ctx = make_context(rank, world_size, store_path, ag_size, timeout)
-    conn.send_bytes(pickle.dumps(("ready",)))
+    conn.send_bytes(dumps(("ready",)))
     serve(conn, ctx)
 
 
@@ -128,6 +143,11 @@ def _bare_main() -> Iterator[None]:
         yield
     finally:
         sys.modules["__main__"] = saved
+
+
+def rendezvous_dir() -> str:
+    """A fresh directory for one world's FileStore (removed when the world stops)."""
+    return tempfile.mkdtemp(prefix="ppaux-gloo-")
 
 
 def _context() -> Any:
@@ -163,7 +183,7 @@ class GlooWorld:
         if self.running:
             return
         mp = _context()
-        self.tmp = tempfile.mkdtemp(prefix="ppaux-gloo-")
+        self.tmp = rendezvous_dir()
         store = os.path.join(self.tmp, "store")
         for rank in range(self.world_size):
             parent, child = mp.Pipe()
@@ -189,7 +209,7 @@ class GlooWorld:
                 conn, proc = self.conns[rank], self.procs[rank]
                 if conn.poll(0.005):
                     try:
-                        out[rank] = _outcome(pickle.loads(conn.recv_bytes()))
+                        out[rank] = _outcome(loads(conn.recv_bytes()))
                     except (EOFError, OSError):  # the pipe closed: the rank died before answering
                         proc.join(1)
                         out[rank] = Outcome("died", exitcode=proc.exitcode)
@@ -215,7 +235,7 @@ class GlooWorld:
         with self._lock:
             self.start()
             for rank, call in calls.items():
-                self.conns[rank].send_bytes(pickle.dumps(call))
+                self.conns[rank].send_bytes(dumps(call))
             out = self._collect(sorted(calls), self.timeout if timeout is None else timeout)
             if any(o.status != "ok" for o in out.values()):
                 self.stop()

@@ -1,0 +1,162 @@
+"""Real gloo ranks: worker processes on 127.0.0.1, their watchdog, and the same code in threads."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import tempfile
+import threading
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppaux import gloo
+from ppaux.channels import ChannelHang
+from ppaux.transport import SGLANG_TRANSPORT
+from ppaux.wire import recv_tensor_dict, relay, send_tensor_dict
+from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
+
+pytestmark = [pytest.mark.wire, pytest.mark.gloo]
+
+CONTIGUOUS = tensors(views=("contiguous",), device="cpu")
+
+
+@settings(max_examples=8)
+@given(d=transport_dicts(tensors=CONTIGUOUS), payload=aux_payloads(tensors=CONTIGUOUS))
+def test_round_trip_over_gloo_processes(d, payload):
+    """Drawn dicts through one long-lived pair of gloo processes: the observer gets equal tensors."""
+    SGLANG_TRANSPORT.add(d, PPOutput(payload))
+    got = relay(d, channel="gloo")
+    assert list(got) == list(d)
+    obs = RecordingObserver()
+    SGLANG_TRANSPORT.pop(got, obs)
+    for name, tensor in payload.items():
+        assert tensors_equal(obs.snapshots[0][name], tensor)
+    assert gloo.world(2).starts <= 2  # one pair for every example (plus a restart at most)
+
+
+def test_gloo_refuses_non_contiguous_with_its_own_message():
+    """SGLang finding on the real backend: gloo's message for a non-contiguous aux tensor."""
+    d = {"next_token_ids": torch.arange(2)}
+    SGLANG_TRANSPORT.add(d, PPOutput({"scores": torch.arange(6.0).reshape(2, 3).t()}))
+    with pytest.raises(gloo.RankFailure) as info:
+        relay(d, channel="gloo")
+    assert str(info.value) == "input tensor has to be contiguous" and info.value.type_name == "RuntimeError"
+    assert not gloo.world(2).running  # torn down: the receiver was left mid-dict
+
+
+def _sleep(ctx, seconds):
+    import time
+
+    time.sleep(seconds)
+
+
+def _die(ctx):
+    os._exit(3)
+
+
+def _raise_documented(ctx):
+    from ppaux.errors import AuxiliaryPPError
+
+    raise AuxiliaryPPError("P1")
+
+
+def _rank(ctx):
+    return ctx.rank
+
+
+def test_world_watchdog_kills_ranks_that_hang_and_restarts():
+    w = gloo.GlooWorld(2, timeout=5.0)
+    try:
+        # Warm: the first call imports this module in the workers.
+        assert w.run({0: (_rank, ()), 1: (_rank, ())}) == {0: gloo.Outcome("ok", 0), 1: gloo.Outcome("ok", 1)}
+        out = w.run({0: (_sleep, (30,)), 1: (_rank, ())}, timeout=0.5)
+        assert out[0].status == "hang" and out[1].status == "ok" and out[1].value == 1
+        assert not w.running
+        assert w.run({0: (_rank, ()), 1: (_rank, ())}) == {0: gloo.Outcome("ok", 0), 1: gloo.Outcome("ok", 1)}
+        assert w.starts == 2
+        # A call the worker cannot even load is reported, and the worker keeps serving.
+        out = w.run({0: (_rank, ()), 1: (_rank, ())})
+        w.conns[0].send_bytes(b"not a call")
+        assert w._collect([0], 5.0)[0].error.type_name in ("UnpicklingError", "RuntimeError")
+    finally:
+        w.stop()
+    assert multiprocessing.active_children() == []
+
+
+def test_world_reports_dead_ranks_and_documented_errors():
+    w = gloo.GlooWorld(2)
+    try:
+        out = w.run({0: (_die, ()), 1: (_raise_documented, ())})
+        assert out[0].status == "died" and out[0].exitcode == 3
+        assert out[1].status == "error" and out[1].error.code == "P1"
+        assert str(out[1].error) == "received auxiliary PP output without a sampling observer"
+    finally:
+        w.stop()
+
+
+def test_raise_failure_names_the_first_problem():
+    err = gloo.RankFailure("ValueError", "bad")
+    with pytest.raises(gloo.RankFailure) as info:
+        gloo.raise_failure({0: gloo.Outcome("hang"), 1: gloo.Outcome("error", error=err)})
+    assert info.value is err
+    with pytest.raises(gloo.RankFailure) as info:
+        gloo.raise_failure({0: gloo.Outcome("ok"), 1: gloo.Outcome("died", exitcode=-6)})
+    assert str(info.value) == "gloo rank 1 died with exit code -6"
+    with pytest.raises(ChannelHang) as info:
+        gloo.raise_failure({0: gloo.Outcome("hang")})
+    assert str(info.value) == "gloo rank 0 did not finish: stopped by the watchdog"
+    gloo.raise_failure({0: gloo.Outcome("ok")})
+
+
+def test_world_shape_is_validated():
+    with pytest.raises(ValueError) as info:
+        gloo.GlooWorld(3, ag_size=2)
+    assert str(info.value) == "world_size=3 must be >= 2 and a multiple of ag_size=2"
+
+
+def test_world_that_cannot_rendezvous_fails_to_start(monkeypatch, tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    monkeypatch.setattr(gloo, "rendezvous_dir", lambda: str(blocker))
+    w = gloo.GlooWorld(2, timeout=5.0)
+    with pytest.raises(RuntimeError) as info:
+        w.start()
+    assert str(info.value).startswith("gloo ranks failed to start: {0: Outcome(status='died'")
+    assert not w.running
+
+
+def test_rank_code_in_threads_sends_and_receives_through_real_gloo_groups():
+    """rank_main, serve and the gloo channel run in threads of this process (for coverage): a
+    parent drives two ranks over pipes exactly as it drives worker processes."""
+    store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+    pipes = [multiprocessing.Pipe() for _ in range(4)]
+    threads = [threading.Thread(target=gloo.rank_main, args=(r, 4, store, 2, 10.0, pipes[r][1])) for r in range(4)]
+    for t in threads:
+        t.start()
+    parents = [p for p, _ in pipes]
+    assert [gloo.loads(c.recv_bytes()) for c in parents] == [("ready",)] * 4
+    d = {"x": torch.arange(4.0), "n": "meta"}
+    calls = {0: (gloo._send, (d, 2)), 1: (gloo._send, ({"x": torch.arange(4.0), "n": "meta"}, 3)), 2: (gloo._recv, (0, "cpu")), 3: (gloo._recv, (1, None))}
+    for r, call in calls.items():
+        parents[r].send_bytes(gloo.dumps(call))
+    replies = [gloo.loads(c.recv_bytes()) for c in parents]
+    assert replies[0] == replies[1] == ("ok", None)
+    for reply in replies[2:]:
+        assert reply[0] == "ok" and torch.equal(reply[1]["x"], torch.arange(4.0)) and reply[1]["n"] == "meta"
+    parents[0].send_bytes(gloo.dumps((_raise_documented, ())))
+    assert gloo.loads(parents[0].recv_bytes()) == ("error", "AuxiliaryPPError", "received auxiliary PP output without a sampling observer", "P1")
+    for c in parents:
+        c.send_bytes(gloo.dumps(None))
+    for t in threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in threads)
+
+
+def test_shared_world_is_reused_and_stopped():
+    w = gloo.world(2)
+    assert gloo.world(2) is w
+    gloo.stop_all()
+    assert not w.running
