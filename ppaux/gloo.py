@@ -225,7 +225,7 @@ class GlooWorld:
                 for rank in waiting:
                     out[rank] = Outcome("hang")
                 break
-        return out
+        return dict(sorted(out.items()))
 
     def run(self, calls: Dict[int, Tuple[Callable[..., Any], Tuple[Any, ...]]], *, timeout: Optional[float] = None) -> Dict[int, Outcome]:
         """Run ``fn(ctx, *args)`` on each named rank at once; the outcome of each.
