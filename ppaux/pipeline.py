@@ -213,6 +213,7 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
         report.keys.append(list(d))
         if stage == 0:
             popped: List[Any] = []
+            seen = len(observer.received) if isinstance(observer, Witness) else 0
 
             def pop(target: Dict[Any, Any]) -> None:
                 popped.append(_pop(config, target, observer, step))
@@ -228,7 +229,7 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
                 send_tensor_dict(to_next, d, all_gather_group=gather)
             report.popped.append(popped[0])
             received = observer.received if isinstance(observer, Witness) else []
-            report.received.append(received[-1] if len(received) > len(report.received) else None)
+            report.received.append(received[-1] if len(received) > seen else None)
         else:
             send_tensor_dict(to_next, d, all_gather_group=gather)
         report.final.append(dict(d))

@@ -1,0 +1,147 @@
+"""The N-stage PP ring: wiring preflight, pop/forward orders, round trips over both channels."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ppaux.errors import CATALOG, AuxiliaryPPError
+from ppaux.faults import classify
+from ppaux.pipeline import PipelineConfig, Stage, check_wiring, run, sample
+from ppaux.transport import _OUTPUT_PREFIX
+from ppaux_strategies import NotPPObserver, RecordingObserver, aux_payloads, tensors, tensors_equal
+
+pytestmark = pytest.mark.wire
+
+CONTIGUOUS = tensors(views=("contiguous",), device="cpu", max_dims=2, max_side=3)
+PAYLOAD = {"scores": torch.arange(6.0).reshape(2, 3), "ids": torch.tensor([1, 2])}
+
+
+def _ring(n, observer=None, **kw):
+    return PipelineConfig([Stage(observer=observer)] + [Stage() for _ in range(n - 1)], **kw)
+
+
+def _aux(keys):
+    return [k for k in keys if isinstance(k, str) and k.startswith(_OUTPUT_PREFIX)]
+
+
+def test_check_wiring_rejects_the_seed_misconfiguration_with_p1_and_its_fixes():
+    """Last stage emits auxiliary output, first stage has no observer: P1 before any step."""
+    config = _ring(3, None, outputs=[PAYLOAD])
+    with pytest.raises(AuxiliaryPPError) as info:
+        run(config)
+    assert str(info.value) == CATALOG["P1"].message() == "received auxiliary PP output without a sampling observer"
+    assert info.value.code == "P1"
+    assert info.value.__notes__ == ["the last stage (stage 2) emits auxiliary output; stage 0 pops it"] + [f"fix: {f}" for f in CATALOG["P1"].fixes]
+
+
+def test_check_wiring_rejects_a_first_stage_observer_without_pp_support_with_p2():
+    with pytest.raises(AuxiliaryPPError) as info:
+        check_wiring(_ring(2, NotPPObserver(), outputs=[PAYLOAD]))
+    assert str(info.value) == "sampling observer does not support pipeline-parallel transport" and info.value.code == "P2"
+
+
+def test_check_wiring_accepts_a_ring_without_auxiliary_output():
+    check_wiring(_ring(2, None, outputs=[None, None]))
+    out = run(_ring(2, None, outputs=[None]))
+    assert out[0].value.popped == [None] and out[0].value.received == [None]
+
+
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (PipelineConfig([Stage()]), "a PP ring needs at least 2 stages, got 1"),
+        (_ring(2, order="sideways"), "order='sideways' must be one of ('pop_then_forward', 'forward_then_pop', 'overlap')"),
+        (_ring(2, ag_size=0), "ag_size must be >= 1 and outputs must name at least one step"),
+        (_ring(2, outputs=[]), "ag_size must be >= 1 and outputs must name at least one step"),
+    ],
+)
+def test_check_wiring_rejects_rings_that_are_not_rings(config, message):
+    with pytest.raises(ValueError) as info:
+        check_wiring(config)
+    assert str(info.value) == message
+
+
+def test_run_rejects_unknown_channels():
+    with pytest.raises(ValueError) as info:
+        run(_ring(2), channel="nccl")
+    assert str(info.value) == "channel='nccl' must be one of ('loopback', 'gloo')"
+
+
+@given(
+    n=st.integers(2, 4),
+    logprobs=st.booleans(),
+    outputs=st.lists(st.none() | aux_payloads(tensors=CONTIGUOUS), min_size=1, max_size=2),
+)
+def test_ring_round_trip_over_loopback(n, logprobs, outputs):
+    """Any ring, any outputs: stage 0's observer gets equal tensors on its device, pop takes every
+    aux key, no later stage ever sees one, and the sampled keys come back round the ring."""
+    config = _ring(n, RecordingObserver(), outputs=outputs, logprobs=logprobs)
+    out = run(config)
+    assert all(o.status == "ok" for o in out.values())
+    assert classify(out, config).outcome == "harmless"
+    first = out[0].value
+    for step, payload in enumerate(outputs):
+        if payload is None:
+            assert first.popped[step] is None
+            continue
+        assert sorted(first.received[step]) == sorted(payload)
+        for name, tensor in payload.items():
+            got = first.received[step][name]
+            assert tensors_equal(got, tensor) and got.device.type == "cpu"
+    for rank in range(n):
+        report = out[rank].value
+        assert all(not _aux(keys) for keys in (report.keys if rank else [])), "a later stage saw aux keys"
+        assert all(not _aux(d) for d in report.final)
+    last = out[n - 1].value
+    for step, d in enumerate(last.final):
+        want = sample(step, config, "cpu")
+        assert list(d) == list(want) + ["__msg_type__"] and d["__msg_type__"] == "output"
+        for key, value in want.items():
+            assert torch.equal(d[key], value)
+
+
+def test_forward_then_pop_relays_aux_keys_to_every_later_stage():
+    """The other order: pop still works on stage 0, but every later stage receives the aux keys."""
+    config = _ring(3, RecordingObserver(), outputs=[PAYLOAD], order="forward_then_pop")
+    out = run(config)
+    assert classify(out, config).outcome == "harmless"
+    assert _aux(out[1].value.keys[0]) == _aux(out[2].value.keys[0]) == [_OUTPUT_PREFIX + "scores", _OUTPUT_PREFIX + "ids"]
+    assert not _aux(out[0].value.final[0])
+
+
+def test_overlapping_pop_breaks_the_forward_mid_iteration():
+    """A pop that lands while the forward iterates the same dict: the forward dies, the ring stalls."""
+    config = _ring(3, RecordingObserver(), outputs=[PAYLOAD], order="overlap")
+    out = run(config)
+    assert out[0].status == "error" and isinstance(out[0].error, RuntimeError)
+    assert str(out[0].error) == "dictionary changed size during iteration"
+    assert {out[1].status, out[2].status} == {"hang"}
+    assert classify(out, config).outcome == "other exception"
+
+
+def test_overlap_without_aux_output_is_harmless():
+    config = _ring(2, RecordingObserver(), outputs=[None], order="overlap")
+    assert classify(run(config), config).outcome == "harmless"
+
+
+@pytest.mark.gloo
+def test_ring_over_gloo_processes_matches_loopback():
+    """Three stages in three processes, two steps, logprobs on: same reports as the loopback."""
+    config = _ring(3, RecordingObserver(), outputs=[PAYLOAD, {"scores": torch.ones(2, 3)}], logprobs=True)
+    gl, lo = run(config, channel="gloo"), run(config)
+    assert classify(gl, config).outcome == classify(lo, config).outcome == "harmless"
+    for rank in range(3):
+        assert gl[rank].value.keys == lo[rank].value.keys
+    for step in range(2):
+        for name, tensor in gl[0].value.received[step].items():
+            assert tensors_equal(tensor, lo[0].value.received[step][name])
+
+
+def test_all_gather_ring_is_lossless_for_rank_identical_outputs():
+    config = _ring(2, RecordingObserver(), outputs=[PAYLOAD, PAYLOAD], ag_size=2)
+    out = run(config)
+    assert classify(out, config).outcome == "harmless"
+    assert tensors_equal(out[1].value.received[0]["scores"], PAYLOAD["scores"])
