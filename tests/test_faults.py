@@ -1,0 +1,183 @@
+"""Named faults on the output relay, their verdicts, and the `ppaux faults` matrix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from ppaux import fault_matrix
+from ppaux.channels import LoopbackChannel
+from ppaux.cli import main
+from ppaux.errors import AuxiliaryPPError
+from ppaux.faults import (
+    FAULTS, OUTCOMES, BitFlip, ChangeDtype, ChangeShape, Delay, Diverge, DropKey, DuplicateKey, Fault,
+    KillMidSend, MoveDevice, NonContiguous, RenameKey, Reorder, Truncate, classify, non_contiguous,
+)
+from ppaux.gloo import Outcome, RankFailure
+from ppaux.pipeline import PipelineConfig, StageKilled, StageReport, Stage
+from ppaux.transport import _OUTPUT_PREFIX
+from ppaux.wire import TensorMetadata, recv_tensor_dict
+
+pytestmark = pytest.mark.wire
+
+D, X, H, S, OK = OUTCOMES
+AUX = _OUTPUT_PREFIX + "s"
+
+
+def _through(fault, d, **kw):
+    ch = LoopbackChannel()
+    fault.send(ch, d, **kw)
+    return recv_tensor_dict(ch)
+
+
+def test_the_loopback_matrix_is_as_recorded_in_both_modes():
+    for integrity in (False, True):
+        cells = fault_matrix.matrix(channel="loopback", integrity=integrity, timeout=1.0)
+        assert {n: v.outcome for n, v in cells.items()} == fault_matrix.EXPECTED[("loopback", integrity)]
+
+
+def test_sglang_finding_what_the_default_wire_lets_through_silently():
+    """Without integrity these faults corrupt the first stage's output and pop accepts it."""
+    silent = sorted(n for n, o in fault_matrix.EXPECTED[("gloo", False)].items() if o == S)
+    assert silent == ["bit_flip", "change_dtype", "change_shape", "diverge", "drop_key", "rename_key", "reorder", "truncate"]
+    assert S not in fault_matrix.EXPECTED[("gloo", True)].values()
+
+
+@pytest.mark.gloo
+@pytest.mark.parametrize("name", ["truncate", "bit_flip", "diverge", "non_contiguous", "kill_mid_send"])
+def test_gloo_cells_where_the_backend_decides(name):
+    """On real gloo: a short message is padded silently (caught by I6), a non-contiguous aux
+    tensor is refused (caught earlier by I1), a killed sender breaks the receiver's connection."""
+    for integrity in (False, True):
+        verdict = fault_matrix.run_fault(name, channel="gloo", integrity=integrity, timeout=5.0)
+        assert verdict.outcome == fault_matrix.EXPECTED[("gloo", integrity)][name], verdict.detail
+    if name == "kill_mid_send":
+        assert "Connection" in verdict.detail or "died" in verdict.detail
+
+
+def test_drop_duplicate_rename_on_tensor_and_non_tensor_keys():
+    d = {"a": 1, AUX: torch.tensor([1.0])}
+    assert list(_through(DropKey(), d)) == ["a"]
+    assert list(_through(DropKey(key="a"), d)) == [AUX]
+    assert list(_through(DuplicateKey(key="a"), d)) == ["a", AUX]
+    assert _through(DuplicateKey(), d)[AUX].tolist() == [1.0]
+    assert list(_through(RenameKey(), d)) == ["a", AUX + "~"]
+    assert list(_through(DropKey(key="missing"), d)) == ["a", AUX]
+    assert list(_through(DropKey(), {"a": 1})) == ["a"]
+
+
+def test_tensor_faults():
+    d = {AUX: torch.tensor([1.0, 2.0])}
+    assert _through(BitFlip(bit=0), d)[AUX].view(torch.int32).tolist() == [d[AUX].view(torch.int32)[0].item() ^ 1, d[AUX].view(torch.int32)[1].item()]
+    assert _through(Truncate(), d)[AUX].view(torch.uint8)[-1].item() == 0
+    assert _through(ChangeDtype(), d)[AUX].dtype == torch.int32
+    assert _through(ChangeDtype(), {AUX: torch.tensor([1], dtype=torch.int8)})[AUX].dtype == torch.uint8
+    assert _through(ChangeDtype(), {AUX: torch.zeros(1, dtype=torch.complex128)})[AUX].shape == (2,)
+    assert _through(ChangeShape(), d)[AUX].shape == (1, 2)
+    assert _through(ChangeShape(), {AUX: torch.zeros(2, 2)})[AUX].shape == (4,)
+    empty = {AUX: torch.zeros(0)}
+    assert _through(BitFlip(), empty)[AUX].shape == (0,)
+    ch = LoopbackChannel()
+    MoveDevice(key="a").send(ch, {"a": 1})
+    assert recv_tensor_dict(ch) == {"a": 1}
+
+
+def test_message_faults():
+    ch = LoopbackChannel()
+    state = {}
+    Reorder().send(ch, {"step": 0}, faulty=True, state=state)
+    Reorder().send(ch, {"step": 1}, faulty=False, state=state)
+    assert [recv_tensor_dict(ch)["step"], recv_tensor_dict(ch)["step"]] == [1, 0]
+    Reorder().send(ch, {"step": 2}, faulty=False)
+    Reorder().send(ch, {"step": 3})
+    assert recv_tensor_dict(ch) == {"step": 2} and ch.pending() == 0
+    assert _through(Delay(seconds=0.0), {"a": 1}) == {"a": 1}
+    with pytest.raises(StageKilled) as info:
+        KillMidSend().send(ch, {AUX: torch.zeros(1)})
+    assert str(info.value) == "the sending stage died mid-send" and ch.pending() == 2
+
+
+def test_payload_faults():
+    x = torch.arange(6.0).reshape(2, 3)
+    view = non_contiguous(x)
+    assert not view.is_contiguous() and torch.equal(view, x)
+    out = NonContiguous().payload({"s": x, "t": x}, 0)
+    assert not out["s"].is_contiguous() and out["t"] is x
+    assert Fault().payload({"s": x}, 1) == {"s": x}
+    b = torch.tensor([True, False])
+    assert Diverge().payload({"s": b}, 1)["s"].tolist() == [False, True]
+    assert Diverge().payload({"s": x, "t": x}, 2)["s"].equal(x + 2)
+
+
+def _config(outputs):
+    return PipelineConfig([Stage(), Stage()], outputs=outputs)
+
+
+def _report(received, popped):
+    r = StageReport(0, 0)
+    r.received, r.popped = received, popped
+    return r
+
+
+def test_classify_prefers_documented_errors_then_exceptions_then_hangs():
+    cfg = _config([None])
+    documented = RankFailure("AuxiliaryPPError", "received auxiliary PP output without a sampling observer", "P1")
+    assert classify({0: Outcome("error", error=RuntimeError("x")), 1: Outcome("error", error=documented)}, cfg).outcome == D
+    assert classify({0: Outcome("error", error=AuxiliaryPPError("I3", "s"))}, cfg).detail == "I3: auxiliary PP tensor 's' is missing"
+    assert classify({0: Outcome("hang"), 1: Outcome("error", error=ValueError(""))}, cfg).detail == "rank 1: ValueError: "
+    assert classify({0: Outcome("hang"), 1: Outcome("died")}, cfg).detail == "rank 1 died"
+    assert classify({0: Outcome("died", exitcode=-6)}, cfg).detail == "rank 0 died (exit code -6)"
+    assert classify({0: Outcome("ok"), 1: Outcome("hang")}, cfg).outcome == H
+    fake = RankFailure("RuntimeError", "received auxiliary PP output without a sampling observer", "Z9")
+    assert classify({0: Outcome("error", error=fake)}, cfg).outcome == X
+
+
+@pytest.mark.parametrize(
+    "received, popped, why",
+    [
+        (None, None, "the output was lost: pop returned None"),
+        ({"t": torch.zeros(1)}, object(), "names ['t'] arrived for ['s']"),
+        ({"s": torch.zeros(2)}, object(), "'s' arrived as torch.float32 (2,), sent torch.float32 (1,)"),
+        ({"s": torch.empty(1, device="meta")}, object(), "'s' arrived on meta, not on the receiver's cpu"),
+        ({"s": torch.ones(1)}, object(), "'s' arrived with other values"),
+        ({"s": torch.zeros(1)}, object(), None),
+    ],
+)
+def test_classify_compares_what_the_observer_got_with_what_was_sent(received, popped, why):
+    cfg = _config([None, {"s": torch.zeros(1)}])
+    verdict = classify({0: Outcome("ok", _report([None, received], [None, popped])), 1: Outcome("ok")}, cfg)
+    if why is None:
+        assert verdict.outcome == OK and verdict.detail == "the observer received what was sent"
+    else:
+        assert verdict.outcome == S and verdict.detail == f"step 1, first-stage rank 0: {why}"
+
+
+def test_every_fault_has_a_name_and_a_doc():
+    assert sorted(FAULTS) == sorted(fault_matrix.EXPECTED[("loopback", False)].keys() - {"none"})
+    assert all(cls.doc for cls in FAULTS.values())
+
+
+def test_cli_prints_and_writes_the_matrix(tmp_path, capsys):
+    assert main(["faults", "--report", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("### Fault matrix: loopback channel, SGLang's wire (integrity off)")
+    assert out.endswith("Silent corruptions: 8 (drop_key, rename_key, bit_flip, truncate, change_dtype, change_shape, reorder, diverge)\n")
+    data = json.loads((tmp_path / "faults-loopback.json").read_text())
+    assert data["cells"]["bit_flip"] == {"outcome": S, "detail": "step 0, first-stage rank 0: 'scores' arrived with other values", "expected": S}
+    assert (tmp_path / "faults-loopback.md").read_text() == out
+
+
+def test_cli_exits_non_zero_when_a_cell_differs(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(fault_matrix.EXPECTED, ("loopback", True), {**fault_matrix.EXPECTED[("loopback", True)], "delay": D})
+    assert main(["faults", "--integrity", "--report", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == "ppaux faults: delay: harmless, expected documented error\n"
+    assert "| delay | the message is sent late | harmless **(differs)** | documented error |" in captured.out
+    assert captured.out.endswith("Silent corruptions: 0\n")
+
+
+def test_cli_rejects_a_non_positive_timeout(capsys):
+    assert main(["faults", "--timeout", "0"]) == 2
+    assert capsys.readouterr().err == "ppaux: error: --timeout must be positive, got 0.0\n"
