@@ -206,16 +206,9 @@ class GlooWorld:
         waiting = list(ranks)
         while waiting:
             for rank in list(waiting):
-                conn, proc = self.conns[rank], self.procs[rank]
-                if conn.poll(0.005):
-                    try:
-                        out[rank] = _outcome(loads(conn.recv_bytes()))
-                    except (EOFError, OSError):  # the pipe closed: the rank died before answering
-                        proc.join(1)
-                        out[rank] = Outcome("died", exitcode=proc.exitcode)
-                    waiting.remove(rank)
-                elif not proc.is_alive():
-                    out[rank] = Outcome("died", exitcode=proc.exitcode)
+                outcome = read_reply(self.conns[rank], self.procs[rank])
+                if outcome is not None:
+                    out[rank] = outcome
                     waiting.remove(rank)
             if not failed and any(o.status != "ok" for o in out.values()):
                 # A peer that failed will not send what the others wait for: don't wait it out.
@@ -253,6 +246,19 @@ class GlooWorld:
         if self.tmp is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
+
+
+def read_reply(conn: Any, proc: Any) -> Optional[Outcome]:
+    """A rank's reply, ``died`` if it is gone without one, or ``None`` while it still works."""
+    if conn.poll(0.005):
+        try:
+            return _outcome(loads(conn.recv_bytes()))
+        except (EOFError, OSError):  # the pipe closed: the rank died before answering
+            proc.join(1)
+            return Outcome("died", exitcode=proc.exitcode)
+    if not proc.is_alive():
+        return Outcome("died", exitcode=proc.exitcode)
+    return None
 
 
 def _now() -> float:

@@ -28,7 +28,7 @@ CONTIGUOUS = tensors(views=("contiguous",), device="cpu")
 def test_round_trip_over_gloo_processes(d, payload):
     """Drawn dicts through one long-lived pair of gloo processes: the observer gets equal tensors."""
     SGLANG_TRANSPORT.add(d, PPOutput(payload))
-    got = relay(d, channel="gloo")
+    got = relay(d, channel="gloo", device="cpu")
     assert list(got) == list(d)
     obs = RecordingObserver()
     SGLANG_TRANSPORT.pop(got, obs)
@@ -160,3 +160,57 @@ def test_shared_world_is_reused_and_stopped():
     assert gloo.world(2) is w
     gloo.stop_all()
     assert not w.running
+
+
+class _Conn:
+    def __init__(self, readable, data=None):
+        self.readable, self.data = readable, data
+
+    def poll(self, timeout):
+        return self.readable
+
+    def recv_bytes(self):
+        if self.data is None:
+            raise EOFError
+        return self.data
+
+
+class _Proc:
+    def __init__(self, alive, exitcode=None):
+        self.alive, self.exitcode = alive, exitcode
+
+    def is_alive(self):
+        return self.alive
+
+    def join(self, timeout):
+        pass
+
+
+def test_read_reply_tells_working_answered_and_dead_ranks_apart():
+    assert gloo.read_reply(_Conn(False), _Proc(True)) is None
+    assert gloo.read_reply(_Conn(True, gloo.dumps(("ok", 5))), _Proc(True)) == gloo.Outcome("ok", 5)
+    assert gloo.read_reply(_Conn(True), _Proc(False, -9)) == gloo.Outcome("died", exitcode=-9)
+    assert gloo.read_reply(_Conn(False), _Proc(False, 1)) == gloo.Outcome("died", exitcode=1)
+
+
+def test_pipeline_ranks_in_threads_over_real_gloo_groups():
+    """The pipeline's rank function in threads of this process over real gloo groups (no
+    all-gather, no loopback stall detector): the same code the worker processes run."""
+    from ppaux.pipeline import Plan, PipelineConfig, Stage, run_rank
+    from ppaux_strategies import RecordingObserver
+
+    store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+    config = PipelineConfig([Stage(observer=RecordingObserver()), Stage()], outputs=[{"s": torch.arange(3.0)}])
+    reports = {}
+
+    def rank(r):
+        ctx = gloo.make_context(r, 2, store, 1, 10.0)
+        reports[r] = run_rank(ctx, Plan(config))
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert torch.equal(reports[0].received[0]["s"], torch.arange(3.0))
+    assert reports[1].keys == [["next_token_ids", "__msg_type__"]]
