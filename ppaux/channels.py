@@ -173,6 +173,9 @@ class GlooChannel:
     def send(self, tensor: torch.Tensor, group: str) -> None:
         self.groups[group].send([tensor], self.peer, 0).wait()
 
+    def isend(self, tensor: torch.Tensor, group: str) -> Any:
+        return self.groups[group].send([tensor], self.peer, 0)
+
     def recv(self, tensor: torch.Tensor, group: str) -> None:
         self.groups[group].recv([tensor], self.peer, 0).wait()
 

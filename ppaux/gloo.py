@@ -290,10 +290,10 @@ def stop_all() -> None:
         w.stop()
 
 
-def _send(ctx: RankContext, tensor_dict: Dict[Any, Any], dst: int) -> None:
+def _send(ctx: RankContext, tensor_dict: Dict[Any, Any], dst: int, async_send: bool = False) -> None:
     from ppaux.wire import send_tensor_dict
 
-    send_tensor_dict(ctx.channel(dst), tensor_dict, all_gather_group=ctx.all_gather)
+    send_tensor_dict(ctx.channel(dst), tensor_dict, all_gather_group=ctx.all_gather, async_send=async_send)
 
 
 def _recv(ctx: RankContext, src: int, device: Any) -> Dict[Any, Any]:

@@ -35,6 +35,9 @@ DEVICE_GROUP = "device"
 class Channel(Protocol):
     def send(self, tensor: torch.Tensor, group: str) -> None: ...  # pragma: no cover
 
+    # Optional: start a send and return something with ``wait()`` (SGLang's ``isend``).
+    # def isend(self, tensor: torch.Tensor, group: str) -> Any
+
     def recv(self, tensor: torch.Tensor, group: str) -> None: ...  # pragma: no cover
 
 
@@ -61,11 +64,32 @@ def split_tensor_dict(tensor_dict: Dict[Any, Any]) -> Tuple[List[Tuple[Any, Any]
     return metadata_list, tensor_list
 
 
-def send_object(channel: Channel, obj: Any) -> None:
+class _Sender:
+    """Sends one after the other, or (``async_send``) starts them all and waits at the end."""
+
+    def __init__(self, channel: Channel, async_send: bool) -> None:
+        self.channel = channel
+        self.isend = getattr(channel, "isend", None) if async_send else None
+        self.works: List[Any] = []
+
+    def __call__(self, tensor: torch.Tensor, group: str) -> None:
+        if self.isend is None:
+            self.channel.send(tensor, group)
+        else:
+            # Keep the tensor with its work: it must outlive the send.
+            self.works.append((self.isend(tensor, group), tensor))
+
+    def wait(self) -> None:
+        for work, _ in self.works:
+            work.wait()
+
+
+def send_object(channel: Channel, obj: Any, *, _send: Optional[_Sender] = None) -> None:
     """Pickle ``obj`` and send its size, then its bytes, on the CPU group (``send_object``)."""
+    send = _send or _Sender(channel, False)
     payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
-    channel.send(torch.tensor([payload.numel()], dtype=torch.long), CPU_GROUP)
-    channel.send(payload, CPU_GROUP)
+    send(torch.tensor([payload.numel()], dtype=torch.long), CPU_GROUP)
+    send(payload, CPU_GROUP)
 
 
 def recv_object(channel: Channel) -> Any:
@@ -80,23 +104,29 @@ def _use_all_gather(group: Optional[AllGatherGroup], numel: int) -> bool:
     return group is not None and numel % group.size == 0
 
 
-def send_tensor_dict(channel: Channel, tensor_dict: Dict[Any, Any], *, all_gather_group: Optional[AllGatherGroup] = None) -> None:
-    """Send ``tensor_dict`` to the peer behind ``channel`` the way SGLang's PP group does."""
+def send_tensor_dict(channel: Channel, tensor_dict: Dict[Any, Any], *, all_gather_group: Optional[AllGatherGroup] = None, async_send: bool = False) -> None:
+    """Send ``tensor_dict`` to the peer behind ``channel`` the way SGLang's PP group does.
+
+    ``async_send`` starts every send before waiting for any (SGLang's PP output relay passes
+    ``async_send=True`` and waits on the works later); this waits before returning.
+    """
     if not isinstance(tensor_dict, dict):
         raise TypeError(f"Expecting a dictionary, got {type(tensor_dict)}")
     metadata_list, tensor_list = split_tensor_dict(tensor_dict)
-    send_split(channel, metadata_list, tensor_list, all_gather_group=all_gather_group)
+    send_split(channel, metadata_list, tensor_list, all_gather_group=all_gather_group, async_send=async_send)
 
 
-def send_split(channel: Channel, metadata_list: List[Tuple[Any, Any]], tensor_list: List[torch.Tensor], *, all_gather_group: Optional[AllGatherGroup] = None) -> None:
+def send_split(channel: Channel, metadata_list: List[Tuple[Any, Any]], tensor_list: List[torch.Tensor], *, all_gather_group: Optional[AllGatherGroup] = None, async_send: bool = False) -> None:
     """The sending half after the split: metadata first, then each non-empty tensor (or its slice)."""
-    send_object(channel, metadata_list)
+    send = _Sender(channel, async_send)
+    send_object(channel, metadata_list, _send=send)
     for tensor in tensor_list:
         if tensor.numel() == 0:
             continue
         if _use_all_gather(all_gather_group, tensor.numel()):
             tensor = tensor.reshape(all_gather_group.size, -1)[all_gather_group.rank]
-        channel.send(tensor, CPU_GROUP if tensor.is_cpu else DEVICE_GROUP)
+        send(tensor, CPU_GROUP if tensor.is_cpu else DEVICE_GROUP)
+    send.wait()
 
 
 def _receiver_device(meta_device: str, device: Optional[torch.device]) -> Any:

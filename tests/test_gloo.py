@@ -139,7 +139,7 @@ def test_rank_code_in_threads_sends_and_receives_through_real_gloo_groups():
     parents = [p for p, _ in pipes]
     assert [gloo.loads(c.recv_bytes()) for c in parents] == [("ready",)] * 4
     d = {"x": torch.arange(4.0), "n": "meta"}
-    calls = {0: (gloo._send, (d, 2)), 1: (gloo._send, ({"x": torch.arange(4.0), "n": "meta"}, 3)), 2: (gloo._recv, (0, "cpu")), 3: (gloo._recv, (1, None))}
+    calls = {0: (gloo._send, (d, 2)), 1: (gloo._send, ({"x": torch.arange(4.0), "n": "meta"}, 3, True)), 2: (gloo._recv, (0, "cpu")), 3: (gloo._recv, (1, None))}
     for r, call in calls.items():
         parents[r].send_bytes(gloo.dumps(call))
     replies = [gloo.loads(c.recv_bytes()) for c in parents]

@@ -182,3 +182,10 @@ def test_relay_helper_matches_a_manual_hop(d):
     assert list(got) == list(d)
     for key, value in d.items():
         assert tensors_equal(got[key], value) if torch.is_tensor(value) else got[key] == value
+
+
+def test_async_send_on_a_channel_without_isend_sends_in_order():
+    ch = LoopbackChannel()
+    send_tensor_dict(ch, {"a": torch.arange(3), "b": "x"}, async_send=True)
+    got = recv_tensor_dict(ch)
+    assert got["a"].tolist() == [0, 1, 2] and got["b"] == "x"

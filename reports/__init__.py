@@ -1,0 +1,1 @@
+"""Report builders and benchmarks (outputs under reports/out/)."""

@@ -1,0 +1,210 @@
+"""Benchmarks of the PP auxiliary relay: ``python -m reports.bench`` writes reports/out/bench.{json,md}.
+
+1. add+pop of k aux tensors in a dict of n keys, against inserting and deleting the same keys
+   in a plain dict (the ratio is the transport's overhead).
+2. gloo relay (SGLang's send/recv_tensor_dict) of a dict carrying one aux tensor of 1 KB, 1 MB
+   and 64 MB, against raw gloo send/recv of the same tensor, between two worker processes;
+   the goal is at least 0.9x raw throughput from 1 MB up.
+3. the extra cost of integrity mode: add+pop in process, and the gloo relay with the manifest.
+
+Numbers are medians of repeated runs on whatever machine runs this; nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from typing import Any, Callable, Dict, List
+
+import torch
+
+from ppaux import gloo
+from ppaux.integrity import INTEGRITY_TRANSPORT
+from ppaux.transport import SGLANG_TRANSPORT, _OUTPUT_PREFIX
+from ppaux.wire import recv_tensor_dict, send_tensor_dict
+
+OUT = os.path.join("reports", "out")
+SIZES = {"1 KB": 1 << 10, "1 MB": 1 << 20, "64 MB": 64 << 20}
+
+
+class _Output:
+    def __init__(self, payload: Dict[str, torch.Tensor]) -> None:
+        self.payload = payload
+
+    def to_pp_tensors(self) -> Dict[str, torch.Tensor]:
+        return self.payload
+
+
+class _Observer:
+    def from_pp_tensors(self, tensors: Any) -> Any:
+        return tensors
+
+
+def _median_seconds(fn: Callable[[], None], *, repeat: int, number: int) -> float:
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        runs.append((time.perf_counter() - start) / number)
+    return statistics.median(runs)
+
+
+def bench_add_pop(repeat: int) -> List[Dict[str, Any]]:
+    rows = []
+    for n in (8, 64):
+        for k in (1, 4, 16):
+            base = {f"key{i}": torch.zeros(1) for i in range(n - k)}
+            payload = {f"aux{i}": torch.zeros(1) for i in range(k)}
+            out, obs = _Output(payload), _Observer()
+            staged = {_OUTPUT_PREFIX + name: t for name, t in payload.items()}
+
+            def transport() -> None:
+                SGLANG_TRANSPORT.add(base, out)
+                SGLANG_TRANSPORT.pop(base, obs)
+
+            def plain() -> None:
+                base.update(staged)
+                for key in staged:
+                    del base[key]
+
+            t_transport = _median_seconds(transport, repeat=repeat, number=2000)
+            t_plain = _median_seconds(plain, repeat=repeat, number=2000)
+            rows.append({"n_keys": n, "k_aux": k, "add_pop_us": t_transport * 1e6, "plain_dict_us": t_plain * 1e6, "ratio": t_transport / t_plain})
+    return rows
+
+
+def bench_integrity_in_process(repeat: int) -> List[Dict[str, Any]]:
+    rows = []
+    for label, nbytes in SIZES.items():
+        payload = {"scores": torch.rand(nbytes // 4)}
+        out, obs = _Output(payload), _Observer()
+        d: Dict[str, Any] = {"next_token_ids": torch.arange(8)}
+
+        def plain() -> None:
+            SGLANG_TRANSPORT.add(d, out)
+            SGLANG_TRANSPORT.pop(d, obs)
+
+        def checked() -> None:
+            INTEGRITY_TRANSPORT.add(d, out)
+            INTEGRITY_TRANSPORT.pop(d, obs)
+
+        number = 200 if nbytes < (1 << 21) else 2
+        t_plain = _median_seconds(plain, repeat=repeat, number=number)
+        t_checked = _median_seconds(checked, repeat=repeat, number=number)
+        rows.append({"aux_size": label, "add_pop_us": t_plain * 1e6, "integrity_add_pop_us": t_checked * 1e6, "extra_us": (t_checked - t_plain) * 1e6})
+    return rows
+
+
+def _relay_rank(ctx: Any, nbytes: int, reps: int, mode: str) -> float:
+    """Rank 0 sends ``reps`` times, rank 1 receives; rank 1 returns seconds per message."""
+    tensor = torch.rand(nbytes // 4)
+    peer = ctx.channel(1 - ctx.rank)
+    warm = torch.zeros(1)
+    # One round trip first, so that both ranks start the clock together.
+    if ctx.rank == 0:
+        peer.send(warm, "cpu")
+        peer.recv(warm, "cpu")
+    else:
+        peer.recv(warm, "cpu")
+        peer.send(warm, "cpu")
+    start = time.perf_counter()
+    for _ in range(reps):
+        if mode == "raw":
+            if ctx.rank == 0:
+                peer.send(tensor, "cpu")
+            else:
+                peer.recv(torch.empty_like(tensor), "cpu")
+            continue
+        if ctx.rank == 0:
+            d = {"next_token_ids": torch.arange(8)}
+            output = _Output({"scores": tensor})
+            if mode == "integrity":
+                INTEGRITY_TRANSPORT.add(d, output)
+            else:
+                SGLANG_TRANSPORT.add(d, output)
+            d["__msg_type__"] = "output"
+            send_tensor_dict(peer, d, async_send=True)
+        else:
+            got = recv_tensor_dict(peer)
+            if mode == "integrity":
+                INTEGRITY_TRANSPORT.pop(got, _Observer())
+            else:
+                SGLANG_TRANSPORT.pop(got, _Observer())
+    return (time.perf_counter() - start) / reps
+
+
+def bench_gloo(repeat: int) -> List[Dict[str, Any]]:
+    # Workers import the rank function by module name, which is not __main__ under `python -m`.
+    from reports.bench import _relay_rank as rank_fn
+
+    world = gloo.GlooWorld(2, timeout=120.0)
+    rows = []
+    try:
+        for label, nbytes in SIZES.items():
+            reps = 200 if nbytes < (1 << 20) else 50 if nbytes <= (1 << 20) else 4
+            row: Dict[str, Any] = {"aux_size": label, "bytes": nbytes}
+            for mode in ("raw", "relay", "integrity"):
+                times = []
+                for i in range(repeat + 1):
+                    out = world.run({0: (rank_fn, (nbytes, reps, mode)), 1: (rank_fn, (nbytes, reps, mode))}, timeout=300.0)
+                    gloo.raise_failure(out)
+                    if i:  # the first run only warms the pair up
+                        times.append(out[1].value)
+                seconds = statistics.median(times)
+                row[f"{mode}_ms"] = seconds * 1e3
+                row[f"{mode}_MBps"] = nbytes / seconds / 1e6
+            row["relay_vs_raw"] = row["relay_MBps"] / row["raw_MBps"]
+            row["integrity_vs_relay"] = row["integrity_MBps"] / row["relay_MBps"]
+            rows.append(row)
+    finally:
+        world.stop()
+    return rows
+
+
+def _table(rows: List[Dict[str, Any]]) -> str:
+    keys = list(rows[0])
+    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
+    lines = ["| " + " | ".join(keys) + " |", "|" + " --- |" * len(keys)]
+    lines += ["| " + " | ".join(fmt(r[k]) for k in keys) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main(argv: Any = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement; the median is kept (default 5)")
+    parser.add_argument("--out", default=OUT, help=f"output directory (default {OUT})")
+    args = parser.parse_args(argv)
+    results = {
+        "machine": {"python": platform.python_version(), "torch": torch.__version__, "cpus": os.cpu_count(), "platform": platform.platform()},
+        "add_pop": bench_add_pop(args.repeat),
+        "integrity_in_process": bench_integrity_in_process(args.repeat),
+        "gloo_relay": bench_gloo(args.repeat),
+    }
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "bench.json"), "w", encoding="utf-8") as fh:
+        json.dump(results, fh, indent=2)
+    md = "\n\n".join(
+        [
+            "## PP auxiliary relay benchmarks",
+            f"Machine: {results['machine']}",
+            "### add+pop vs plain dict insert/delete (microseconds per add+pop)",
+            _table(results["add_pop"]),
+            "### Integrity mode in process (add+pop with one aux tensor)",
+            _table(results["integrity_in_process"]),
+            "### gloo relay vs raw gloo send/recv (one aux tensor per dict, 2 processes on 127.0.0.1)",
+            _table(results["gloo_relay"]),
+        ]
+    ) + "\n"
+    with open(os.path.join(args.out, "bench.md"), "w", encoding="utf-8") as fh:
+        fh.write(md)
+    print(md, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
