@@ -72,6 +72,14 @@ def ppaux_impl() -> impl_mod.Implementation:
     return current_implementation()
 
 
+@pytest.fixture
+def ppaux_observer_check():
+    """:func:`ppaux.testing.check_observer`, for a plugin's PP relay test."""
+    from ppaux.testing import check_observer
+
+    return check_observer
+
+
 _BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
 _EXAMPLE = re.compile(r"^(Falsifying (?:explicit )?example: .*?)(?=^\S|\Z)", re.M | re.S)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import gc
 import pickle
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 from hypothesis import given
@@ -224,15 +224,21 @@ def _check_released(weak: Dict[str, StorageWeakRef], observer: Any) -> None:
 
 def _holder(observer: Any, cdata: int) -> str:
     for attr, value in getattr(observer, "__dict__", {}).items():
-        if any(torch.is_tensor(item) and item.untyped_storage()._cdata == cdata for item in _contents(value)):
+        if _reaches(value, cdata, depth=3):
             return f"the observer's attribute {attr!r} holds it"
     return "something outside the rebuilt output holds it (the observer, or a cache it writes)"
 
 
-def _contents(value: Any) -> List[Any]:
-    # One level deep: the attribute itself, a container's items, or an object's attributes.
+def _reaches(value: Any, cdata: int, depth: int) -> bool:
+    """Whether ``value`` is, or holds within ``depth`` levels, a tensor on that storage."""
+    if torch.is_tensor(value):
+        return value.untyped_storage()._cdata == cdata
+    if depth == 0:
+        return False
     if isinstance(value, Mapping):
-        return list(value.values())
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    return [value] + list(getattr(value, "__dict__", {}).values())
+        items = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        items = list(getattr(value, "__dict__", {}).values())
+    return any(_reaches(item, cdata, depth - 1) for item in items)

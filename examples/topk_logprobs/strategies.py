@@ -25,4 +25,4 @@ def logits(*, max_batch: int = 4, max_vocab: int = 8) -> st.SearchStrategy[torch
 
 def outputs(observer_class: Callable[..., Any] = TopKLogprobsObserver) -> st.SearchStrategy[Any]:
     """Draw what ``observer_class(k).after_sample`` returns for drawn logits."""
-    return st.builds(lambda k, x: make_output(observer_class(k), x), st.integers(1, 3), logits())
+    return st.builds(make_output, st.builds(observer_class, st.integers(1, 3)), logits())
