@@ -125,6 +125,8 @@ def _round_trip(impl: Any, factory: Callable[[], Any], output: Any, equal: Any, 
     except Exception as exc:
         raise KitFailure("K6", detail=channel) from exc
     weak = {name: StorageWeakRef(received[impl.prefix + name].untyped_storage()) for name in names}
+    # Where they really landed: a tensor keeps its device type, only the index is the receiver's.
+    landed = ", ".join(sorted({str(received[impl.prefix + name].device) for name in names}))
     observer = factory()
     try:
         rebuilt = _catalog_call("pop", impl.pop, received, observer)
@@ -133,9 +135,9 @@ def _round_trip(impl: Any, factory: Callable[[], Any], output: Any, equal: Any, 
     except KeyError as exc:
         if exc.args and exc.args[0] not in names:
             raise KitFailure("K7", name=exc.args[0]) from exc
-        raise KitFailure("K8", detail=f"KeyError: {exc}", device=str(device)) from exc
+        raise KitFailure("K8", detail=f"KeyError: {exc}", device=landed) from exc
     except Exception as exc:
-        raise KitFailure("K8", detail=f"{type(exc).__name__}: {exc}", device=str(device)) from exc
+        raise KitFailure("K8", detail=f"{type(exc).__name__}: {exc}", device=landed) from exc
     _compare(equal, output, rebuilt)
     del received, rebuilt
     _check_released(weak, observer)
@@ -174,8 +176,9 @@ def _relay(tensors: Dict[str, Any], channel: str, device: torch.device) -> Dict[
     received: Dict[str, Any] = {}
     for key, value in tensors.items():
         if isinstance(value, torch.Tensor):
-            # The receiver knows only (dtype, size) and allocates on its own device.
-            fresh = torch.empty(value.size(), dtype=value.dtype, device=device)
+            # The receiver knows only (device type, dtype, size) and allocates on its own device of that type.
+            own = device if device.type == value.device.type else value.device.type
+            fresh = torch.empty(value.size(), dtype=value.dtype, device=own)
             if fresh.numel():
                 fresh.reshape(-1).view(torch.uint8).copy_(value.contiguous().reshape(-1).view(torch.uint8))
             received[key] = fresh
