@@ -179,8 +179,7 @@ def _relay(tensors: Dict[str, Any], channel: str, device: torch.device) -> Dict[
             # The receiver knows only (device type, dtype, size) and allocates on its own device of that type.
             own = device if device.type == value.device.type else value.device.type
             fresh = torch.empty(value.size(), dtype=value.dtype, device=own)
-            if fresh.numel():
-                fresh.reshape(-1).view(torch.uint8).copy_(value.contiguous().reshape(-1).view(torch.uint8))
+            fresh.reshape(-1).view(torch.uint8).copy_(value.contiguous().reshape(-1).view(torch.uint8))
             received[key] = fresh
         else:
             received[key] = pickle.loads(pickle.dumps(value))

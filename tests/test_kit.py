@@ -235,6 +235,16 @@ def test_key_error_without_a_name_is_k8():
     assert str(kit_failure(BareKeyError, good())) == message("K8", detail="KeyError: ", device="cpu")
 
 
+class RaisesLikeAdd:
+    def from_pp_tensors(self, tensors: Any) -> Out:
+        raise RuntimeError("auxiliary PP output must contain at least one tensor")
+
+
+def test_observer_error_reading_like_an_add_error_is_k8_not_a2():
+    failure = kit_failure(RaisesLikeAdd, outs(**{"kit.a": torch.zeros(1)}))
+    assert str(failure) == message("K8", detail="RuntimeError: auxiliary PP output must contain at least one tensor", device="cpu")
+
+
 class ExpectsCuda:
     def from_pp_tensors(self, tensors: Any) -> Out:
         if any(t.device.type != "cuda" for t in tensors.values()):
@@ -300,6 +310,7 @@ class Keeps:
         (lambda o, t, out: setattr(o, "last_output", out), "the observer's attribute 'last_output' holds it"),
         (lambda o, t, out: setattr(o, "seen", t["kit.a"]), "the observer's attribute 'seen' holds it"),
         (lambda o, t, out: Keeps.cache.append(t["kit.a"]), "something outside the rebuilt output holds it (the observer, or a cache it writes)"),
+        (lambda o, t, out: setattr(o, "nested", [[[t["kit.a"]]]]), "the observer's attribute 'nested' holds it"),
         (lambda o, t, out: setattr(o, "deep", [[[[t["kit.a"]]]]]), "something outside the rebuilt output holds it (the observer, or a cache it writes)"),
     ],
 )
