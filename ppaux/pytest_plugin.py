@@ -1,4 +1,4 @@
-"""pytest plugin (entry point ``pytest11``): ``--ppaux-impl``, the ``ppaux_impl`` fixture,
+"""pytest plugin (registered by the ``ppaux_pytest`` entry point): ``--ppaux-impl``, the ``ppaux_impl`` fixture,
 ppaux's marks and Hypothesis profiles, and per-clause result records for ``ppaux check``."""
 
 from __future__ import annotations
@@ -34,18 +34,6 @@ def current_implementation() -> impl_mod.Implementation:
     if _current is None:
         _current = impl_mod.load(os.environ.get("PPAUX_IMPL"))
     return _current
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("ppaux")
-    group.addoption(
-        "--ppaux-impl",
-        default=None,
-        metavar="MODULE_OR_FILE",
-        help="implementation of the PP auxiliary transport to test (module name or .py file); "
-        "default: $PPAUX_IMPL or ppaux's reference",
-    )
-    group.addoption("--ppaux-results", default=None, metavar="FILE", help="write per-test results as JSON lines (used by `ppaux check`)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -105,7 +93,7 @@ def failure_details(text: str) -> Dict[str, Optional[str]]:
         for line in lines[start:]:
             if not line.strip() or line.strip().startswith(_BLOCK_END):
                 break
-            block.append(line[indent:] if line[:indent].isspace() else line.lstrip())
+            block.append(line[indent:] if not line[:indent].strip() else line.lstrip())
         example = "\n".join(block)
     blob = _BLOB.search(text)
     return {"example": example, "blob": blob.group(0) if blob else None}
