@@ -84,8 +84,11 @@ def check_observer(
     run = given(output=outputs)(check_observer)
     # One failing output is one message: never an ExceptionGroup of several.
     run = Settings(settings if settings is not None else Settings(deadline=None), report_multiple_bugs=False)(run)
-    # Without this every plugin's check would share one entry in the example database.
-    run.hypothesis.inner_test._hypothesis_internal_add_digest = repr((observer_factory, outputs)).encode()
+    # Without this every plugin's check would share one entry in the example database;
+    # names, not reprs with addresses, so that a failure replays on the next run.
+    factory_name = getattr(observer_factory, "__qualname__", None) or type(observer_factory).__qualname__
+    key = f"{getattr(observer_factory, '__module__', '')}.{factory_name}:{outputs!r}"
+    run.hypothesis.inner_test._hypothesis_internal_add_digest = key.encode()
     run()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any, Mapping
 
@@ -59,11 +60,24 @@ def test_a_well_behaved_pair_passes_every_check():
     check_observer(Obs, good())
 
 
-def test_the_example_database_key_is_per_check():
+def _primary_keys(db: InMemoryExampleDatabase) -> set:
+    return {k for k in db.data if not k.endswith((b".secondary", b".pareto", b".observations"))}
+
+
+def test_the_example_database_key_is_per_observer_and_strategy():
     db = InMemoryExampleDatabase()
-    for factory in (lambda: None, lambda: Obs()):
-        kit_failure(factory, outs(**{"kit.a": torch.zeros(1)}).map(lambda o: Out({})), settings=settings(database=db))
-    assert len({k for k in db.data if not k.endswith((b".secondary", b".pareto", b".observations"))}) == 2
+    empty = st.just(Out({}))
+    for factory in (Obs, NoneObs, functools.partial(Obs), Obs):
+        kit_failure(factory, empty, settings=settings(database=db))
+    kit_failure(Obs, st.just(Out({"": torch.zeros(1)})), settings=settings(database=db))
+    assert len(_primary_keys(db)) == 4
+
+
+def test_the_example_database_key_is_stable_across_runs():
+    db = InMemoryExampleDatabase()
+    for _ in range(2):
+        kit_failure(lambda: None, st.just(Out({})), settings=settings(database=db))
+    assert len(_primary_keys(db)) == 1
 
 
 # Catalog errors, reported with the catalog's fixes.
