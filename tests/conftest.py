@@ -6,6 +6,8 @@ import multiprocessing
 
 import pytest
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _gloo_workers_are_stopped():
