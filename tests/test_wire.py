@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ppaux.channels import GLOO_NOT_CONTIGUOUS, ChannelHang, LoopbackChannel, ThreadAllGather, WireSizeMismatch
-from ppaux.transport import SGLANG_TRANSPORT, _OUTPUT_PREFIX
+from ppaux.pytest_plugin import current_implementation
+from ppaux.transport import _OUTPUT_PREFIX
 from ppaux.wire import TensorMetadata, recv_tensor_dict, relay, send_tensor_dict, split_tensor_dict
 from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
 
@@ -29,12 +30,13 @@ def _hop(d, **kw):
 def test_round_trip_through_the_wire_hands_the_observer_equal_tensors(d, payload):
     """add, relay, pop: the observer gets every aux tensor equal in value, dtype and shape, on the
     receiver's device; the other keys arrive in order with equal values; no aux key is left."""
+    impl = current_implementation()
     sent = dict(d)
-    SGLANG_TRANSPORT.add(d, PPOutput(payload))
+    impl.add(d, PPOutput(payload))
     got = _hop(d)
     assert list(got) == list(d)
     obs = RecordingObserver()
-    SGLANG_TRANSPORT.pop(got, obs)
+    impl.pop(got, obs)
     (received,) = obs.snapshots
     assert sorted(received) == sorted(payload)
     for name, tensor in payload.items():
@@ -82,7 +84,7 @@ def test_requires_grad_and_subclasses_are_not_preserved():
 def test_sglang_finding_non_contiguous_aux_payload_breaks_the_relay():
     """SGLang finding: add keeps a non-contiguous aux tensor as is, and the relay refuses it with gloo's error."""
     d = {"next_token_ids": torch.arange(2)}
-    SGLANG_TRANSPORT.add(d, PPOutput({"scores": torch.arange(6.0).reshape(2, 3).t()}))
+    current_implementation().add(d, PPOutput({"scores": torch.arange(6.0).reshape(2, 3).t()}))
     ch = LoopbackChannel()
     with pytest.raises(RuntimeError) as info:
         send_tensor_dict(ch, d)
@@ -166,7 +168,7 @@ def test_sglang_finding_rank_divergent_aux_tensor_is_silently_mixed():
     got = _all_gather_hop([rank0, rank1])
     for received in got:
         obs = RecordingObserver()
-        SGLANG_TRANSPORT.pop(received, obs)
+        current_implementation().pop(received, obs)
         assert obs.snapshots[0]["scores"].tolist() == [1.0, 2.0, 30.0, 40.0]
 
 
