@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import gc
-import pickle
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
@@ -173,20 +172,10 @@ def _check_wire(name: str, tensor: torch.Tensor) -> None:
 
 
 def _relay(tensors: Dict[str, Any], channel: str, device: torch.device) -> Dict[str, Any]:
-    """The dict the receiving stage gets after one hop; ppaux.wire.relay once it lands."""
-    if channel != "loopback":
-        raise RuntimeError(f"channel {channel!r} needs ppaux.wire, which this ppaux does not have yet")
-    received: Dict[str, Any] = {}
-    for key, value in tensors.items():
-        if isinstance(value, torch.Tensor):
-            # The receiver knows only (device type, dtype, size) and allocates on its own device of that type.
-            own = device if device.type == value.device.type else value.device.type
-            fresh = torch.empty(value.size(), dtype=value.dtype, device=own)
-            fresh.reshape(-1).view(torch.uint8).copy_(value.contiguous().reshape(-1).view(torch.uint8))
-            received[key] = fresh
-        else:
-            received[key] = pickle.loads(pickle.dumps(value))
-    return received
+    """The dict the receiving stage gets after one hop of SGLang's send/recv over ``channel``."""
+    from ppaux.wire import relay
+
+    return relay(tensors, channel=channel, device=device)
 
 
 def _compare(equal: Any, original: Any, rebuilt: Any) -> None:
