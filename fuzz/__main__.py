@@ -29,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--db", default=None, metavar="DIR|redis://HOST:PORT", help="example database (default .hypothesis/fuzz-db)")
         p.add_argument("--tests", default=None, metavar="EXPR", help="pytest -k expression over test names, files and marks")
         p.add_argument("--report", default="reports/out/fuzz", metavar="DIR", help="report directory (default reports/out/fuzz)")
+    run.add_argument("--seed", type=int, default=None, help="seed round N with SEED+N (a reproducible run); default: random")
+    run.add_argument("--max-failures", type=int, default=None, metavar="N", help="stop once N distinct failures are found")
     run.add_argument("--progress-every", type=float, default=10.0, metavar="S", help="seconds between progress lines when not on a terminal")
     return parser
 
@@ -44,13 +46,13 @@ def _check_common(args: argparse.Namespace) -> None:
     from ppaux.impl import ImplementationError, load
 
     if args.impl:
-        # Relative to where the user stands; the rounds run from the project root.
-        if args.impl.endswith(".py") or Path(args.impl).is_file():
-            args.impl = str(Path(args.impl).resolve())
         try:
             load(args.impl)
         except ImplementationError as exc:
             raise UsageError(f"--impl: {exc}") from None
+        # Relative to where the user stands; the rounds run from the project root.
+        if args.impl.endswith(".py") or Path(args.impl).is_file():
+            args.impl = str(Path(args.impl).resolve())
     if args.db and "://" not in args.db:
         args.db = str(Path(args.db).resolve())
     try:
@@ -71,13 +73,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     budget = parse_budget(args.budget)
     if args.progress_every <= 0:
         raise UsageError("--progress-every must be a positive number of seconds")
+    if args.max_failures is not None and args.max_failures < 1:
+        raise UsageError("--max-failures must be at least 1")
     where, note = placements(args.devices, _cuda_count())
     _check_common(args)
     progress = Progress(sys.stderr, budget, every=args.progress_every)
     if note:
         progress.say(f"fuzz: {note}")
     run = FuzzRun(budget=budget, placements=where, db=describe(args.db), impl=args.impl, tests=args.tests,
-                  report_dir=args.report, nightly_max_examples=PROFILES["nightly"].max_examples, progress=progress)
+                  report_dir=args.report, seed=args.seed, max_failures=args.max_failures, nightly_max_examples=PROFILES["nightly"].max_examples, progress=progress)
     try:
         run.run()
     finally:

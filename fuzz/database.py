@@ -27,7 +27,11 @@ def _redis_client(spec: str):
     except ImportError:  # pragma: no cover - redis-py is a test dependency
         raise DatabaseError("--db redis://... needs the `redis` Python package (pip install redis)") from None
     db = int(parts.path.strip("/") or 0) if parts.path.strip("/").isdigit() else 0
-    return redis.Redis(host=parts.hostname, port=port, db=db, socket_connect_timeout=3)
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    # No retries: a fleet machine whose Redis is down should say so at once, not after backoffs.
+    return redis.Redis(host=parts.hostname, port=port, db=db, socket_connect_timeout=3, retry=Retry(NoBackoff(), 0))
 
 
 def open_database(spec: str | None) -> ExampleDatabase:

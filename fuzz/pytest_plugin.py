@@ -91,7 +91,10 @@ def _profile() -> settings:
         # Only the saved examples, as saved: no generation, no shrinking, nothing written back.
         return settings(nightly, database=_RecordingDatabase(db), phases=[Phase.reuse])
     max_examples = int(os.environ.get("PPAUX_FUZZ_MAX_EXAMPLES", nightly.max_examples))
-    return settings(nightly, database=db, max_examples=max_examples)
+    # The explain phase re-runs a found failure under a tracer to annotate it: ~13 s per failure
+    # here, budget better spent finding the next one. The minimal example and the blob stay.
+    phases = [p for p in nightly.phases if p is not Phase.explain]
+    return settings(nightly, database=db, max_examples=max_examples, phases=phases)
 
 
 settings.register_profile(PROFILE, _profile())
@@ -126,8 +129,22 @@ def _install_counter() -> None:
     ConjectureRunner.test_function = test_function  # type: ignore[method-assign]
 
 
+def _seed_rounds() -> None:
+    """``--seed``: a reproducible round. ``--hypothesis-seed`` would turn the example database off
+    (Hypothesis keys nothing under a forced seed), so seed the generator it draws per-test seeds from."""
+    seed = os.environ.get("PPAUX_FUZZ_SEED")
+    if seed is None:
+        return
+    import random
+
+    from hypothesis import core
+
+    core.threadlocal._hypothesis_global_random = random.Random(int(seed))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     _install_counter()
+    _seed_rounds()
 
 
 def _stop(signum: int, frame: Any) -> None:
@@ -145,6 +162,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     signal.signal(signal.SIGINT, _stop)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     # Plain example tests give the same answer every time: fuzzing them wastes the budget.
     keep = [item for item in items if is_hypothesis_test(getattr(item, "obj", None))]

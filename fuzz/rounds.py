@@ -28,8 +28,12 @@ def pytest_command(*, tests: Optional[str], impl: Optional[str]) -> List[str]:
     return cmd + list(TEST_PATHS)
 
 
-def round_env(*, mode: str, db: str, events: Path, placement: str, max_examples: Optional[int]) -> Dict[str, str]:
+def round_env(*, mode: str, db: str, events: Path, placement: str, max_examples: Optional[int],
+              seed: Optional[int] = None) -> Dict[str, str]:
     env = dict(os.environ)
+    env.pop("PPAUX_FUZZ_SEED", None)
+    if seed is not None:
+        env["PPAUX_FUZZ_SEED"] = str(seed)
     env.update(PPAUX_FUZZ_MODE=mode, PPAUX_FUZZ_DB=db, PPAUX_FUZZ_EVENTS=str(events))
     if max_examples is not None:
         env["PPAUX_FUZZ_MAX_EXAMPLES"] = str(max_examples)
@@ -55,7 +59,7 @@ class Round:
 
     @classmethod
     def start(cls, number: int, placement: str, max_examples: Optional[int], *, mode: str, db: str,
-              tests: Optional[str], impl: Optional[str], workdir: Path) -> "Round":
+              tests: Optional[str], impl: Optional[str], workdir: Path, seed: Optional[int] = None) -> "Round":
         events = workdir / f"round-{number:03d}.events.jsonl"
         log = workdir / f"round-{number:03d}.log"
         events.write_text("")
@@ -64,7 +68,7 @@ class Round:
             proc = subprocess.Popen(pytest_command(tests=tests, impl=impl), cwd=ROOT, stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     env=round_env(mode=mode, db=db, events=events, placement=placement,
-                                                  max_examples=max_examples),
+                                                  max_examples=max_examples, seed=seed),
                                     start_new_session=True)
         return cls(number, placement, max_examples, events, log, proc)
 

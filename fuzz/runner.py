@@ -33,6 +33,8 @@ class FuzzRun:
     report_dir: Path
     nightly_max_examples: int
     progress: Progress
+    seed: Optional[int] = None
+    max_failures: Optional[int] = None
     started_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     rounds: List[Dict[str, Any]] = field(default_factory=list)
     failures: Dict[Tuple[str, str], Dict[str, Any]] = field(default_factory=dict)
@@ -82,7 +84,8 @@ class FuzzRun:
                 round_no += 1
                 placement = self.placements[(round_no - 1) % len(self.placements)]
                 rnd = Round.start(round_no, placement, self.max_examples(round_no), mode="run", db=self.db,
-                                  tests=self.tests, impl=self.impl, workdir=workdir)
+                                  tests=self.tests, impl=self.impl, workdir=workdir,
+                                  seed=None if self.seed is None else self.seed + round_no)
                 reason = self._drive(rnd, start, done_examples)
                 done_examples += rnd.examples
                 status = rnd.proc.returncode
@@ -91,6 +94,8 @@ class FuzzRun:
                                     "ended_by": reason, "log": str(rnd.log_path)})
                 if reason == "finished" and status in _BROKEN:
                     raise RunError(self._broken_message(rnd, status))
+                if self.max_failures and len(self.failures) >= self.max_failures:
+                    self.stopped_by = "max-failures"
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
@@ -110,6 +115,9 @@ class FuzzRun:
                 rnd.interrupt()
             elif not exited and elapsed >= self.budget:
                 reason = "budget"
+                rnd.interrupt()
+            elif not exited and self.max_failures and len(self.failures) >= self.max_failures:
+                reason = self.stopped_by = "max-failures"
                 rnd.interrupt()
             for event in rnd.poll_events():
                 if event["kind"] == "failure":
@@ -135,8 +143,8 @@ class FuzzRun:
         return {
             "kind": "fuzz-run", "started_at": self.started_at, "budget_s": self.budget,
             "elapsed_s": round(self.elapsed, 1), "stopped_by": self.stopped_by or "budget",
-            "complete": self.stopped_by is None, "impl": self.impl or "ppaux.transport", "db": self.db,
-            "tests": self.tests, "placements": self.placements, "examples": self.examples,
+            "complete": self.stopped_by in (None, "max-failures"), "impl": self.impl or "ppaux.transport", "db": self.db,
+            "tests": self.tests, "seed": self.seed, "placements": self.placements, "examples": self.examples,
             "examples_per_s": round(self.examples / self.elapsed, 1) if self.elapsed else 0.0,
             "rounds": self.rounds, "failures": list(self.failures.values()),
             "timeline": [list(p) for p in _thin(self.timeline, 600)],
