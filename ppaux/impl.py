@@ -53,6 +53,10 @@ class Implementation:
     def __repr__(self) -> str:
         return f"<{self.name} prefix={self.prefix!r}>"
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # Hypothesis pretty-prints dataclasses field by field; one short line reads better in a counterexample.
+        printer.text(repr(self))
+
 
 def reference(prefix: Optional[str] = None) -> Implementation:
     from ppaux import transport as module

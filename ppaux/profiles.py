@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, Phase, settings
 
+# The explain phase traces every line under sys.settrace: with torch underneath it costs
+# tens of seconds per failing test and adds little to a minimal example and its blob.
+_NO_EXPLAIN = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
+
 PROFILES = {
     # Same examples every run (derandomize) so that CI gives one verdict; blob printed to replay.
-    "ci": settings(derandomize=True, deadline=None, print_blob=True, max_examples=40,
+    "ci": settings(derandomize=True, deadline=None, print_blob=True, max_examples=40, report_multiple_bugs=False, phases=_NO_EXPLAIN,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]),
-    "dev": settings(deadline=None, print_blob=True, max_examples=100),
-    "nightly": settings(deadline=None, print_blob=True, max_examples=2000,
+    "dev": settings(deadline=None, print_blob=True, max_examples=100, phases=_NO_EXPLAIN),
+    "nightly": settings(deadline=None, print_blob=True, max_examples=2000, phases=_NO_EXPLAIN,
                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]),
     # Many mutants, each a full run: few examples, no shrinking, no database to carry state across mutants.
     "mutation": settings(derandomize=True, deadline=None, database=None, max_examples=12,

@@ -73,19 +73,34 @@ def ppaux_impl() -> impl_mod.Implementation:
 
 
 _BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
-_EXAMPLE = re.compile(r"^(Falsifying (?:explicit )?example: .*?)(?=^\S|\Z)", re.M | re.S)
+_BLOCK_END = ("You can reproduce", "Explanation:", "Traceback", "Unreliable")
+
+
+def _plain_lines(text: str) -> List[str]:
+    # pytest prefixes failure text with "E   " and exception groups with "| ".
+    out = []
+    for line in text.splitlines():
+        if line.startswith("E ") or line == "E":
+            line = line[1:]
+        out.append(re.sub(r"^\s*\| ?", "", line))
+    return out
 
 
 def failure_details(text: str) -> Dict[str, Optional[str]]:
-    """The minimal example, the reproduce blob and the error line from a failure's report text."""
-    example = _EXAMPLE.search(text)
+    """The minimal example and the reproduce blob from a failure's report text."""
+    lines = _plain_lines(text)
+    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("Falsifying")), None)
+    example = None
+    if start is not None:
+        indent = len(lines[start]) - len(lines[start].lstrip())
+        block = []
+        for line in lines[start:]:
+            if not line.strip() or line.strip().startswith(_BLOCK_END):
+                break
+            block.append(line[indent:] if line[:indent].isspace() else line.lstrip())
+        example = "\n".join(block)
     blob = _BLOB.search(text)
-    errors = [line[2:].strip() for line in text.splitlines() if line.startswith("E ")]
-    return {
-        "example": example.group(1).strip() if example else None,
-        "blob": blob.group(0) if blob else None,
-        "error": next((e for e in errors if e), None),
-    }
+    return {"example": example, "blob": blob.group(0) if blob else None}
 
 
 class _ResultRecorder:
@@ -100,15 +115,20 @@ class _ResultRecorder:
         if report.when != "call" and not (report.failed or report.skipped):
             return
         clause = item.get_closest_marker("clause")
+        func = getattr(item, "function", None)
+        doc = (getattr(item, "cls", None) or func).__doc__ if func else None
         row = {
             "nodeid": item.nodeid,
             "clause": clause.args[0] if clause else None,
             "marks": sorted({m.name for m in item.iter_markers()} & {"contract", "robustness", "wire", "gloo", "gpu"}),
-            "doc": (getattr(item, "function", None).__doc__ or "").strip().splitlines()[0] if getattr(item, "function", None) and item.function.__doc__ else "",
+            "doc": " ".join((doc or "").split()),
             "outcome": "skipped" if report.skipped else ("failed" if report.failed else "passed"),
         }
         if report.failed:
             row.update(failure_details(report.longreprtext))
+            if call.excinfo is not None:
+                message = str(call.excinfo.value).strip().splitlines()
+                row["error"] = f"{call.excinfo.typename}: {message[0] if message else ''}"
         elif report.skipped:
             row["error"] = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
         self.rows.append(row)

@@ -116,13 +116,13 @@ def add_cases(draw: Any, valid: bool) -> Tuple[Any, Any, Any]:
 
 
 @st.composite
-def pop_cases(draw: Any, *, mutating: bool = False) -> Tuple[Any, Any, Any]:
+def pop_cases(draw: Any, *, mutating: bool = False, non_tensors: bool = True) -> Tuple[Any, Any, Any]:
     """(transport, PP dict holding aux keys, observer); the aux values may be non-tensors."""
     from ppaux_strategies import RecordingObserver, observers, transport_dicts
 
     t = draw(transports())
     d = draw(transport_dicts(prefix=t.prefix, aux=True))
-    if draw(st.booleans()):
+    if non_tensors and draw(st.booleans()):
         key = draw(st.sampled_from([k for k in d if isinstance(k, str) and k.startswith(t.prefix)]))
         d[key] = draw(st.sampled_from([None, [0.5], "x"]))
     modes = ("rebuild", "return_none", "raise") + (("drop_one", "add_one", "clear") if mutating else ())

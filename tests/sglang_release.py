@@ -1,0 +1,52 @@
+"""SGLang's released transport, fetched from PyPI at test time and never committed.
+
+Only the three files the transport needs are extracted, under empty package
+``__init__``s so that none of SGLang's heavy imports run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+VERSION = "0.5.23"
+MODULE = "sglang.srt.sampling.sampling_observer_pp"
+FILES = (
+    "sglang/srt/sampling/sampling_observer_pp.py",
+    "sglang/srt/sampling/sampling_observer.py",
+    "sglang/srt/managers/auxiliary_output.py",
+)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("PPAUX_CACHE_DIR", Path.home() / ".cache" / "ppaux")) / f"sglang-{VERSION}"
+
+
+def wheel() -> Path:
+    """The cached wheel, downloaded once with pip."""
+    cache = cache_dir()
+    found = sorted(cache.glob(f"sglang-{VERSION}-*.whl"))
+    if not found:
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", f"sglang=={VERSION}", "-d", str(cache)],
+            check=True,
+            timeout=600,
+        )
+        found = sorted(cache.glob(f"sglang-{VERSION}-*.whl"))
+    return found[0]
+
+
+def extract(dest: Path) -> Path:
+    """A package tree holding just the transport and its two imports; returns its root."""
+    with zipfile.ZipFile(wheel()) as zf:
+        for name in FILES:
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(name))
+    for pkg in ("sglang", "sglang/srt", "sglang/srt/sampling", "sglang/srt/managers"):
+        (dest / pkg / "__init__.py").touch()
+    return dest

@@ -1,0 +1,111 @@
+"""Properties that follow from the contract: round trip, composition, prefix hygiene,
+values never read (any dtype, shape, layout, device)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ppaux_strategies import (
+    PPOutput,
+    RecordingObserver,
+    aux_names,
+    aux_payloads,
+    near_prefix_keys,
+    tensors,
+    transport_dicts,
+)
+from tests.support import assert_same_dict, snapshot, transports
+
+pytestmark = pytest.mark.contract
+
+
+@pytest.mark.clause("round-trip")
+@given(t=transports(), data=st.data())
+def test_round_trip(t, data):
+    """Round trip: add then pop returns the observer's object, restores the dict, and hands over the identical tensors."""
+    d = data.draw(transport_dicts(prefix=t.prefix), label="d")
+    payload = data.draw(aux_payloads(prefix=t.prefix), label="payload")
+    snap = snapshot(d)
+    t.add(d, PPOutput(payload))
+    obs = RecordingObserver()
+    assert t.pop(d, obs) is obs.returned[0]
+    assert_same_dict(d, snap)
+    assert obs.snapshots[0].keys() == payload.keys()
+    assert all(obs.snapshots[0][n] is payload[n] for n in payload)
+
+
+@pytest.mark.clause("composition")
+@given(t=transports(), data=st.data())
+def test_outputs_with_disjoint_names_compose(t, data):
+    """Composition: outputs with disjoint names can be added one after the other; one pop hands the observer all of them."""
+    d = data.draw(transport_dicts(prefix=t.prefix), label="d")
+    names = data.draw(st.lists(aux_names(prefix=t.prefix), min_size=2, max_size=4, unique=True), label="names")
+    cut = data.draw(st.integers(1, len(names) - 1), label="cut")
+    tensor = data.draw(tensors(), label="tensor")
+    first, second = ({n: tensor for n in names[:cut]}, {n: tensor for n in names[cut:]})
+    snap = snapshot(d)
+    t.add(d, PPOutput(first))
+    t.add(d, PPOutput(second))
+    obs = RecordingObserver()
+    t.pop(d, obs)
+    assert obs.snapshots[0] == {**first, **second}
+    assert_same_dict(d, snap)
+
+
+@pytest.mark.clause("prefix-hygiene")
+@given(t=transports(), data=st.data())
+def test_keys_that_only_resemble_the_prefix_are_ordinary(t, data):
+    """Prefix hygiene: keys with no trailing dot, other case or the prefix mid-key are ordinary keys."""
+    d = data.draw(transport_dicts(prefix=t.prefix), label="d")
+    tensor = data.draw(tensors(), label="tensor")
+    for key in near_prefix_keys(t.prefix):
+        d[key] = tensor
+    snap = snapshot(d)
+    obs = RecordingObserver()
+    assert t.pop(d, obs) is None
+    assert obs.calls == []
+    t.add(d, PPOutput({"scores": tensor}))
+    t.pop(d, obs)
+    assert list(obs.snapshots[0]) == ["scores"]
+    assert_same_dict(d, snap)
+
+
+@pytest.mark.clause("prefix-hazard")
+@given(t=transports(), name=st.sampled_from(["token_ids", "user_key", "x"]))
+def test_ordinary_key_that_starts_with_the_prefix_is_taken_as_aux(t, name):
+    """The documented hazard: an ordinary key that happens to start with the prefix is an aux key to pop
+    (P1 without an observer; handed to the observer and removed with one)."""
+    ordinary = torch.zeros(1)
+    d = {t.prefix + name: ordinary}
+    with pytest.raises(RuntimeError):
+        t.pop(d, None)
+    obs = RecordingObserver()
+    t.pop(d, obs)
+    assert obs.snapshots[0] == {name: ordinary}
+    assert d == {}
+
+
+class _TrapTensor(torch.Tensor):
+    """A tensor that fails on any torch operation: proof that add and pop never read, copy or move it."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.Tensor.__repr__, torch.Tensor.__format__, torch.Tensor.__hash__):
+            return super().__torch_function__(func, types, args, kwargs)
+        raise AssertionError(f"aux tensor was touched by {getattr(func, '__name__', func)}")
+
+
+@pytest.mark.clause("values-never-read")
+@given(t=transports(), data=st.data())
+def test_any_dtype_shape_layout_and_device_travels_untouched(t, data):
+    """Values are never read: tensors of any dtype, shape (0-d, empty), view and device (meta too) pass add and pop untouched."""
+    d = data.draw(transport_dicts(prefix=t.prefix), label="d")
+    payload = data.draw(aux_payloads(prefix=t.prefix, tensors=tensors(include_meta=True)), label="payload")
+    trapped = {n: v.as_subclass(_TrapTensor) for n, v in payload.items()}
+    t.add(d, PPOutput(trapped))
+    obs = RecordingObserver()
+    t.pop(d, obs)
+    assert all(obs.snapshots[0][n] is v for n, v in trapped.items())

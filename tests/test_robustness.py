@@ -1,0 +1,58 @@
+"""The contract's guarantees where SGLang differs (mark ``robustness``).
+
+Against SGLang 0.5.23 these fail, each with a minimal counterexample: that is the finding.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from ppaux.pytest_plugin import current_implementation
+from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, transport_dicts
+from tests.support import add_cases, assert_same_dict, pop_cases, snapshot, transports
+
+pytestmark = pytest.mark.robustness
+
+
+@pytest.mark.clause("add.6")
+@given(case=add_cases(valid=False))
+@example(case=(None, {}, PPOutput({"scores": torch.zeros(1), "bad": [0.5]})))
+def test_failed_add_leaves_dict_exactly_as_before(case):
+    """add.6: when add raises, for any reason, the dict is exactly as before (SGLang writes the items that passed)."""
+    t, d, out = case
+    t = t or current_implementation()
+    snap = snapshot(d)
+    try:
+        t.add(d, out)
+    except Exception:
+        assert_same_dict(d, snap)
+
+
+@pytest.mark.clause("pop.1")
+@given(t=transports(), data=st.data())
+def test_non_str_keys_are_ordinary_keys(t, data):
+    """pop.1: keys that are not str are never aux keys and are left alone (SGLang raises AttributeError)."""
+    d = data.draw(transport_dicts(prefix=t.prefix, non_str_keys=True), label="d")
+    payload = data.draw(aux_payloads(prefix=t.prefix), label="payload")
+    snap = snapshot(d)
+    assert t.pop(d, None) is None
+    t.add(d, PPOutput(payload))
+    obs = RecordingObserver()
+    assert t.pop(d, obs) is obs.returned[0]
+    assert obs.snapshots[0] == payload
+    assert_same_dict(d, snap)
+
+
+@pytest.mark.clause("pop.4")
+@given(case=pop_cases(non_tensors=False), mode=st.sampled_from(["drop_one", "add_one", "clear"]))
+def test_observer_changing_its_dict_does_not_change_the_pp_dict(case, mode):
+    """pop.4/pop.7: an observer that changes the dict it was given changes nothing in the PP dict: pop still removes exactly the aux keys
+    (SGLang deletes by the observer's dict: a dropped name leaks its key, an added name raises KeyError mid-deletion)."""
+    t, d, _ = case
+    keep = [(k, v) for k, v in d.items() if not (isinstance(k, str) and k.startswith(t.prefix))]
+    obs = RecordingObserver(mode)
+    assert t.pop(d, obs) is obs.returned[0]
+    assert_same_dict(d, keep)
