@@ -20,7 +20,7 @@ TEST_PATHS = ("tests",)
 
 def pytest_command(*, tests: Optional[str], impl: Optional[str]) -> List[str]:
     cmd = [sys.executable, "-m", "pytest", "-p", "fuzz.pytest_plugin", f"--hypothesis-profile={PROFILE}",
-           "-q", "--no-header", "-p", "no:cacheprovider", "-m", MARK_FILTER]
+           "-q", "--no-header", "-p", "no:cacheprovider", "--no-cov", "-m", MARK_FILTER]
     if tests:
         cmd += ["-k", tests]
     if impl:

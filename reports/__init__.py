@@ -1,0 +1,1 @@
+"""Reports: ``python -m reports build`` (the one-page index) and ``python -m reports mutation`` (the gate)."""
