@@ -65,6 +65,32 @@ def _mutmut(*args: str, log: Optional[Path] = None) -> subprocess.CompletedProce
         return subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, text=True)
 
 
+def _source_path(mutant: str) -> str:
+    return module_of(mutant).replace(".", "/") + ".py"
+
+
+_DIFF_SCRIPT = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+out = {}
+for name, path in json.load(sys.stdin):
+    try:
+        out[name] = get_diff_for_mutant(name, path=path)
+    except Exception as exc:
+        out[name] = f"(no diff: {type(exc).__name__}: {exc})"
+print(json.dumps(out))
+"""
+
+
+def _diffs(pairs: List[Tuple[str, str]]) -> Dict[str, str]:
+    """Every survivor's diff in one process: ``mutmut show`` per mutant costs ~0.5 s each."""
+    if not pairs:
+        return {}
+    proc = subprocess.run([sys.executable, "-c", _DIFF_SCRIPT], cwd=ROOT, input=json.dumps(pairs),
+                          capture_output=True, text=True)
+    return json.loads(proc.stdout) if proc.returncode == 0 else {}
+
+
 def write(report: Dict[str, object], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "mutation.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -97,14 +123,14 @@ def run(out_dir: str, max_children: Optional[int]) -> int:
         print(f"reports: error: mutmut run failed (exit {proc.returncode}); see {out / 'mutmut-run.log'}", file=sys.stderr)
         return 1
     modules = score(results)
-    survivors = []
-    for module in modules.values():
-        for s in module["survivors"]:
-            shown = _mutmut("show", s["mutant"])
-            survivors.append({**s, "diff": shown.stdout})
+    survivors = [s for module in modules.values() for s in module["survivors"]]
+    diffs = _diffs([(s["mutant"], _source_path(s["mutant"])) for s in survivors])
+    survivors = [{**s, "diff": diffs.get(s["mutant"], "")} for s in survivors]
     killed = sum(m["killed"] for m in modules.values())
     total = sum(m["total"] for m in modules.values())
-    version = _mutmut("--version").stdout.strip().split()[-1] if _mutmut("--version").returncode == 0 else "?"
+    from importlib.metadata import version as _version
+
+    version = _version("mutmut")
     report = {"kind": "mutation", "wall_s": wall, "mutmut": version, "total": total, "killed": killed,
               "score": round(100.0 * killed / total, 2) if total else 100.0,
               "passes": all(m["passes"] for m in modules.values()), "modules": modules, "survivors": survivors}
