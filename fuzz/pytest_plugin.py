@@ -193,7 +193,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.failed:
         text = report.longreprtext
         details = failure_details(text)
-        details["example"] = falsifying_example(text) or details["example"]
+        details["example"] = falsifying_example(text) or details.get("example")
+        first_e = next((line[1:].strip() for line in text.splitlines() if line.startswith("E ") and line[1:].strip()), None)
+        details["error"] = details.get("error") or first_e
         emit({"kind": "failure", "nodeid": report.nodeid, **details, "text": text[-TEXT_LIMIT:]})
     emit({"kind": "progress", "examples": _counts["examples"]})
 

@@ -146,12 +146,14 @@ def _fuzz_chart(timeline: List[List[float]], budget: float) -> str:
     tmax = max([budget] + [p[0] for p in timeline]) or 1
     emax = max([p[1] for p in timeline] + [1])
     pts = " ".join(f"{left + pw * t / tmax:.1f},{20 + ph - ph * e / emax:.1f}" for t, e, _ in timeline)
-    marks, last = [], 0
+    marks, last, label_x = [], 0, float("-inf")
     for t, _e, f in timeline:
         if f > last:
             x = left + pw * t / tmax
-            marks.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="20" y2="{20 + ph}" stroke="#c62828" stroke-width="2"/>'
-                         f'<text x="{x + 3:.1f}" y="32" fill="#c62828">failure {f}</text>')
+            marks.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="20" y2="{20 + ph}" stroke="#c62828" stroke-width="2"/>')
+            if x - label_x > 90:  # labels of close failures would overlap: the next one far enough says the count
+                marks.append(f'<text x="{x + 3:.1f}" y="{32 + 14 * (len(marks) % 3)}" fill="#c62828">failure {f}</text>')
+                label_x = x
             last = f
     axes = (f'<line x1="{left}" y1="{20 + ph}" x2="{left + pw}" y2="{20 + ph}" stroke="#000"/>'
             f'<line x1="{left}" y1="20" x2="{left}" y2="{20 + ph}" stroke="#000"/>'
