@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 
 from ppaux.cli import UsageError
-from ppaux.errors import CATALOG, CatalogEntry, lookup
+from ppaux.errors import CATALOG, CatalogEntry, lookup, markdown_table
+
+
+def add_errors_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--markdown", action="store_true", help="print the README's error table")
 
 
 def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +25,9 @@ def render(entry: CatalogEntry) -> str:
 
 
 def run_errors(args: argparse.Namespace) -> int:
+    if args.markdown:
+        print(markdown_table())
+        return 0
     for entry in CATALOG.values():
         print(f"{entry.code}  {entry.raised_by:<5} {entry.template}")
     return 0

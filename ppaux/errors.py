@@ -39,7 +39,7 @@ def _message_pattern(entry: CatalogEntry) -> "re.Pattern[str]":
     # A pasted message carries the repr of a real name: accept any text in its place.
     head, sep, tail = entry.template.partition("{name!r}")
     body = re.escape(head) + ("(.+)" + re.escape(tail) if sep else "")
-    return re.compile(body, re.DOTALL)
+    return re.compile(body)
 
 
 _ENTRIES = (

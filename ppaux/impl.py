@@ -47,8 +47,7 @@ class Implementation:
     def with_prefix(self, prefix: str) -> "Implementation":
         if self.transport is None:
             return self
-        t = PPAuxTransport(prefix)
-        return Implementation(self.name, prefix, t.add, t.pop, t)
+        return reference(prefix)
 
     def __repr__(self) -> str:
         return f"<{self.name} prefix={self.prefix!r}>"
@@ -59,10 +58,16 @@ class Implementation:
 
 
 def reference(prefix: Optional[str] = None) -> Implementation:
+    """ppaux's own transport; with SGLang's prefix through its SGLang-named functions, so those are what the suite tests."""
     from ppaux import transport as module
 
-    t = module.SGLANG_TRANSPORT if prefix is None else PPAuxTransport(prefix)
-    return Implementation("ppaux", t.prefix, t.add, t.pop, t)
+    if prefix is not None:
+        t = PPAuxTransport(prefix)
+        return Implementation("ppaux", prefix, t.add, t.pop, t)
+    return Implementation(
+        "ppaux", module._OUTPUT_PREFIX, module.add_auxiliary_output_to_pp_tensors,
+        module.pop_auxiliary_output_from_pp_tensors, module.SGLANG_TRANSPORT,
+    )
 
 
 def _import_file(path: Path) -> ModuleType:

@@ -1,4 +1,4 @@
-"""pytest plugin (entry point ``pytest11``): ``--ppaux-impl``, the ``ppaux_impl`` fixture,
+"""pytest plugin (registered by the ``ppaux_pytest`` entry point): ``--ppaux-impl``, the ``ppaux_impl`` fixture,
 ppaux's marks and Hypothesis profiles, and per-clause result records for ``ppaux check``."""
 
 from __future__ import annotations
@@ -36,18 +36,6 @@ def current_implementation() -> impl_mod.Implementation:
     return _current
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("ppaux")
-    group.addoption(
-        "--ppaux-impl",
-        default=None,
-        metavar="MODULE_OR_FILE",
-        help="implementation of the PP auxiliary transport to test (module name or .py file); "
-        "default: $PPAUX_IMPL or ppaux's reference",
-    )
-    group.addoption("--ppaux-results", default=None, metavar="FILE", help="write per-test results as JSON lines (used by `ppaux check`)")
-
-
 def pytest_configure(config: pytest.Config) -> None:
     global _current
     for mark, doc in MARKS.items():
@@ -70,6 +58,14 @@ def pytest_report_header(config: pytest.Config) -> str:
 def ppaux_impl() -> impl_mod.Implementation:
     """The implementation under test."""
     return current_implementation()
+
+
+@pytest.fixture
+def ppaux_observer_check():
+    """:func:`ppaux.testing.check_observer`, for a plugin's PP relay test."""
+    from ppaux.testing import check_observer
+
+    return check_observer
 
 
 _BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
@@ -97,7 +93,7 @@ def failure_details(text: str) -> Dict[str, Optional[str]]:
         for line in lines[start:]:
             if not line.strip() or line.strip().startswith(_BLOCK_END):
                 break
-            block.append(line[indent:] if line[:indent].isspace() else line.lstrip())
+            block.append(line[indent:] if not line[:indent].strip() else line.lstrip())
         example = "\n".join(block)
     blob = _BLOB.search(text)
     return {"example": example, "blob": blob.group(0) if blob else None}

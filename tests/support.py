@@ -27,6 +27,15 @@ def assert_same_dict(d: Any, snap: List[Tuple[Any, Any]]) -> None:
         assert after is before, f"value object under {k!r} was replaced"
 
 
+def assert_all_or_nothing(call: Any, d: Any, arg: Any) -> None:
+    """``call(d, arg)`` (add or pop); when it raises, for any reason, ``d`` must be exactly as before."""
+    snap = snapshot(d)
+    try:
+        call(d, arg)
+    except Exception:
+        assert_same_dict(d, snap)
+
+
 def documented_message(code: str, name: Any = _NO_NAME) -> str:
     entry = CATALOG[code]
     assert entry.takes_name == (name is not _NO_NAME), f"{code} {'needs' if entry.takes_name else 'takes no'} name"

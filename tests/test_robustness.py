@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ppaux.pytest_plugin import current_implementation
 from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, transport_dicts
-from tests.support import add_cases, assert_same_dict, pop_cases, snapshot, transports
+from tests.support import assert_all_or_nothing, add_cases, assert_same_dict, pop_cases, snapshot, transports
 
 pytestmark = pytest.mark.robustness
 
@@ -24,11 +24,7 @@ def test_failed_add_leaves_dict_exactly_as_before(case):
     """add.6: when add raises, for any reason, the dict is exactly as before (SGLang writes the items that passed)."""
     t, d, out = case
     t = t or current_implementation()
-    snap = snapshot(d)
-    try:
-        t.add(d, out)
-    except Exception:
-        assert_same_dict(d, snap)
+    assert_all_or_nothing(t.add, d, out)
 
 
 @pytest.mark.clause("pop.1")

@@ -1,0 +1,1 @@
+raise ImportError("this implementation needs a GPU runtime")

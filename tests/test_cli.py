@@ -1,0 +1,123 @@
+"""The ``ppaux`` console script: catalog commands, usage errors, and ``ppaux check`` end to end."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ppaux import check
+from ppaux.cli import main
+from ppaux.errors import CATALOG, markdown_table
+
+IMPLS = Path(__file__).resolve().parent / "impls"
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_errors_lists_every_code(capsys):
+    code, out, _ = run_cli(capsys, "errors")
+    assert code == 0
+    assert [line.split()[0] for line in out.splitlines()] == list(CATALOG)
+
+
+def test_errors_markdown_is_the_readme_table(capsys):
+    code, out, _ = run_cli(capsys, "errors", "--markdown")
+    assert (code, out) == (0, markdown_table() + "\n")
+
+
+def test_explain_a_pasted_traceback_line(capsys):
+    code, out, _ = run_cli(capsys, "explain", "RuntimeError:", "received", "auxiliary", "PP", "output", "without", "a", "sampling", "observer")
+    assert code == 0
+    assert out.startswith("P1 (raised by pop): received auxiliary PP output without a sampling observer\n")
+    for fix in CATALOG["P1"].fixes:
+        assert f"  - {fix}\n" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["explain", "Z9"], "ppaux: error: no catalog entry matches 'Z9'; `ppaux errors` lists them\n"),
+        (["bogus"], "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', 'errors', 'explain')\n"),
+        (["check", "--profile", "fast"], "ppaux: error: unknown profile 'fast'; choose from ci, dev, nightly, mutation\n"),
+        (["check", "--impl", "no_such_module_xyz"], "ppaux: error: cannot import implementation module 'no_such_module_xyz': ModuleNotFoundError: No module named 'no_such_module_xyz'\n"),
+        (["check", "--impl", str(IMPLS / "lacks_pop.py")], f"ppaux: error: implementation {str(IMPLS / 'lacks_pop.py')!r} lacks PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, pop_auxiliary_output_from_pp_tensors\n"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out, err) == (2, "", message)
+
+
+def test_check_without_the_suite_is_a_usage_error(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(check, "SUITE", tmp_path / "missing")
+    code, _, err = run_cli(capsys, "check")
+    assert code == 2 and err.startswith("ppaux: error: the property suite is not at ")
+
+
+def test_check_reports_a_pytest_that_did_not_run(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(check, "_pytest_command", lambda *a: [sys.executable, "-c", "import sys; print('boom'); sys.exit(4)"])
+    code, _, err = run_cli(capsys, "check", "--report", str(tmp_path))
+    assert code == 2
+    assert err == "boom\nppaux: error: the suite did not run (pytest exit 4)\n"
+
+
+def test_python_dash_m_ppaux_runs_the_cli():
+    proc = subprocess.run([sys.executable, "-m", "ppaux", "explain", "A2"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("A2 (raised by add): ")
+
+
+def test_main_module_exits_with_the_cli_status(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["ppaux", "explain", "nothing"])
+    with pytest.raises(SystemExit) as info:
+        runpy.run_path(str(Path(check.__file__).with_name("__main__.py")), run_name="__main__")
+    assert info.value.code == 2
+
+
+def test_check_passes_on_the_reference_and_writes_both_reports(capsys, tmp_path):
+    code, out, _ = run_cli(capsys, "check", "--profile", "mutation", "--tests", "round_trip or none_output", "--report", str(tmp_path))
+    report = json.loads((tmp_path / "conformance.json").read_text())
+    assert code == 0 and report["verdict"] == "pass"
+    assert [c["clause"] for c in report["clauses"]] == ["add.1", "round-trip"]
+    assert (tmp_path / "conformance.md").read_text() in out
+
+
+def test_check_fails_on_a_broken_implementation_with_its_counterexample(capsys, tmp_path):
+    code, out, _ = run_cli(
+        capsys, "check", "--impl", str(IMPLS / "unstripped_names.py"), "--profile", "ci", "--tests", "round_trip", "--report", str(tmp_path)
+    )
+    report = json.loads((tmp_path / "conformance.json").read_text())
+    assert code == 1 and report["verdict"] == "fail"
+    (clause,) = report["clauses"]
+    (test,) = clause["tests"]
+    assert (clause["clause"], clause["verdict"], test["outcome"]) == ("round-trip", "fail", "failed")
+    assert test["example"].startswith("Falsifying example: test_round_trip(")
+    assert test["blob"].startswith("@reproduce_failure(")
+    assert "## Counterexamples" in out and test["blob"] in out
+
+
+def test_report_with_no_tests_is_a_failure():
+    report = check.build_report([], impl="x", profile="ci", marks="contract")
+    assert report["verdict"] == "fail" and report["counts"] == {"passed": 0, "failed": 0, "skipped": 0}
+    assert "Verdict: **FAIL**" in check.render_markdown(report)
+
+
+def test_report_of_a_failure_without_example_or_blob_says_where_to_look():
+    row = {"nodeid": "t.py::test_x", "clause": "add.6", "marks": ["robustness"], "doc": "", "outcome": "failed"}
+    text = check.render_markdown(check.build_report([row], impl="x", profile="ci", marks="robustness"))
+    assert text.endswith("### add.6: `t.py::test_x`\n\n\n\nError: `see the test output`\n")
+
+
+def test_pytest_command_selects_by_marks_and_optionally_by_name():
+    args = argparse.Namespace(marks="contract", profile="ci", tests=None)
+    cmd = check._pytest_command(args, "", "r.jsonl")
+    assert cmd[-6:] == ["-m", "contract", "--hypothesis-profile", "ci", "--ppaux-results", "r.jsonl"]

@@ -1,0 +1,74 @@
+"""Loading the implementation under test, and the reference transport's own knobs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ppaux import impl, transport
+from ppaux.pytest_plugin import current_implementation
+import ppaux.pytest_plugin as plugin
+
+IMPLS = Path(__file__).resolve().parent / "impls"
+
+
+def test_default_is_the_reference_through_sglang_names():
+    ref = impl.load(None)
+    assert ref.is_reference and ref.prefix == transport._OUTPUT_PREFIX
+    assert ref.add is transport.add_auxiliary_output_to_pp_tensors and ref.pop is transport.pop_auxiliary_output_from_pp_tensors
+    assert impl.load("ppaux.transport").add is ref.add
+    assert repr(ref) == "<ppaux prefix='__sampling_observer_output__.'>"
+
+
+def test_with_prefix_rebinds_only_the_reference():
+    ref = impl.load(None).with_prefix("aux.")
+    assert (ref.prefix, ref.transport.prefix, repr(ref.transport)) == ("aux.", "aux.", "PPAuxTransport(prefix='aux.')")
+    other = impl.load(str(IMPLS / "unstripped_names.py"))
+    assert not other.is_reference and other.with_prefix("aux.") is other
+
+
+def test_a_module_name_loads_that_module():
+    loaded = impl.load("tests.impls.unstripped_names")
+    assert loaded.name == "tests.impls.unstripped_names" and loaded.prefix == transport._OUTPUT_PREFIX
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("missing_file.py", "implementation file 'missing_file.py' does not exist"),
+        ("no.such.module", "cannot import implementation module 'no.such.module': ModuleNotFoundError: No module named 'no'"),
+        (str(IMPLS / "raises_on_import.py"), f"importing {str(IMPLS / 'raises_on_import.py')!r} failed: ImportError: this implementation needs a GPU runtime"),
+        (str(IMPLS / "bad_prefix.py"), f"implementation {str(IMPLS / 'bad_prefix.py')!r} has _OUTPUT_PREFIX=''; expected a non-empty str"),
+        (str(IMPLS / "__init__.py"), f"implementation {str(IMPLS / '__init__.py')!r} lacks " + ", ".join(impl.REQUIRED_NAMES)),
+    ],
+)
+def test_unusable_implementations_are_one_clear_line(spec, message):
+    with pytest.raises(impl.ImplementationError) as info:
+        impl.load(spec)
+    assert str(info.value) == message
+
+
+def test_a_file_that_is_not_python_cannot_load(tmp_path):
+    path = tmp_path / "transport.txt"
+    path.write_text("x = 1\n")
+    with pytest.raises(impl.ImplementationError) as info:
+        impl.load(str(path))
+    assert str(info.value) == f"cannot load {str(path)!r} as a Python module"
+
+
+def test_current_implementation_outside_pytest_reads_the_environment(monkeypatch):
+    monkeypatch.setattr(plugin, "_current", None)
+    monkeypatch.setenv("PPAUX_IMPL", "tests.impls.unstripped_names")
+    assert current_implementation().name == "tests.impls.unstripped_names"
+
+
+@pytest.mark.parametrize("prefix", ["", None, 3])
+def test_transport_refuses_an_empty_or_non_str_prefix(prefix):
+    with pytest.raises(ValueError) as info:
+        transport.PPAuxTransport(prefix)
+    assert str(info.value) == f"the reserved prefix must be a non-empty str, not {prefix!r}"
+
+
+def test_fixture_is_the_implementation_under_test(ppaux_impl):
+    assert ppaux_impl is current_implementation()

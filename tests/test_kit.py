@@ -1,0 +1,441 @@
+"""The observer conformance kit: each check failing once and passing once."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from typing import Any, Mapping
+
+import pytest
+import torch
+from hypothesis import Phase, settings
+from hypothesis import strategies as st
+from hypothesis.database import InMemoryExampleDatabase
+from hypothesis.errors import InvalidArgument
+
+from ppaux import testing
+from ppaux.kit_findings import message
+from ppaux.testing import KitFailure, check_observer
+
+
+class Out:
+    """An output whose ``to_pp_tensors()`` returns ``payload`` as given."""
+
+    def __init__(self, payload: Any) -> None:
+        self.payload = payload
+
+    def to_pp_tensors(self) -> Any:
+        return self.payload
+
+    def __repr__(self) -> str:
+        return f"Out({self.payload!r})"
+
+
+class Obs:
+    """Rebuilds an :class:`Out` from exactly what it receives."""
+
+    def from_pp_tensors(self, tensors: Mapping[str, torch.Tensor]) -> Out:
+        return Out(dict(tensors))
+
+
+def outs(**payload: Any) -> st.SearchStrategy[Out]:
+    return st.just(Out(payload))
+
+
+def good() -> st.SearchStrategy[Out]:
+    """Plain, contiguous, namespaced tensors of a few dtypes and shapes, empty ones included."""
+    tensor = st.sampled_from([torch.float32, torch.int64, torch.bool, torch.float8_e4m3fn]).flatmap(
+        lambda dt: st.sampled_from([(), (0,), (3,), (2, 2)]).map(lambda shape: torch.arange(4).resize_(*shape).to(dt) if shape else torch.tensor(1).to(dt))
+    )
+    return st.dictionaries(st.sampled_from(["kit.a", "kit.b", "my_plugin.scores"]), tensor, min_size=1).map(Out)
+
+
+def kit_failure(factory: Any, strategy: Any, **kwargs: Any) -> KitFailure:
+    with pytest.raises(KitFailure) as info:
+        check_observer(factory, strategy, **kwargs)
+    return info.value
+
+
+def test_a_well_behaved_pair_passes_every_check():
+    check_observer(Obs, good())
+
+
+def _primary_keys(db: InMemoryExampleDatabase) -> set:
+    return {k for k in db.data if not k.endswith((b".secondary", b".pareto", b".observations"))}
+
+
+def test_the_example_database_key_is_per_observer_and_strategy():
+    db = InMemoryExampleDatabase()
+    empty = st.just(Out({}))
+    for factory in (Obs, NoneObs, functools.partial(Obs), Obs):
+        kit_failure(factory, empty, settings=settings(database=db))
+    kit_failure(Obs, st.just(Out({"": torch.zeros(1)})), settings=settings(database=db))
+    assert len(_primary_keys(db)) == 4
+
+
+def test_the_example_database_key_is_stable_across_runs():
+    db = InMemoryExampleDatabase()
+    for _ in range(2):
+        kit_failure(lambda: None, st.just(Out({})), settings=settings(database=db))
+    assert len(_primary_keys(db)) == 1
+
+
+# Catalog errors, reported with the catalog's fixes.
+
+
+def test_output_without_pp_support_is_a1():
+    assert str(kit_failure(Obs, st.just(object()))) == message("A1")
+
+
+def test_empty_payload_is_a2():
+    assert str(kit_failure(Obs, outs())) == message("A2")
+
+
+def test_empty_name_is_a3():
+    assert str(kit_failure(Obs, st.just(Out({"": torch.zeros(1)})))) == message("A3")
+
+
+def test_non_tensor_value_is_a4_with_its_name():
+    failure = kit_failure(Obs, outs(**{"kit.a": [0.5]}))
+    assert str(failure) == message("A4", name="kit.a")
+    assert failure.code == "A4" and failure.name == "kit.a"
+
+
+class TwiceMapping(Mapping):
+    """A payload mapping whose items name one tensor twice."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getitem__(self, key: str) -> torch.Tensor:
+        return torch.zeros(1)
+
+    def __iter__(self):
+        return iter([self.name, self.name])
+
+    def __len__(self) -> int:
+        return 2
+
+
+def test_name_sent_twice_is_a5():
+    assert str(kit_failure(Obs, st.just(Out(TwiceMapping("kit.a"))))) == message("A5", name="kit.a")
+
+
+def test_factory_returning_none_is_p1():
+    assert str(kit_failure(lambda: None, good())) == message("P1")
+
+
+def test_observer_without_pp_support_is_p2():
+    assert str(kit_failure(object, good())) == message("P2")
+
+
+class NoneObs:
+    def from_pp_tensors(self, tensors: Any) -> None:
+        return None
+
+
+def test_observer_returning_none_is_p4():
+    assert str(kit_failure(NoneObs, good())) == message("P4")
+
+
+class RaisingOut:
+    def to_pp_tensors(self) -> Any:
+        raise RuntimeError("to_pp_tensors is broken")
+
+
+def test_other_errors_of_to_pp_tensors_propagate_unchanged():
+    with pytest.raises(RuntimeError) as info:
+        check_observer(Obs, st.just(RaisingOut()))
+    assert type(info.value) is RuntimeError and str(info.value) == "to_pp_tensors is broken"
+
+
+# What the wire refuses or loses.
+
+
+def test_non_contiguous_tensor_is_k1():
+    assert str(kit_failure(Obs, outs(**{"kit.a": torch.zeros(2, 2).t()}))) == message("K1", name="kit.a")
+
+
+def test_quantized_dtype_is_k2():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        q = torch.quantize_per_tensor(torch.zeros(2), 1.0, 0, torch.qint8)
+    assert str(kit_failure(Obs, outs(**{"kit.q": q}))) == message("K2", name="kit.q", detail="torch.qint8")
+
+
+def test_tensor_subclass_is_k3():
+    p = torch.nn.Parameter(torch.zeros(2))
+    assert str(kit_failure(Obs, outs(**{"kit.p": p}))) == message("K3", name="kit.p", detail="Parameter")
+
+
+def test_sparse_layout_is_k4():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = torch.sparse_coo_tensor([[0]], [1.0], (2,))
+    assert str(kit_failure(Obs, outs(**{"kit.s": s}))) == message("K4", name="kit.s", detail="torch.sparse_coo")
+
+
+@pytest.mark.parametrize(
+    "name, detail",
+    [
+        ("__sampling_observer_output__.x", "the reserved prefix (add would write it twice)"),
+        ("next_token_ids", "a key SGLang writes into the same PP dict"),
+        ("spec_accept_lens", "a key SGLang writes into the same PP dict"),
+        ("draft_extra", "a key SGLang writes into the same PP dict"),
+        ("scores", "a generic name another output in the same PP dict may use (add would raise A5)"),
+    ],
+)
+def test_colliding_name_is_k5(name, detail):
+    assert str(kit_failure(Obs, outs(**{name: torch.zeros(1)}))) == message("K5", name=name, detail=detail)
+
+
+def test_relay_failure_is_k6(monkeypatch):
+    def refuse(tensors, channel, device):
+        raise RuntimeError("input tensor has to be contiguous")
+
+    monkeypatch.setattr(testing, "_relay", refuse)
+    failure = kit_failure(Obs, good())
+    assert str(failure) == message("K6", detail="loopback")
+    assert str(failure.__cause__) == "input tensor has to be contiguous"
+
+
+def test_gloo_channel_is_not_there_without_the_wire_layer():
+    with pytest.raises(RuntimeError) as info:
+        testing._relay({}, "gloo", torch.device("cpu"))
+    assert str(info.value) == "channel 'gloo' needs ppaux.wire, which this ppaux does not have yet"
+    assert str(kit_failure(Obs, good(), channel="gloo")) == message("K6", detail="gloo")
+
+
+def test_relay_keeps_the_device_type_and_only_remaps_within_it():
+    sent = {"a": torch.arange(3), "b": torch.zeros(0), "c": [1, "x"]}
+    got = testing._relay(sent, "loopback", torch.device("meta"))
+    assert [k for k in got] == ["a", "b", "c"] and got["c"] == [1, "x"] and got["c"] is not sent["c"]
+    assert got["a"].device.type == "cpu" and got["a"].tolist() == [0, 1, 2] and got["a"] is not sent["a"]
+    assert got["b"].shape == (0,)
+    on_meta = testing._relay({"m": torch.empty(2, device="meta")}, "loopback", torch.device("meta"))
+    assert on_meta["m"].device.type == "meta"
+
+
+# What the observer does with what arrives.
+
+
+class ReadsMore:
+    def from_pp_tensors(self, tensors: Any) -> Out:
+        return Out({"kit.a": tensors["kit.a"], "kit.ids": tensors["kit.ids"]})
+
+
+def test_observer_reading_an_unsent_name_is_k7():
+    assert str(kit_failure(ReadsMore, outs(**{"kit.a": torch.zeros(1)}))) == message("K7", name="kit.ids")
+
+
+class LooksUpReceivedName:
+    table: dict = {}
+
+    def from_pp_tensors(self, tensors: Any) -> Out:
+        return Out({name: self.table[name] for name in tensors})
+
+
+def test_key_error_on_a_sent_name_is_k8():
+    failure = kit_failure(LooksUpReceivedName, outs(**{"kit.a": torch.zeros(1)}))
+    assert str(failure) == message("K8", detail="KeyError: 'kit.a'", device="cpu")
+
+
+class BareKeyError:
+    def from_pp_tensors(self, tensors: Any) -> Out:
+        raise KeyError
+
+
+def test_key_error_without_a_name_is_k8():
+    assert str(kit_failure(BareKeyError, good())) == message("K8", detail="KeyError: ", device="cpu")
+
+
+class RaisesLikeAdd:
+    def from_pp_tensors(self, tensors: Any) -> Out:
+        raise RuntimeError("auxiliary PP output must contain at least one tensor")
+
+
+def test_observer_error_reading_like_an_add_error_is_k8_not_a2():
+    failure = kit_failure(RaisesLikeAdd, outs(**{"kit.a": torch.zeros(1)}))
+    assert str(failure) == message("K8", detail="RuntimeError: auxiliary PP output must contain at least one tensor", device="cpu")
+
+
+class ExpectsCuda:
+    def from_pp_tensors(self, tensors: Any) -> Out:
+        if any(t.device.type != "cuda" for t in tensors.values()):
+            raise RuntimeError("expected cuda tensors")
+        return Out(dict(tensors))  # pragma: no cover - only with the receiver on cuda
+
+
+def test_observer_assuming_the_senders_device_is_k8():
+    failure = kit_failure(ExpectsCuda, good(), devices=["cpu"])
+    assert str(failure) == message("K8", detail="RuntimeError: expected cuda tensors", device="cpu")
+
+
+class Tweaks:
+    def __init__(self, change: Any) -> None:
+        self.change = change
+
+    def from_pp_tensors(self, tensors: Any) -> Any:
+        return self.change(dict(tensors))
+
+
+@pytest.mark.parametrize(
+    "change, detail",
+    [
+        (lambda d: Out({"kit.b": d["kit.a"]}), "names ['kit.a'] became ['kit.b']"),
+        (lambda d: Out({"kit.a": d["kit.a"].half()}), "'kit.a' dtype torch.float32 became torch.float16"),
+        (lambda d: Out({"kit.a": d["kit.a"].reshape(-1)}), "'kit.a' shape (1, 2) became (2,)"),
+        (lambda d: Out({"kit.a": d["kit.a"] + 1}), "'kit.a' values differ"),
+        (lambda d: Out({"kit.a": d["kit.a"].tolist()}), "'kit.a' became a list"),
+        (lambda d: object(), "the rebuilt object has no to_pp_tensors() to compare; pass equal="),
+    ],
+)
+def test_rebuilt_output_that_differs_is_k9(change, detail):
+    failure = kit_failure(lambda: Tweaks(change), outs(**{"kit.a": torch.zeros(1, 2)}))
+    assert str(failure) == message("K9", detail=detail)
+
+
+def test_equal_decides_when_given():
+    rebuild_other = lambda: Tweaks(lambda d: object())  # noqa: E731
+    check_observer(rebuild_other, good(), equal=lambda a, b: True)
+    failure = kit_failure(Obs, good(), equal=lambda a, b: False)
+    assert str(failure) == message("K9", detail="equal(original, rebuilt) returned False")
+
+
+class Keeps:
+    """Keeps something from each step on the (long-lived) observer."""
+
+    cache: list = []
+
+    def __init__(self, keep: Any) -> None:
+        self.keep = keep
+
+    def from_pp_tensors(self, tensors: Any) -> Out:
+        out = Out(dict(tensors))
+        self.keep(self, tensors, out)
+        return out
+
+
+@pytest.mark.parametrize(
+    "keep, detail",
+    [
+        (lambda o, t, out: setattr(o, "last", t), "the observer's attribute 'last' holds it"),
+        (lambda o, t, out: setattr(o, "views", [t["kit.a"][1:]]), "the observer's attribute 'views' holds it"),
+        (lambda o, t, out: setattr(o, "last_output", out), "the observer's attribute 'last_output' holds it"),
+        (lambda o, t, out: setattr(o, "seen", t["kit.a"]), "the observer's attribute 'seen' holds it"),
+        (lambda o, t, out: Keeps.cache.append(t["kit.a"]), "something outside the rebuilt output holds it (the observer, or a cache it writes)"),
+        (lambda o, t, out: setattr(o, "nested", [[[t["kit.a"]]]]), "the observer's attribute 'nested' holds it"),
+        (lambda o, t, out: setattr(o, "deep", [[[[t["kit.a"]]]]]), "something outside the rebuilt output holds it (the observer, or a cache it writes)"),
+    ],
+)
+def test_observer_keeping_received_tensors_is_k10(keep, detail):
+    Keeps.cache.clear()
+    failure = kit_failure(lambda: Keeps(keep), outs(**{"kit.a": torch.zeros(3)}))
+    Keeps.cache.clear()
+    assert str(failure) == message("K10", name="kit.a", detail=detail)
+
+
+class SlottedKeeper:
+    __slots__ = ()
+    cache: list = []
+
+    def from_pp_tensors(self, tensors: Any) -> Out:
+        SlottedKeeper.cache.append(tensors)
+        return Out(dict(tensors))
+
+
+def test_retention_is_found_on_an_observer_without_attributes():
+    SlottedKeeper.cache.clear()
+    failure = kit_failure(SlottedKeeper, outs(**{"kit.a": torch.zeros(3)}))
+    SlottedKeeper.cache.clear()
+    assert str(failure) == message("K10", name="kit.a", detail="something outside the rebuilt output holds it (the observer, or a cache it writes)")
+
+
+def test_observer_keeping_copies_passes():
+    def keep(o, t, out):
+        o.last = {name: v.clone() for name, v in t.items()}
+
+    check_observer(lambda: Keeps(keep), good())
+
+
+# Receiving devices, settings and arguments.
+
+
+class DeviceRecorder:
+    seen: list = []
+
+    def from_pp_tensors(self, tensors: Any) -> Out:
+        DeviceRecorder.seen += [t.device for t in tensors.values()]
+        return Out(dict(tensors))
+
+
+@pytest.mark.parametrize("devices", ["auto", ["cpu"], (torch.device("cpu"),)])
+def test_receiver_allocates_on_each_device(devices):
+    DeviceRecorder.seen = []
+    check_observer(DeviceRecorder, outs(**{"kit.a": torch.zeros(1)}), devices=devices)
+    assert DeviceRecorder.seen and set(DeviceRecorder.seen) == {torch.device("cpu")}
+
+
+def test_every_receiving_device_is_checked():
+    DeviceRecorder.seen = []
+    check_observer(DeviceRecorder, outs(**{"kit.a": torch.zeros(1)}), devices=["cpu", "cpu"])
+    assert DeviceRecorder.seen == [torch.device("cpu")] * 2
+
+
+def test_settings_are_used():
+    calls = []
+    tight = settings(max_examples=3, database=None, phases=[Phase.generate])
+    check_observer(lambda: calls.append(1) or Obs(), st.integers(0, 10**6).map(lambda n: Out({"kit.a": torch.tensor(n)})), settings=tight)
+    assert len(calls) == 3
+
+
+def test_one_failing_output_is_one_failure_even_with_several_bugs():
+    mixed = st.sampled_from([Out({"kit.a": torch.zeros(2, 2).t()}), Out({"scores": torch.zeros(1)})])
+    failure = kit_failure(Obs, mixed)
+    assert str(failure) in (message("K1", name="kit.a"), message("K5", name="scores", detail="a generic name another output in the same PP dict may use (add would raise A5)"))
+
+
+@pytest.mark.parametrize(
+    "kwargs, text",
+    [
+        (dict(observer_factory=3), "observer_factory=3 must be callable (e.g. the observer class)"),
+        (dict(outputs=[1]), "outputs=[1] must be a Hypothesis strategy of your output objects"),
+        (dict(equal=1), "equal=1 must be None or a callable (original, rebuilt) -> bool"),
+        (dict(channel="nccl"), "channel='nccl' must be one of ('loopback', 'gloo')"),
+        (dict(settings={}), "settings={} must be None or hypothesis.settings"),
+        (dict(devices="cpu"), "devices='cpu' must be 'auto' or a non-empty sequence of devices"),
+        (dict(devices=torch.device("cpu")), "devices=device(type='cpu') must be 'auto' or a non-empty sequence of devices"),
+        (dict(devices=[]), "devices=[] must be 'auto' or a non-empty sequence of devices"),
+        (dict(devices=5), "devices=5 must be 'auto' or a non-empty sequence of devices"),
+    ],
+)
+def test_bad_arguments_are_invalid_argument(kwargs, text):
+    args = dict(observer_factory=Obs, outputs=good())
+    args.update(kwargs)
+    with pytest.raises(InvalidArgument) as info:
+        check_observer(args.pop("observer_factory"), args.pop("outputs"), **args)
+    assert str(info.value) == text
+
+
+@pytest.mark.parametrize("bad", [["gpu0"], [None]])
+def test_unknown_device_is_invalid_argument(bad):
+    with pytest.raises(InvalidArgument) as info:
+        check_observer(Obs, good(), devices=bad)
+    assert str(info.value).startswith(f"devices={bad!r}: ")
+
+
+def test_pytest_fixture_is_the_kit(ppaux_observer_check):
+    assert ppaux_observer_check is check_observer
+
+
+class Cyclic:
+    """Rebuilds an output that refers to itself: only the garbage collector frees it."""
+
+    def from_pp_tensors(self, tensors: Any) -> Out:
+        out = Out(dict(tensors))
+        out.me = out
+        return out
+
+
+def test_output_in_a_reference_cycle_is_not_retention():
+    check_observer(Cyclic, good())

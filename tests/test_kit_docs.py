@@ -1,0 +1,26 @@
+"""The plugin authors' README section says what the kit does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from examples.topk_logprobs.plugin import VALUES
+from ppaux.kit_findings import FINDINGS, markdown_table, message
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = (ROOT / "docs" / "README-plugin-authors.md").read_text(encoding="utf-8")
+
+
+def test_findings_table_is_the_generated_one():
+    table = markdown_table()
+    assert table in DOC
+    assert len(table.splitlines()) == 2 + len(FINDINGS)
+
+
+def test_sample_failure_is_the_kits_message():
+    assert "KitFailure: " + message("K1", name=VALUES) in DOC
+
+
+def test_example_plugin_test_is_three_lines():
+    lines = (ROOT / "examples" / "topk_logprobs" / "test_topk_logprobs.py").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 3 and lines[0] == "from ppaux.testing import check_observer"

@@ -1,0 +1,85 @@
+"""The pytest plugin: --ppaux-impl, usage errors, and the per-test results ``ppaux check`` reads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ppaux.pytest_plugin import failure_details
+
+PROPERTY = '''
+import pytest
+from hypothesis import given, strategies as st
+
+@pytest.mark.contract
+@pytest.mark.clause("demo.1")
+@given(x=st.integers())
+def test_small(x):
+    """demo.1: every drawn integer is small."""
+    assert x < 10
+
+@pytest.mark.robustness
+def test_plain():
+    assert True
+
+@pytest.mark.skip(reason="not today")
+def test_skipped():
+    pass
+'''
+
+
+def test_results_record_clause_marks_outcome_example_and_blob(pytester):
+    pytester.makepyfile(test_demo=PROPERTY)
+    out = pytester.path / "results.jsonl"
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", f"--ppaux-results={out}")
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
+    rows = {r["nodeid"].split("::")[1]: r for r in map(json.loads, out.read_text().splitlines())}
+    small = rows["test_small"]
+    assert (small["clause"], small["marks"], small["outcome"], small["doc"]) == ("demo.1", ["contract"], "failed", "demo.1: every drawn integer is small.")
+    assert small["example"] == "Falsifying example: test_small(\n    x=10,\n)"
+    assert small["blob"].startswith("@reproduce_failure(") and small["error"].startswith("AssertionError: assert 10 < 10")
+    assert (rows["test_plain"]["outcome"], rows["test_plain"]["clause"], rows["test_plain"]["doc"]) == ("passed", None, "")
+    assert rows["test_skipped"]["outcome"] == "skipped" and "not today" in rows["test_skipped"]["error"]
+
+
+def test_header_names_the_implementation(pytester):
+    pytester.makepyfile(test_one="def test_one():\n    assert True\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["ppaux: implementation under test <ppaux prefix='__sampling_observer_output__.'>"])
+
+
+def test_an_unloadable_implementation_is_a_usage_error(pytester):
+    pytester.makepyfile(test_one="def test_one():\n    assert True\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--ppaux-impl=no_such_impl_module")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: cannot import implementation module 'no_such_impl_module': ModuleNotFoundError: *"])
+
+
+def test_failure_details_without_an_example_or_blob():
+    assert failure_details("E   AssertionError: plain") == {"example": None, "blob": None}
+
+
+def test_failure_details_read_exception_groups():
+    text = "    | Falsifying example: test_x(\n    |     x=1,\n    | )\n    | \n    | You can reproduce this example by temporarily adding @reproduce_failure('6', b'AA==')"
+    assert failure_details(text) == {"example": "Falsifying example: test_x(\n    x=1,\n)", "blob": "@reproduce_failure('6', b'AA==')"}
+
+
+def test_failure_details_example_running_to_the_end_of_the_text():
+    assert failure_details("E   Falsifying example: test_x(\nE       x=1,\nE   )")["example"] == "Falsifying example: test_x(\n    x=1,\n)"
+
+
+def test_a_strict_xpass_is_recorded_as_failed_without_an_error_line(pytester):
+    pytester.makepyfile(test_x="import pytest\n@pytest.mark.xfail(strict=True)\ndef test_x():\n    assert True\n")
+    out = pytester.path / "results.jsonl"
+    pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--ppaux-results={out}")
+    (row,) = map(json.loads, out.read_text().splitlines())
+    assert row["outcome"] == "failed" and "error" not in row and row["example"] is None
+
+
+def test_implementations_pretty_print_as_one_line():
+    from hypothesis.vendor.pretty import pretty
+
+    from ppaux.impl import load
+
+    assert pretty(load(None)) == "<ppaux prefix='__sampling_observer_output__.'>"
