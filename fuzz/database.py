@@ -1,0 +1,59 @@
+"""The example database a fuzz run saves its failures to: a directory, or a shared Redis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+
+DEFAULT_DB = ".hypothesis/fuzz-db"
+
+
+class DatabaseError(Exception):
+    """The --db spec is unusable; the message is one line for the user."""
+
+
+def _redis_client(spec: str):
+    parts = urlsplit(spec)
+    if parts.scheme != "redis" or not parts.hostname:
+        raise DatabaseError(f"--db {spec!r}: expected redis://HOST:PORT")
+    try:
+        port = parts.port or 6379
+    except ValueError:
+        raise DatabaseError(f"--db {spec!r}: the port is not a number") from None
+    try:
+        import redis
+    except ImportError:  # pragma: no cover - redis-py is a test dependency
+        raise DatabaseError("--db redis://... needs the `redis` Python package (pip install redis)") from None
+    db = int(parts.path.strip("/") or 0) if parts.path.strip("/").isdigit() else 0
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    # No retries: a fleet machine whose Redis is down should say so at once, not after backoffs.
+    return redis.Redis(host=parts.hostname, port=port, db=db, socket_connect_timeout=3, retry=Retry(NoBackoff(), 0))
+
+
+def open_database(spec: str | None) -> ExampleDatabase:
+    """The database for ``spec``: a ``redis://HOST:PORT`` URL, else a directory (created when missing).
+
+    A Redis that does not answer is reported here, once, instead of in every test.
+    """
+    spec = spec or DEFAULT_DB
+    if "://" in spec:
+        client = _redis_client(spec)
+        try:
+            client.ping()
+        except Exception as exc:
+            raise DatabaseError(f"--db {spec}: cannot reach Redis ({type(exc).__name__}: {exc})") from None
+        from hypothesis.extra.redis import RedisExampleDatabase
+
+        return RedisExampleDatabase(client)
+    path = Path(spec)
+    if path.exists() and not path.is_dir():
+        raise DatabaseError(f"--db {spec!r} is a file; expected a directory or redis://HOST:PORT")
+    return DirectoryBasedExampleDatabase(path)
+
+
+def describe(spec: str | None) -> str:
+    return spec or DEFAULT_DB

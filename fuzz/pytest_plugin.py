@@ -1,0 +1,205 @@
+"""pytest plugin for the rounds that ``python -m fuzz`` drives (``-p fuzz.pytest_plugin``).
+
+It registers the ``ppaux-fuzz`` profile (the ``nightly`` profile with this round's
+example budget and the fuzz database), keeps only Hypothesis tests, counts examples
+through Hypothesis' observability callbacks, and appends events (progress, failures,
+per-test outcomes) as JSON lines to ``$PPAUX_FUZZ_EVENTS`` for the parent to read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from typing import Any, Dict, Iterable, Optional
+
+import pytest
+from hypothesis import Phase, settings
+from hypothesis.database import ExampleDatabase, ReadOnlyDatabase
+from hypothesis.internal.detection import is_hypothesis_test
+
+from fuzz.database import open_database
+from ppaux.profiles import PROFILES
+from ppaux.pytest_plugin import failure_details
+
+PROFILE = "ppaux-fuzz"
+MODE = os.environ.get("PPAUX_FUZZ_MODE", "run")
+EVENTS = os.environ.get("PPAUX_FUZZ_EVENTS")
+# Failure text kept per failure: Hypothesis puts the example and the blob at the end.
+TEXT_LIMIT = 6000
+
+_current: Dict[str, Any] = {"nodeid": None}
+_counts = {"examples": 0, "last_write": 0.0}
+_saved: Dict[str, int] = {}
+
+
+def emit(event: Dict[str, Any]) -> None:
+    if not EVENTS:
+        return
+    event.setdefault("time", time.time())
+    with open(EVENTS, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(event) + "\n")
+
+
+class _RecordingDatabase(ExampleDatabase):
+    """Read-only view that counts, per test, the saved failures Hypothesis fetched first (its primary key)."""
+
+    def __init__(self, db: ExampleDatabase) -> None:
+        super().__init__()
+        self._db = ReadOnlyDatabase(db)
+
+    def fetch(self, key: bytes) -> Iterable[bytes]:
+        values = list(self._db.fetch(key))
+        nodeid = _current["nodeid"]
+        if nodeid is not None and nodeid not in _saved:
+            _saved[nodeid] = len(values)
+        return iter(values)
+
+    def save(self, key: bytes, value: bytes) -> None:  # pragma: no cover - replay never writes
+        pass
+
+    def delete(self, key: bytes, value: bytes) -> None:  # pragma: no cover
+        pass
+
+    def _start_listening(self) -> None:  # pragma: no cover
+        pass
+
+    def _stop_listening(self) -> None:  # pragma: no cover
+        pass
+
+
+def falsifying_example(text: str) -> Optional[str]:
+    """Hypothesis' "Falsifying example" block from a pytest failure text (it sits in the ``E`` lines)."""
+    lines = [line[1:] for line in text.splitlines() if line.startswith("E ") or line == "E"]
+    start = next((i for i, line in enumerate(lines) if line.strip().startswith("Falsifying")), None)
+    if start is None:
+        return None
+    block = []
+    for line in lines[start:]:
+        if line.strip().startswith("You can reproduce"):
+            break
+        block.append(line)
+    indent = min((len(l) - len(l.lstrip()) for l in block if l.strip()), default=0)
+    return "\n".join(l[indent:] for l in block).strip()
+
+
+def _profile() -> settings:
+    db = open_database(os.environ.get("PPAUX_FUZZ_DB"))
+    nightly = PROFILES["nightly"]
+    if MODE == "replay":
+        # Only the saved examples, as saved: no generation, no shrinking, nothing written back.
+        return settings(nightly, database=_RecordingDatabase(db), phases=[Phase.reuse])
+    max_examples = int(os.environ.get("PPAUX_FUZZ_MAX_EXAMPLES", nightly.max_examples))
+    # The explain phase re-runs a found failure under a tracer to annotate it: ~13 s per failure
+    # here, budget better spent finding the next one. The minimal example and the blob stay.
+    phases = [p for p in nightly.phases if p is not Phase.explain]
+    return settings(nightly, database=db, max_examples=max_examples, phases=phases)
+
+
+settings.register_profile(PROFILE, _profile())
+
+
+def _count_example() -> None:
+    _counts["examples"] += 1
+    now = time.monotonic()
+    if now - _counts["last_write"] >= 0.5:
+        _counts["last_write"] = now
+        emit({"kind": "progress", "examples": _counts["examples"]})
+
+
+def _install_counter() -> None:
+    """Count every test case Hypothesis runs, stateful ones included.
+
+    Hypothesis' observability callbacks would do it with a public API but make each example
+    about 4x slower (they render every example); wrapping the engine's one entry point costs
+    nothing. Should a Hypothesis release rename it, progress shows 0 examples, nothing breaks.
+    """
+    from hypothesis.internal.conjecture.engine import ConjectureRunner
+
+    original = getattr(ConjectureRunner, "test_function", None)
+    if original is None or getattr(original, "_ppaux_counted", False):  # pragma: no cover
+        return
+
+    def test_function(self: Any, data: Any) -> Any:
+        _count_example()
+        return original(self, data)
+
+    test_function._ppaux_counted = True  # type: ignore[attr-defined]
+    ConjectureRunner.test_function = test_function  # type: ignore[method-assign]
+
+
+def _seed_rounds() -> None:
+    """``--seed``: a reproducible round. ``--hypothesis-seed`` would turn the example database off
+    (Hypothesis keys nothing under a forced seed), so seed the generator it draws per-test seeds from."""
+    seed = os.environ.get("PPAUX_FUZZ_SEED")
+    if seed is None:
+        return
+    import random
+
+    from hypothesis import core
+
+    core.threadlocal._hypothesis_global_random = random.Random(int(seed))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _install_counter()
+    _seed_rounds()
+
+
+def _stop(signum: int, frame: Any) -> None:
+    # The parent stops a round with SIGINT. Hypothesis may turn the KeyboardInterrupt into a
+    # test failure and carry on, so the session is also told to stop after the current test.
+    _current["stopping"] = True
+    session = _current.get("session")
+    if session is not None:
+        session.shouldstop = "fuzz round stopped"
+    raise KeyboardInterrupt
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _current["session"] = session
+    signal.signal(signal.SIGINT, _stop)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    # Plain example tests give the same answer every time: fuzzing them wastes the budget.
+    keep = [item for item in items if is_hypothesis_test(getattr(item, "obj", None))]
+    dropped = [item for item in items if item not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+    emit({"kind": "collected", "tests": len(keep)})
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: Any):
+    _current["nodeid"] = item.nodeid
+    yield
+    _current["nodeid"] = None
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "call" and not report.failed:
+        return
+    if _current.get("stopping") and "KeyboardInterrupt" in report.longreprtext:
+        return  # our own stop, not a finding
+    outcome = "failed" if report.failed else ("skipped" if report.skipped else "passed")
+    event: Dict[str, Any] = {"kind": "test", "nodeid": report.nodeid, "outcome": outcome}
+    if MODE == "replay":
+        event["saved"] = _saved.get(report.nodeid, 0)
+    emit(event)
+    if report.failed:
+        text = report.longreprtext
+        details = failure_details(text)
+        details["example"] = falsifying_example(text) or details.get("example")
+        first_e = next((line[1:].strip() for line in text.splitlines() if line.startswith("E ") and line[1:].strip()), None)
+        details["error"] = details.get("error") or first_e
+        emit({"kind": "failure", "nodeid": report.nodeid, **details, "text": text[-TEXT_LIMIT:]})
+    emit({"kind": "progress", "examples": _counts["examples"]})
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    emit({"kind": "progress", "examples": _counts["examples"]})
+    emit({"kind": "finished", "exitstatus": int(exitstatus)})

@@ -1,0 +1,47 @@
+"""``python -m reports build|mutation``: exit 0 = fine, 1 = below the gate / failed, 2 = usage error."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m reports", description="ppaux's reports")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    b = sub.add_parser("build", help="gather every report under reports/out/ into reports/index.html")
+    b.add_argument("--out", default="reports/out", metavar="DIR", help="where the generated reports are (default reports/out)")
+    b.add_argument("--index", default="reports/index.html", metavar="FILE", help="the page to write (default reports/index.html)")
+    m = sub.add_parser("mutation", help="mutmut over ppaux/ from a clean mutants/, score per module, gate")
+    m.add_argument("--out", default="reports/out/mutation", metavar="DIR", help="report directory (default reports/out/mutation)")
+    m.add_argument("--max-children", type=int, default=None, metavar="N", help="mutmut worker processes (default: CPU count)")
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        print(f"reports: error: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "build":
+        from reports.build import build
+
+        return build(args.out, args.index)
+    from reports.mutation import run
+
+    return run(args.out, args.max_children)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""``python -m reports build``: every report under reports/out/ on one page, reports/index.html,
+plus JUnit XML for CI systems (junit-fuzz.xml, junit-mutation.xml next to pytest's junit.xml).
+
+Inputs that are not there yet become "not yet generated" sections with the command that makes
+them; nothing here knows more of a report's format than its verdict and its Markdown twin.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import xml.etree.ElementTree as ET
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from reports.markdown import inline, to_html
+
+E = html.escape
+
+
+class Page:
+    def __init__(self, out: Path, index: Path) -> None:
+        self.out = out
+        self.index = index
+        self.sections: List[Tuple[str, str, str, str]] = []  # (id, title, status, body)
+
+    def link(self, path: Path, text: str) -> str:
+        """A link to a generated file, only when it exists: the page never links to nothing."""
+        if not path.exists():
+            return ""
+        rel = os.path.relpath(path, self.index.parent)
+        return f'<a href="{E(rel)}">{E(text)}</a>'
+
+    def add(self, sid: str, title: str, status: str, body: str) -> None:
+        self.sections.append((sid, title, status, body))
+
+
+def _load(path: Path) -> Optional[Any]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _missing(command: str) -> str:
+    return f'<p class="missing">Not yet generated. Run <code>{E(command)}</code>.</p>'
+
+
+def _md(path: Path, summary: str = "full report") -> str:
+    if not path.exists():
+        return ""
+    return f"<details><summary>{E(summary)}</summary><div class='md'>{to_html(path.read_text(encoding='utf-8'))}</div></details>"
+
+
+def _scalars(data: Dict[str, Any]) -> str:
+    rows = [(k, v) for k, v in data.items() if isinstance(v, (str, int, float, bool)) or v is None]
+    rows += [(k, ", ".join(f"{a}: {b}" for a, b in v.items())) for k, v in data.items()
+             if isinstance(v, dict) and all(isinstance(b, (str, int, float, bool)) for b in v.values())]
+    if not rows:
+        return ""
+    return "<table class='kv'>" + "".join(f"<tr><th>{E(str(k))}</th><td>{E(str(v))}</td></tr>" for k, v in rows) + "</table>"
+
+
+def _verdict(data: Dict[str, Any]) -> str:
+    v = str(data.get("verdict", data.get("status", ""))).lower()
+    return {"pass": "pass", "passed": "pass", "ok": "pass", "fail": "fail", "failed": "fail"}.get(v, "info")
+
+
+def section_tests(page: Page) -> None:
+    path = page.out / "junit.xml"
+    if not path.exists():
+        return page.add("tests", "Test suite", "missing", _missing("pytest --hypothesis-profile=ci --junitxml=reports/out/junit.xml"))
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root)
+    counts = {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
+    secs = sum(float(s.get("time", 0)) for s in suites)
+    bad = counts["failures"] + counts["errors"]
+    failed = [f"{c.get('classname')}::{c.get('name')}" for s in suites for c in s.iter("testcase")
+              if c.find("failure") is not None or c.find("error") is not None]
+    body = (f"<p>{counts['tests']} tests, {bad} failed, {counts['skipped']} skipped in {secs:.1f} s. "
+            f"{page.link(path, 'JUnit XML')}</p>" + ("<ul>" + "".join(f"<li><code>{E(f)}</code></li>" for f in failed) + "</ul>" if failed else ""))
+    page.add("tests", "Test suite", "fail" if bad else "pass", body)
+
+
+def section_json_md(page: Page, sid: str, title: str, sub: str, stem: str, command: str) -> None:
+    js, md = page.out / sub / f"{stem}.json", page.out / sub / f"{stem}.md"
+    data = _load(js)
+    if data is None and not md.exists():
+        return page.add(sid, title, "missing", _missing(command))
+    status = _verdict(data) if isinstance(data, dict) else "info"
+    links = " ".join(x for x in (page.link(md, f"{stem}.md"), page.link(js, f"{stem}.json")) if x)
+    body = (_scalars(data) if isinstance(data, dict) else "") + f"<p>{links}</p>" + _md(md)
+    page.add(sid, title, status, body)
+
+
+def section_coverage(page: Page) -> None:
+    xml, htmlindex = page.out / "coverage" / "coverage.xml", page.out / "coverage" / "html" / "index.html"
+    if not xml.exists():
+        return page.add("coverage", "Coverage", "missing", _missing(
+            "pytest --hypothesis-profile=ci --cov-report=xml:reports/out/coverage/coverage.xml --cov-report=html:reports/out/coverage/html"))
+    root = ET.parse(xml).getroot()
+    line, branch = float(root.get("line-rate", 0)) * 100, float(root.get("branch-rate", 0)) * 100
+    body = (f"<p class='big'>{line:.1f}% lines, {branch:.1f}% branches of <code>ppaux/</code> (goal 100%).</p>"
+            f"<p>{page.link(htmlindex, 'HTML report')} {page.link(xml, 'coverage.xml')}</p>")
+    page.add("coverage", "Coverage", "pass" if line >= 100 and branch >= 100 else "fail", body)
+
+
+def _bar_chart(modules: Dict[str, Dict[str, Any]]) -> str:
+    names = list(modules)
+    h = 26 * len(names) + 30
+    rows = []
+    for i, name in enumerate(names):
+        m = modules[name]
+        y = 10 + 26 * i
+        w = 4.2 * m["score"]
+        colour = "#2e7d32" if m["passes"] else "#c62828"
+        gx = 190 + 4.2 * m["gate"]
+        rows.append(f'<text x="185" y="{y + 14}" text-anchor="end">{E(name)}</text>'
+                    f'<rect x="190" y="{y}" width="{w:.1f}" height="18" fill="{colour}"/>'
+                    f'<line x1="{gx:.1f}" x2="{gx:.1f}" y1="{y - 2}" y2="{y + 20}" stroke="#000" stroke-dasharray="3,2"/>'
+                    f'<text x="{195 + w:.1f}" y="{y + 14}">{m["score"]}% ({m["killed"]}/{m["total"]})</text>')
+    return (f'<svg class="chart" role="img" aria-label="mutation score per module" width="720" height="{h}" '
+            f'viewBox="0 0 720 {h}" xmlns="http://www.w3.org/2000/svg">{"".join(rows)}</svg>')
+
+
+def section_mutation(page: Page) -> None:
+    js, md = page.out / "mutation" / "mutation.json", page.out / "mutation" / "mutation.md"
+    data = _load(js)
+    if not isinstance(data, dict):
+        return page.add("mutation", "Mutation testing", "missing", _missing("python -m reports mutation"))
+    surv = data.get("survivors", [])
+    body = (f"<p class='big'>{data['score']}% killed ({data['killed']}/{data['total']} mutants), {data['wall_s']} s; "
+            f"gate {'pass' if data['passes'] else 'FAIL'} (100% on transport and errors, 95% elsewhere).</p>"
+            + _bar_chart(data["modules"])
+            + f"<p>{len(surv)} surviving mutants. {page.link(md, 'mutation.md (every diff)')} {page.link(js, 'mutation.json')}</p>"
+            + ("<details><summary>surviving mutants</summary>" + "".join(
+                f"<h4><code>{E(s['mutant'])}</code> ({E(s['status'])})</h4><pre>{E(s['diff'])}</pre>" for s in surv) + "</details>" if surv else ""))
+    page.add("mutation", "Mutation testing", "pass" if data["passes"] else "fail", body)
+
+
+def _fuzz_chart(timeline: List[List[float]], budget: float) -> str:
+    w, h, left, bottom = 720, 240, 60, 30
+    pw, ph = w - left - 20, h - bottom - 20
+    tmax = max([budget] + [p[0] for p in timeline]) or 1
+    emax = max([p[1] for p in timeline] + [1])
+    pts = " ".join(f"{left + pw * t / tmax:.1f},{20 + ph - ph * e / emax:.1f}" for t, e, _ in timeline)
+    marks, last, label_x = [], 0, float("-inf")
+    for t, _e, f in timeline:
+        if f > last:
+            x = left + pw * t / tmax
+            marks.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="20" y2="{20 + ph}" stroke="#c62828" stroke-width="2"/>')
+            if x - label_x > 90:  # labels of close failures would overlap: the next one far enough says the count
+                marks.append(f'<text x="{x + 3:.1f}" y="{32 + 14 * (len(marks) % 3)}" fill="#c62828">failure {f}</text>')
+                label_x = x
+            last = f
+    axes = (f'<line x1="{left}" y1="{20 + ph}" x2="{left + pw}" y2="{20 + ph}" stroke="#000"/>'
+            f'<line x1="{left}" y1="20" x2="{left}" y2="{20 + ph}" stroke="#000"/>'
+            f'<text x="{left - 5}" y="26" text-anchor="end">{emax:,}</text>'
+            f'<text x="{left - 5}" y="{20 + ph}" text-anchor="end">0</text>'
+            f'<text x="{left + pw}" y="{h - 8}" text-anchor="end">{tmax:.0f} s</text>'
+            f'<text x="{left}" y="{h - 8}">0 s</text><text x="{left + pw / 2}" y="{h - 8}" text-anchor="middle">elapsed</text>'
+            f'<text x="14" y="{20 + ph / 2}" transform="rotate(-90 14 {20 + ph / 2})" text-anchor="middle">examples run</text>')
+    return (f'<svg class="chart" role="img" aria-label="fuzz run: examples over time and failures" width="{w}" height="{h}" '
+            f'viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg">{axes}'
+            f'<polyline fill="none" stroke="#1565c0" stroke-width="2" points="{pts}"/>{"".join(marks)}</svg>')
+
+
+def section_fuzz(page: Page) -> None:
+    d = page.out / "fuzz"
+    data = _load(d / "fuzz.json")
+    if not isinstance(data, dict):
+        return page.add("fuzz", "Fuzz run", "missing", _missing("python -m fuzz run --budget 30m"))
+    fails = data["failures"]
+    body = (f"<p class='big'>{data['examples']:,} examples in {data['elapsed_s']:.0f} s of a {data['budget_s']:.0f} s budget "
+            f"({data['examples_per_s']}/s), {len(data['rounds'])} rounds on {', '.join(map(E, data['placements']))}; "
+            f"<strong>{len(fails)} failures</strong>.</p>"
+            + ("" if data["complete"] else f"<p class='warn'>Stopped early by {E(str(data['stopped_by']))}: partial report.</p>")
+            + f"<p>Implementation <code>{E(data['impl'])}</code>, database <code>{E(data['db'])}</code>.</p>"
+            + _fuzz_chart(data["timeline"], data["budget_s"]))
+    for f in fails:
+        body += (f"<h4><code>{E(f['nodeid'])}</code></h4><p>{inline(str(f.get('error') or ''))} "
+                 f"(round {f['round']}, {E(', '.join(f['placements']))}, after {f['found_after_s']} s)</p>"
+                 f"<pre>{E(f.get('example') or '(see the report)')}</pre>"
+                 + (f"<pre>{E(f['blob'])}</pre>" if f.get("blob") else ""))
+    replay = _load(d / "replay.json")
+    if isinstance(replay, dict):
+        body += (f"<h3>Replay</h3><p>{replay['saved_examples']} saved examples in {replay['tests_with_saved_failures']} tests "
+                 f"(implementation <code>{E(replay['impl'])}</code>): {len(replay['still_failing'])} still fail, "
+                 f"{len(replay['no_longer_failing'])} no longer fail.</p>")
+    body += "<p>" + " ".join(x for x in (page.link(d / "fuzz.md", "fuzz.md"), page.link(d / "fuzz.json", "fuzz.json"),
+                                         page.link(d / "replay.md", "replay.md")) if x) + "</p>"
+    page.add("fuzz", "Fuzz run", "fail" if fails else "pass", body)
+
+
+def section_bench(page: Page) -> None:
+    js, md = page.out / "bench.json", page.out / "bench.md"
+    data = _load(js)
+    if data is None and not md.exists():
+        return page.add("benchmarks", "Benchmarks", "missing", _missing("python -m reports.bench"))
+    links = " ".join(x for x in (page.link(md, "bench.md"), page.link(js, "bench.json")) if x)
+    body = (_scalars(data) if isinstance(data, dict) else "") + f"<p>{links}</p>"
+    body += f"<div class='md'>{to_html(md.read_text(encoding='utf-8'))}</div>" if md.exists() else ""
+    page.add("benchmarks", "Benchmarks", "info", body)
+
+
+SECTIONS: List[Callable[[Page], None]] = [
+    section_tests,
+    lambda p: section_json_md(p, "conformance", "Conformance", "conformance", "conformance", "python -m ppaux check"),
+    lambda p: section_json_md(p, "faults", "Fault matrix", "faults", "fault_matrix", "python -m ppaux faults"),
+    section_coverage, section_mutation, section_fuzz, section_bench,
+]
+STYLE = """body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:980px;padding:1em 2em;color:#222}
+nav a{margin-right:.8em}.tile{display:inline-block;padding:.3em .7em;margin:.2em;border-radius:4px;color:#fff}
+.pass{background:#2e7d32}.fail{background:#c62828}.missing{background:#9e9e9e}.info{background:#1565c0}
+p.missing{background:none;color:#555;font-style:italic}section{border-top:1px solid #ddd;margin-top:1.5em}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left}
+pre{background:#f5f5f5;padding:.6em;overflow-x:auto;font-size:13px}.big{font-size:17px}.warn{color:#c62828}
+svg.chart text{font-size:12px}h2 .tile{font-size:13px;vertical-align:middle}"""
+
+
+def render(page: Page) -> str:
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    tiles = "".join(f'<a class="tile {s}" href="#{sid}">{E(t)}: {s}</a>' for sid, t, s, _ in page.sections)
+    body = "".join(f'<section id="{sid}"><h2>{E(t)} <span class="tile {s}">{s}</span></h2>{b}</section>'
+                   for sid, t, s, b in page.sections)
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ppaux reports</title>"
+            f"<style>{STYLE}</style></head><body><h1>ppaux reports</h1><p>Built {now} by <code>python -m reports build</code>.</p>"
+            f"<nav id='summary'>{tiles}</nav>{body}</body></html>\n")
+
+
+def junit(name: str, cases: List[Tuple[str, Optional[str]]], path: Path) -> None:
+    suite = ET.Element("testsuite", name=name, tests=str(len(cases)), failures=str(sum(m is not None for _, m in cases)))
+    for case, failure in cases:
+        tc = ET.SubElement(suite, "testcase", classname=name, name=case)
+        if failure is not None:
+            ET.SubElement(tc, "failure", message=failure.splitlines()[0] if failure else "failed").text = failure
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def write_junit(out: Path) -> None:
+    fuzz = _load(out / "fuzz" / "fuzz.json")
+    if isinstance(fuzz, dict):
+        cases = [(f["nodeid"], f"{f.get('error')}\n{f.get('example') or ''}\n{f.get('blob') or ''}") for f in fuzz["failures"]]
+        junit("fuzz", cases or [("fuzz run", None)], out / "junit-fuzz.xml")
+    mutation = _load(out / "mutation" / "mutation.json")
+    if isinstance(mutation, dict):
+        junit("mutation", [(mod, None if m["passes"] else f"{m['score']}% < gate {m['gate']}%: "
+                            + ", ".join(s["mutant"] for s in m["survivors"])) for mod, m in mutation["modules"].items()],
+              out / "junit-mutation.xml")
+
+
+def build(out_dir: str, index_path: str) -> int:
+    out, index = Path(out_dir).resolve(), Path(index_path).resolve()
+    write_junit(out)
+    page = Page(out, index)
+    for section in SECTIONS:
+        section(page)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    index.write_text(render(page), encoding="utf-8")
+    print(f"reports: wrote {index} ({', '.join(f'{t}: {s}' for _, t, s, _ in page.sections)})")
+    return 0

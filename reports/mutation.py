@@ -1,0 +1,143 @@
+"""Mutation testing as routine: mutmut 3 over ppaux/ from a clean ``mutants/``, the score per
+module, every surviving mutant's diff, and the gate.
+
+mutmut's own exit status says nothing (0 with survivors) and its cache outlives test edits,
+so this always starts clean and reads the verdicts from ``mutmut results --all true``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+# Per-module gate (percent of mutants killed). The transport and the error catalog are the
+# contract itself: every mutant there must die.
+GATES = {"ppaux.transport": 100.0, "ppaux.errors": 100.0}
+DEFAULT_GATE = 95.0
+KILLED = {"killed", "timeout", "caught by type check"}
+_LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+?)\s*$")
+
+
+def gate_for(module: str) -> float:
+    return GATES.get(module, DEFAULT_GATE)
+
+
+def module_of(mutant: str) -> str:
+    # ppaux.errors.xǁCatalogEntryǁmessage__mutmut_3 -> ppaux.errors ; ppaux.cli.x_main__mutmut_1 -> ppaux.cli
+    head = mutant.split("__mutmut_")[0]
+    parts = head.split(".")
+    return ".".join(p for p in parts[:-1])
+
+
+def parse_results(text: str) -> Dict[str, str]:
+    return {m["name"]: m["status"] for m in map(_LINE.match, text.splitlines()) if m}
+
+
+def score(results: Dict[str, str]) -> Dict[str, Dict[str, object]]:
+    modules: Dict[str, Dict[str, object]] = defaultdict(lambda: {"total": 0, "killed": 0, "survivors": []})
+    for name, status in sorted(results.items()):
+        entry = modules[module_of(name)]
+        entry["total"] += 1
+        if status in KILLED:
+            entry["killed"] += 1
+        else:
+            entry["survivors"].append({"mutant": name, "status": status})
+    out = {}
+    for module, entry in sorted(modules.items()):
+        pct = 100.0 * entry["killed"] / entry["total"] if entry["total"] else 100.0
+        out[module] = {**entry, "score": round(pct, 2), "gate": gate_for(module), "passes": pct >= gate_for(module)}
+    return out
+
+
+def _mutmut(*args: str, log: Optional[Path] = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "mutmut", *args]
+    if log is None:
+        return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    with open(log, "w") as fh:
+        return subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, text=True)
+
+
+def _source_path(mutant: str) -> str:
+    return module_of(mutant).replace(".", "/") + ".py"
+
+
+_DIFF_SCRIPT = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+out = {}
+for name, path in json.load(sys.stdin):
+    try:
+        out[name] = get_diff_for_mutant(name, path=path)
+    except Exception as exc:
+        out[name] = f"(no diff: {type(exc).__name__}: {exc})"
+print(json.dumps(out))
+"""
+
+
+def _diffs(pairs: List[Tuple[str, str]]) -> Dict[str, str]:
+    """Every survivor's diff in one process: ``mutmut show`` per mutant costs ~0.5 s each."""
+    if not pairs:
+        return {}
+    proc = subprocess.run([sys.executable, "-c", _DIFF_SCRIPT], cwd=ROOT, input=json.dumps(pairs),
+                          capture_output=True, text=True)
+    return json.loads(proc.stdout) if proc.returncode == 0 else {}
+
+
+def write(report: Dict[str, object], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "mutation.json").write_text(json.dumps(report, indent=2) + "\n")
+    lines = ["# Mutation testing", "",
+             f"- score: **{report['score']}%** ({report['killed']}/{report['total']} mutants killed); "
+             f"gate: {'**pass**' if report['passes'] else '**FAIL**'}",
+             f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; command: `python -m reports mutation`", "",
+             "| module | mutants | killed | score | gate | verdict |", "| --- | --- | --- | --- | --- | --- |"]
+    for module, m in report["modules"].items():
+        lines.append(f"| {module} | {m['total']} | {m['killed']} | {m['score']}% | {m['gate']}% | {'pass' if m['passes'] else 'FAIL'} |")
+    lines += ["", "## Surviving mutants", ""]
+    if not report["survivors"]:
+        lines += ["None.", ""]
+    for s in report["survivors"]:
+        lines += [f"### `{s['mutant']}` ({s['status']})", "", "```diff", s["diff"].strip(), "```", ""]
+    (out / "mutation.md").write_text("\n".join(lines))
+
+
+def run(out_dir: str, max_children: Optional[int]) -> int:
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+    start = time.monotonic()
+    args = ["run"] + ([f"--max-children={max_children}"] if max_children else [])
+    proc = _mutmut(*args, log=out / "mutmut-run.log")
+    wall = round(time.monotonic() - start, 1)
+    listing = _mutmut("results", "--all", "true")
+    results = parse_results(listing.stdout)
+    if proc.returncode != 0 or not results:
+        print(f"reports: error: mutmut run failed (exit {proc.returncode}); see {out / 'mutmut-run.log'}", file=sys.stderr)
+        return 1
+    modules = score(results)
+    survivors = [s for module in modules.values() for s in module["survivors"]]
+    diffs = _diffs([(s["mutant"], _source_path(s["mutant"])) for s in survivors])
+    survivors = [{**s, "diff": diffs.get(s["mutant"], "")} for s in survivors]
+    killed = sum(m["killed"] for m in modules.values())
+    total = sum(m["total"] for m in modules.values())
+    from importlib.metadata import version as _version
+
+    version = _version("mutmut")
+    report = {"kind": "mutation", "wall_s": wall, "mutmut": version, "total": total, "killed": killed,
+              "score": round(100.0 * killed / total, 2) if total else 100.0,
+              "passes": all(m["passes"] for m in modules.values()), "modules": modules, "survivors": survivors}
+    write(report, out)
+    print(f"mutation: {report['score']}% ({killed}/{total} killed) in {wall} s; gate {'pass' if report['passes'] else 'FAIL'}; "
+          f"report {out / 'mutation.md'}")
+    for module, m in modules.items():
+        if not m["passes"]:
+            print(f"  {module}: {m['score']}% < {m['gate']}% ({len(m['survivors'])} survivors)")
+    return 0 if report["passes"] else 1

@@ -1,0 +1,106 @@
+"""``python -m reports build``: the page renders in headless Chromium, every section is there, no broken links."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from reports.build import build
+from reports.mutation import module_of, parse_results, score
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "fuzz", "benchmarks")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def test_mutation_score_per_module_and_gate():
+    listing = """    ppaux.transport.xǁPPAuxTransportǁadd__mutmut_1: killed
+    ppaux.transport.xǁPPAuxTransportǁadd__mutmut_2: survived
+    ppaux.cli.x_main__mutmut_1: killed
+    ppaux.cli.x_main__mutmut_2: timeout
+"""
+    results = parse_results(listing)
+    assert module_of("ppaux.transport.xǁPPAuxTransportǁadd__mutmut_1") == "ppaux.transport"
+    modules = score(results)
+    assert modules["ppaux.transport"]["score"] == 50.0 and not modules["ppaux.transport"]["passes"]
+    assert modules["ppaux.transport"]["survivors"] == [{"mutant": "ppaux.transport.xǁPPAuxTransportǁadd__mutmut_2", "status": "survived"}]
+    assert modules["ppaux.cli"] == {"total": 2, "killed": 2, "survivors": [], "score": 100.0, "gate": 95.0, "passes": True}
+
+
+def _inputs(out: Path) -> None:
+    (out / "fuzz").mkdir(parents=True)
+    (out / "fuzz" / "fuzz.json").write_text(json.dumps({
+        "examples": 1200, "elapsed_s": 60.0, "budget_s": 60.0, "examples_per_s": 20.0, "rounds": [{}], "placements": ["cpu"],
+        "complete": True, "stopped_by": "budget", "impl": "x.py", "db": "d",
+        "timeline": [[0, 0, 0], [30, 600, 1], [60, 1200, 1]],
+        "failures": [{"nodeid": "tests/t.py::t", "error": "assert 1", "round": 1, "placements": ["cpu"],
+                      "found_after_s": 30, "example": "Falsifying example: t()", "blob": "@reproduce_failure('x', b'y')"}]}))
+    (out / "fuzz" / "fuzz.md").write_text("# Fuzz run\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n")
+    (out / "mutation").mkdir()
+    (out / "mutation" / "mutation.json").write_text(json.dumps({
+        "score": 97.5, "killed": 39, "total": 40, "wall_s": 50, "passes": False, "survivors": [
+            {"mutant": "ppaux.cli.x_main__mutmut_2", "status": "survived", "diff": "-a\n+b"}],
+        "modules": {"ppaux.cli": {"total": 40, "killed": 39, "score": 97.5, "gate": 100.0, "passes": False, "survivors": []}}}))
+    (out / "junit.xml").write_text('<testsuites><testsuite tests="2" failures="0" errors="0" skipped="0" time="1.5">'
+                                   '<testcase classname="t" name="a"/><testcase classname="t" name="b"/></testsuite></testsuites>')
+
+
+def test_missing_inputs_are_not_yet_generated_sections(tmp_path):
+    index = tmp_path / "index.html"
+    assert build(str(tmp_path / "out"), str(index)) == 0
+    page = index.read_text()
+    for sid in SECTIONS:
+        assert f'<section id="{sid}">' in page
+    assert page.count("Not yet generated.") == len(SECTIONS)
+    assert "<a href=\"out/" not in page
+
+
+def _links(page: str) -> list:
+    return re.findall(r'href="([^"]+)"', page)
+
+
+def test_page_has_every_section_a_fuzz_chart_a_mutation_chart_and_no_broken_links(tmp_path):
+    out = tmp_path / "out"
+    _inputs(out)
+    index = tmp_path / "index.html"
+    build(str(out), str(index))
+    page = index.read_text()
+    assert 'aria-label="fuzz run: examples over time and failures"' in page and "failure 1" in page
+    assert 'aria-label="mutation score per module"' in page and "97.5% (39/40)" in page
+    assert "tests/t.py::t" in page and "@reproduce_failure(&#x27;x&#x27;, b&#x27;y&#x27;)" in page
+    assert "2 tests, 0 failed" in page
+    for href in _links(page):
+        if href.startswith("#"):
+            assert f'id="{href[1:]}"' in page, href
+        else:
+            assert (index.parent / unquote(urlsplit(href).path)).exists(), href
+    assert (out / "junit-fuzz.xml").read_text().count("<failure") == 1
+    assert "&lt; gate 100.0%" in (out / "junit-mutation.xml").read_text()
+
+
+def test_page_renders_in_headless_chromium(tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is not installed (apt-get install -y chromium)")
+    out = tmp_path / "out"
+    _inputs(out)
+    index = tmp_path / "index.html"
+    build(str(out), str(index))
+    dom = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                          index.as_uri()], capture_output=True, text=True, timeout=60)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for sid in SECTIONS:
+        assert f'<section id="{sid}">' in dom.stdout
+    assert "<svg" in dom.stdout and "ppaux reports" in dom.stdout
+    shot = tmp_path / "page.png"
+    subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile2'}", f"--screenshot={shot}",
+                    "--window-size=1100,2400", index.as_uri()], capture_output=True, timeout=60)
+    assert shot.exists() and shot.stat().st_size > 10_000
