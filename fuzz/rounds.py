@@ -19,8 +19,9 @@ TEST_PATHS = ("tests",)
 
 
 def pytest_command(*, tests: Optional[str], impl: Optional[str]) -> List[str]:
-    cmd = [sys.executable, "-m", "pytest", "-p", "fuzz.pytest_plugin", f"--hypothesis-profile={PROFILE}",
-           "-q", "--no-header", "-p", "no:cacheprovider", "--no-cov", "-m", MARK_FILTER]
+    # -o addopts= drops the coverage gate and xdist: the fuzz plugin counts examples in this one process.
+    cmd = [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "fuzz.pytest_plugin", f"--hypothesis-profile={PROFILE}",
+           "-q", "--no-header", "-p", "no:cacheprovider", "--strict-markers", "-m", MARK_FILTER]
     if tests:
         cmd += ["-k", tests]
     if impl:
