@@ -8,7 +8,7 @@ from examples.topk_logprobs.plugin import VALUES
 from ppaux.kit_findings import FINDINGS, markdown_table, message
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = (ROOT / "docs" / "README-plugin-authors.md").read_text(encoding="utf-8")
+DOC = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_findings_table_is_the_generated_one():
