@@ -8,18 +8,14 @@ from pathlib import Path
 from typing import List, Optional
 
 from fuzz.options import UsageError
+from ppaux.cli import OneLineParser
 
 USAGE_ERROR = 2
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not argparse's usage dump
-        raise UsageError(f"{self.prog}: {message}")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m fuzz", description="ppaux's nightly fuzz job")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = OneLineParser(prog="python -m fuzz", description="ppaux's nightly fuzz job")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     run = sub.add_parser("run", help="run the Hypothesis tests under the nightly profile until the budget is spent")
     run.add_argument("--budget", default="30m", help="how long to fuzz: 30m, 1h30m, 90s (default 30m)")
     replay = sub.add_parser("replay", help="re-run every failure saved in the example database")

@@ -5,11 +5,9 @@ from __future__ import annotations
 import re
 from typing import List, Tuple
 
+from ppaux.cli import UsageError  # noqa: F401 - one kind of usage error for every ppaux command
+
 _BUDGET = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s?)?")
-
-
-class UsageError(Exception):
-    """Bad input: printed as one line, exit status 2."""
 
 
 def parse_budget(text: str) -> float:

@@ -26,14 +26,16 @@ class UsageError(Exception):
     """Bad input from the user: printed as one line, exit status 2."""
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are one line (a :class:`UsageError`), not a usage dump."""
+
     def error(self, message: str) -> None:  # one line, not argparse's usage dump
         raise UsageError(f"{self.prog}: {message}")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ppaux", description="SGLang PP auxiliary-output transport: reference and conformance suite")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = OneLineParser(prog="ppaux", description="SGLang PP auxiliary-output transport: reference and conformance suite")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for name, (module, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         mod = importlib.import_module(module)
