@@ -194,6 +194,31 @@ def section_fuzz(page: Page) -> None:
     page.add("fuzz", "Fuzz run", "fail" if fails else "pass", body)
 
 
+def section_faults(page: Page) -> None:
+    """Every matrix `ppaux faults` wrote (one per channel and mode): outcome per fault against the recorded expectation."""
+    matrices = [(p, _load(p)) for p in sorted((page.out / "faults").glob("faults-*.json"))]
+    matrices = [(p, m) for p, m in matrices if isinstance(m, dict) and isinstance(m.get("cells"), dict)]
+    if not matrices:
+        return page.add("faults", "Fault matrix", "missing", _missing("python -m ppaux faults --channel gloo --integrity"))
+    body, all_expected = "", True
+    for path, m in matrices:
+        cells = m["cells"]
+        silent = sum(c.get("outcome") == "silent corruption" for c in cells.values())
+        off = [f for f, c in cells.items() if c.get("outcome") != c.get("expected")]
+        all_expected &= not off
+        mode = "integrity on" if m.get("integrity") else "SGLang's wire"
+        rows = "".join(
+            f"<tr><td>{E(f)}</td><td{' class=warn' if c.get('outcome') == 'silent corruption' else ''}>{E(str(c.get('outcome')))}</td>"
+            f"<td>{E(str(c.get('expected')))}</td><td>{E(str(c.get('detail', ''))[:160])}</td></tr>"
+            for f, c in cells.items()
+        )
+        body += (f"<h3>{E(str(m.get('channel')))}, {E(mode)}: {silent} silent corruption{'s' if silent != 1 else ''}"
+                 f"{', ' + str(len(off)) + ' cells differ from the expectation' if off else ''}</h3>"
+                 f"<table><tr><th>fault</th><th>outcome</th><th>expected</th><th>detail</th></tr>{rows}</table>"
+                 f"<p>{' '.join(x for x in (page.link(path.with_suffix('.md'), path.stem + '.md'), page.link(path, path.name)) if x)}</p>")
+    page.add("faults", "Fault matrix", "pass" if all_expected else "fail", body)
+
+
 def section_bench(page: Page) -> None:
     js, md = page.out / "bench.json", page.out / "bench.md"
     data = _load(js)
@@ -208,7 +233,7 @@ def section_bench(page: Page) -> None:
 SECTIONS: List[Callable[[Page], None]] = [
     section_tests,
     lambda p: section_json_md(p, "conformance", "Conformance", "conformance", "conformance", "python -m ppaux check"),
-    lambda p: section_json_md(p, "faults", "Fault matrix", "faults", "fault_matrix", "python -m ppaux faults"),
+    section_faults,
     section_coverage, section_mutation, section_fuzz, section_bench,
 ]
 STYLE = """body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:980px;padding:1em 2em;color:#222}

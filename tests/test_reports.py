@@ -104,3 +104,24 @@ def test_page_renders_in_headless_chromium(tmp_path):
     subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile2'}", f"--screenshot={shot}",
                     "--window-size=1100,2400", index.as_uri()], capture_output=True, timeout=60)
     assert shot.exists() and shot.stat().st_size > 10_000
+
+
+def test_fault_matrices_show_each_channel_and_mode_against_the_expectation(tmp_path):
+    out = tmp_path / "out"
+    (out / "faults").mkdir(parents=True)
+    cells = {"none": {"outcome": "harmless", "expected": "harmless", "detail": "ok"},
+             "bit_flip": {"outcome": "silent corruption", "expected": "silent corruption", "detail": "bytes differ"}}
+    (out / "faults" / "faults-gloo.json").write_text(json.dumps({"channel": "gloo", "integrity": False, "cells": cells}))
+    (out / "faults" / "faults-gloo.md").write_text("# matrix\n")
+    index = tmp_path / "index.html"
+    build(str(out), str(index))
+    page = index.read_text()
+    assert "<h3>gloo, SGLang&#x27;s wire: 1 silent corruption</h3>" in page
+    assert '<a class="tile pass" href="#faults">Fault matrix: pass</a>' in page
+    assert 'href="out/faults/faults-gloo.md"' in page and 'href="out/faults/faults-gloo.json"' in page
+    cells["bit_flip"]["expected"] = "documented error"
+    (out / "faults" / "faults-gloo-integrity.json").write_text(json.dumps({"channel": "gloo", "integrity": True, "cells": cells}))
+    build(str(out), str(index))
+    page = index.read_text()
+    assert "<h3>gloo, integrity on: 1 silent corruption, 1 cells differ from the expectation</h3>" in page
+    assert '<a class="tile fail" href="#faults">Fault matrix: fail</a>' in page
