@@ -59,7 +59,9 @@ def check_observer(
     ``equal(original, rebuilt)`` defaults to comparing both outputs' ``to_pp_tensors()``
     by name, dtype, shape and value. ``channel`` is ``"loopback"`` (in-process) or
     ``"gloo"`` (real processes). ``devices``: where the receiving stage allocates;
-    ``"auto"`` is cpu and every visible cuda device. Raises :class:`KitFailure`.
+    ``"auto"`` is cpu and every visible cuda device. ``settings`` are Hypothesis settings
+    (``max_examples``, ``database``, ...); the kit always runs without a deadline.
+    Raises :class:`KitFailure`.
     """
     if not callable(observer_factory):
         raise InvalidArgument(f"observer_factory={observer_factory!r} must be callable (e.g. the observer class)")
@@ -81,8 +83,9 @@ def check_observer(
             _round_trip(impl, observer_factory, output, equal, channel, device)
 
     run = given(output=outputs)(check_observer)
-    # One failing output is one message: never an ExceptionGroup of several.
-    run = Settings(settings if settings is not None else Settings(deadline=None), report_multiple_bugs=False)(run)
+    # One failing output is one message: never an ExceptionGroup of several. No deadline, even
+    # with the caller's settings: the first gloo hop starts the worker processes.
+    run = Settings(settings, deadline=None, report_multiple_bugs=False)(run)
     # Without this every plugin's check would share one entry in the example database;
     # names, not reprs with addresses, so that a failure replays on the next run.
     factory_name = getattr(observer_factory, "__qualname__", None) or type(observer_factory).__qualname__

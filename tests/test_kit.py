@@ -430,3 +430,26 @@ class Cyclic:
 
 def test_output_in_a_reference_cycle_is_not_retention():
     check_observer(Cyclic, good())
+
+
+@pytest.mark.wire
+@pytest.mark.gloo
+def test_a_well_behaved_pair_survives_the_real_gloo_relay():
+    """The same checks with the hop over two real gloo processes (ppaux.wire.relay, channel="gloo")."""
+    seen = []
+
+    class Records(Obs):
+        def from_pp_tensors(self, tensors: Mapping[str, torch.Tensor]) -> Out:
+            seen.append({n: t.data_ptr() for n, t in tensors.items() if t.numel()})
+            return super().from_pp_tensors(tensors)
+
+    sent = []
+
+    def tracked():
+        return good().map(lambda out: sent.append({n: t.data_ptr() for n, t in out.payload.items() if t.numel()}) or out)
+
+    from ppaux import gloo
+
+    gloo.stop_all()  # a cold start: the first hop spawns the workers, far past a 200 ms deadline
+    check_observer(Records, tracked(), channel="gloo", settings=settings(max_examples=6, database=None, deadline=200))
+    assert seen and all(set(a.values()).isdisjoint(b.values()) for a, b in zip(sent, seen))
