@@ -69,21 +69,6 @@ class _RecordingDatabase(ExampleDatabase):
         pass
 
 
-def falsifying_example(text: str) -> Optional[str]:
-    """Hypothesis' "Falsifying example" block from a pytest failure text (it sits in the ``E`` lines)."""
-    lines = [line[1:] for line in text.splitlines() if line.startswith("E ") or line == "E"]
-    start = next((i for i, line in enumerate(lines) if line.strip().startswith("Falsifying")), None)
-    if start is None:
-        return None
-    block = []
-    for line in lines[start:]:
-        if line.strip().startswith("You can reproduce"):
-            break
-        block.append(line)
-    indent = min((len(l) - len(l.lstrip()) for l in block if l.strip()), default=0)
-    return "\n".join(l[indent:] for l in block).strip()
-
-
 def _profile() -> settings:
     db = open_database(os.environ.get("PPAUX_FUZZ_DB"))
     nightly = PROFILES["nightly"]
@@ -193,7 +178,6 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.failed:
         text = report.longreprtext
         details = failure_details(text)
-        details["example"] = falsifying_example(text) or details.get("example")
         first_e = next((line[1:].strip() for line in text.splitlines() if line.startswith("E ") and line[1:].strip()), None)
         details["error"] = details.get("error") or first_e
         emit({"kind": "failure", "nodeid": report.nodeid, **details, "text": text[-TEXT_LIMIT:]})

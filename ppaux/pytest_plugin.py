@@ -69,6 +69,8 @@ def ppaux_observer_check():
 
 
 _BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
+# Hypothesis before 6.16x says "Falsifying example:", later "Failing test case:".
+EXAMPLE_HEADER = re.compile(r"(?:Falsifying|Failing)(?: explicit)? (?:example|test case):")
 _BLOCK_END = ("You can reproduce", "Explanation:", "Traceback", "Unreliable")
 
 
@@ -85,7 +87,7 @@ def _plain_lines(text: str) -> List[str]:
 def failure_details(text: str) -> Dict[str, Optional[str]]:
     """The minimal example and the reproduce blob from a failure's report text."""
     lines = _plain_lines(text)
-    start = next((i for i, line in enumerate(lines) if line.lstrip().startswith("Falsifying")), None)
+    start = next((i for i, line in enumerate(lines) if EXAMPLE_HEADER.match(line.lstrip())), None)
     example = None
     if start is not None:
         indent = len(lines[start]) - len(lines[start].lstrip())

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ppaux.pytest_plugin import EXAMPLE_HEADER
+
 from ppaux import check
 from ppaux.cli import main
 from ppaux.errors import CATALOG, markdown_table
@@ -100,7 +102,7 @@ def test_check_fails_on_a_broken_implementation_with_its_counterexample(capsys, 
     (clause,) = report["clauses"]
     (test,) = clause["tests"]
     assert (clause["clause"], clause["verdict"], test["outcome"]) == ("round-trip", "fail", "failed")
-    assert test["example"].startswith("Falsifying example: test_round_trip(")
+    assert EXAMPLE_HEADER.match(test["example"]) and "test_round_trip(" in test["example"].splitlines()[0]
     assert test["blob"].startswith("@reproduce_failure(")
     assert "## Counterexamples" in out and test["blob"] in out
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from ppaux.pytest_plugin import EXAMPLE_HEADER
+
 from fuzz.__main__ import main
 from fuzz.options import UsageError, format_duration, parse_budget, placements
 from fuzz.progress import Progress
@@ -119,7 +121,8 @@ def _find_save_replay(db: str, report: Path, *, replay_fixed: bool) -> None:
     assert summary["stopped_by"] == "max-failures" and summary["complete"]
     [failure] = summary["failures"]
     assert failure["nodeid"] == BROKEN_TEST
-    assert failure["example"].startswith("Falsifying example: test_success_adds_one_key_per_item_bound_to_the_same_tensor(")
+    assert EXAMPLE_HEADER.match(failure["example"])
+    assert failure["example"].splitlines()[0].endswith(" test_success_adds_one_key_per_item_bound_to_the_same_tensor(")
     assert failure["blob"].startswith("@reproduce_failure(")
     assert f"fuzz: FAILURE {BROKEN_TEST} (round 1, cpu)" in run.stderr
     assert BROKEN_TEST in (report / "fuzz.md").read_text()
@@ -128,7 +131,7 @@ def _find_save_replay(db: str, report: Path, *, replay_fixed: bool) -> None:
     assert still.returncode == 1, still.stderr
     replay = json.loads((report / "replay.json").read_text())
     assert [r["nodeid"] for r in replay["still_failing"]] == [BROKEN_TEST]
-    assert replay["still_failing"][0]["example"].startswith("Falsifying example:")
+    assert EXAMPLE_HEADER.match(replay["still_failing"][0]["example"])
 
     if not replay_fixed:
         return

@@ -37,7 +37,7 @@ def test_results_record_clause_marks_outcome_example_and_blob(pytester):
     rows = {r["nodeid"].split("::")[1]: r for r in map(json.loads, out.read_text().splitlines())}
     small = rows["test_small"]
     assert (small["clause"], small["marks"], small["outcome"], small["doc"]) == ("demo.1", ["contract"], "failed", "demo.1: every drawn integer is small.")
-    assert small["example"] == "Falsifying example: test_small(\n    x=10,\n)"
+    assert small["example"] in ("Falsifying example: test_small(\n    x=10,\n)", "Failing test case: test_small(\n    x=10,\n)")
     assert small["blob"].startswith("@reproduce_failure(") and small["error"].startswith("AssertionError: assert 10 < 10")
     assert (rows["test_plain"]["outcome"], rows["test_plain"]["clause"], rows["test_plain"]["doc"]) == ("passed", None, "")
     assert rows["test_skipped"]["outcome"] == "skipped" and "not today" in rows["test_skipped"]["error"]
@@ -83,3 +83,9 @@ def test_implementations_pretty_print_as_one_line():
     from ppaux.impl import load
 
     assert pretty(load(None)) == "<ppaux prefix='__sampling_observer_output__.'>"
+
+
+@pytest.mark.parametrize("header", ["Falsifying example", "Falsifying explicit example", "Failing test case", "Failing explicit test case"])
+def test_failure_details_read_both_hypothesis_wordings(header):
+    text = f"E   {header}: test_x(\nE       x=1,\nE   )\nE   \nE   You can reproduce this test case by temporarily adding @reproduce_failure('6', b'AA==')"
+    assert failure_details(text) == {"example": f"{header}: test_x(\n    x=1,\n)", "blob": "@reproduce_failure('6', b'AA==')"}
