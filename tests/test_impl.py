@@ -44,8 +44,8 @@ def test_each_file_loads_as_a_module_of_its_own(tmp_path):
     )
     first.write_text(source)
     second.write_text(source)
-    mods = [sys.modules[impl.load(str(f)).add.__module__] for f in (first, second)]
-    assert [Path(m.__file__) for m in mods] == [first, second]
+    names = [impl.load(str(f)).add.__module__ for f in (first, second)]
+    assert [Path(sys.modules[n].__file__) for n in names] == [first, second]
 
 
 def test_a_module_name_loads_that_module():
