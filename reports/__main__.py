@@ -25,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("mutation", help="mutmut over ppaux/ from a clean mutants/, score per module, gate")
     m.add_argument("--out", default="reports/out/mutation", metavar="DIR", help="report directory (default reports/out/mutation)")
     m.add_argument("--max-children", type=int, default=None, metavar="N", help="mutmut worker processes (default: CPU count)")
+    m.add_argument("--only", action="append", default=[], metavar="PATTERN",
+                   help="mutate only these mutants (fnmatch, e.g. 'ppaux.transport*'; repeatable); the score covers them alone")
     return parser
 
 
@@ -40,7 +42,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return build(args.out, args.index)
     from reports.mutation import run
 
-    return run(args.out, args.max_children)
+    return run(args.out, args.max_children, args.only)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ so this always starts clean and reads the verdicts from ``mutmut results --all t
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import shutil
@@ -39,6 +40,13 @@ def module_of(mutant: str) -> str:
 
 def parse_results(text: str) -> Dict[str, str]:
     return {m["name"]: m["status"] for m in map(_LINE.match, text.splitlines()) if m}
+
+
+def select(results: Dict[str, str], only: List[str]) -> Dict[str, str]:
+    """The verdicts of the mutants ``only`` names (fnmatch patterns, as ``mutmut run`` takes them); all when empty."""
+    if not only:
+        return dict(results)
+    return {name: status for name, status in results.items() if any(fnmatch.fnmatch(name, p) for p in only)}
 
 
 def score(results: Dict[str, str]) -> Dict[str, Dict[str, object]]:
@@ -97,7 +105,8 @@ def write(report: Dict[str, object], out: Path) -> None:
     lines = ["# Mutation testing", "",
              f"- score: **{report['score']}%** ({report['killed']}/{report['total']} mutants killed); "
              f"gate: {'**pass**' if report['passes'] else '**FAIL**'}",
-             f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; command: `python -m reports mutation`", "",
+             f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; command: `python -m reports mutation"
+             + "".join(f" --only '{p}'" for p in report.get("only", [])) + "`", "",
              "| module | mutants | killed | score | gate | verdict |", "| --- | --- | --- | --- | --- | --- |"]
     for module, m in report["modules"].items():
         lines.append(f"| {module} | {m['total']} | {m['killed']} | {m['score']}% | {m['gate']}% | {'pass' if m['passes'] else 'FAIL'} |")
@@ -109,16 +118,17 @@ def write(report: Dict[str, object], out: Path) -> None:
     (out / "mutation.md").write_text("\n".join(lines))
 
 
-def run(out_dir: str, max_children: Optional[int]) -> int:
+def run(out_dir: str, max_children: Optional[int], only: Optional[List[str]] = None) -> int:
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(ROOT / "mutants", ignore_errors=True)
     start = time.monotonic()
-    args = ["run"] + ([f"--max-children={max_children}"] if max_children else [])
+    only = list(only or [])
+    args = ["run"] + ([f"--max-children={max_children}"] if max_children else []) + only
     proc = _mutmut(*args, log=out / "mutmut-run.log")
     wall = round(time.monotonic() - start, 1)
     listing = _mutmut("results", "--all", "true")
-    results = parse_results(listing.stdout)
+    results = select(parse_results(listing.stdout), only)
     if proc.returncode != 0 or not results:
         print(f"reports: error: mutmut run failed (exit {proc.returncode}); see {out / 'mutmut-run.log'}", file=sys.stderr)
         return 1
@@ -133,7 +143,7 @@ def run(out_dir: str, max_children: Optional[int]) -> int:
     version = _version("mutmut")
     report = {"kind": "mutation", "wall_s": wall, "mutmut": version, "total": total, "killed": killed,
               "score": round(100.0 * killed / total, 2) if total else 100.0,
-              "passes": all(m["passes"] for m in modules.values()), "modules": modules, "survivors": survivors}
+              "passes": all(m["passes"] for m in modules.values()), "only": only, "modules": modules, "survivors": survivors}
     write(report, out)
     print(f"mutation: {report['score']}% ({killed}/{total} killed) in {wall} s; gate {'pass' if report['passes'] else 'FAIL'}; "
           f"report {out / 'mutation.md'}")

@@ -28,6 +28,26 @@ def test_with_prefix_rebinds_only_the_reference():
     assert not other.is_reference and other.with_prefix("aux.") is other
 
 
+def test_reference_with_a_prefix_is_named_ppaux():
+    assert repr(impl.reference("aux.")) == "<ppaux prefix='aux.'>"
+
+
+def test_each_file_loads_as_a_module_of_its_own(tmp_path):
+    """Two files, two registered modules: a dataclass in an implementation needs its module in sys.modules."""
+    import sys
+
+    first, second = tmp_path / "a.py", tmp_path / "b.py"
+    source = (
+        "from ppaux.transport import _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver\n"
+        "def add_auxiliary_output_to_pp_tensors(tensors, output): pass\n"
+        "def pop_auxiliary_output_from_pp_tensors(tensors, observer): pass\n"
+    )
+    first.write_text(source)
+    second.write_text(source)
+    names = [impl.load(str(f)).add.__module__ for f in (first, second)]
+    assert [Path(sys.modules[n].__file__) for n in names] == [first, second]
+
+
 def test_a_module_name_loads_that_module():
     loaded = impl.load("tests.impls.unstripped_names")
     assert loaded.name == "tests.impls.unstripped_names" and loaded.prefix == transport._OUTPUT_PREFIX
@@ -72,3 +92,15 @@ def test_transport_refuses_an_empty_or_non_str_prefix(prefix):
 
 def test_fixture_is_the_implementation_under_test(ppaux_impl):
     assert ppaux_impl is current_implementation()
+
+
+def test_profiles_register_under_their_names(monkeypatch):
+    from hypothesis import settings
+
+    from ppaux.profiles import PROFILES, register
+
+    # Only the profile in use stays (Hypothesis looks it up on every registration).
+    current = settings._current_profile
+    monkeypatch.setattr(settings, "_profiles", {k: v for k, v in settings._profiles.items() if k not in PROFILES or k == current})
+    register()
+    assert {name: settings.get_profile(name) for name in PROFILES} == PROFILES

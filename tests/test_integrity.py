@@ -118,6 +118,21 @@ def test_non_tensor_aux_value_is_left_to_the_base_pops_p3():
         T.pop(d, RecordingObserver())
 
 
+def test_a_non_tensor_does_not_stop_the_check_of_the_tensors_after_it():
+    d = _added({"s": torch.zeros(1), "t": torch.zeros(2)})
+    d[_OUTPUT_PREFIX + "s"] = [0.0]
+    d[_OUTPUT_PREFIX + "t"] = torch.zeros(2, dtype=torch.int32)
+    with raises_documented("I5", "t"):
+        T.pop(d, RecordingObserver())
+
+
+def test_the_manifest_goes_under_the_key_it_was_given():
+    t = IntegrityTransport(manifest_key="__m__")
+    d = {}
+    t.add(d, PPOutput({"s": torch.zeros(1)}))
+    assert list(d) == [_OUTPUT_PREFIX + "s", "__m__"]
+
+
 def test_meta_tensors_carry_no_checksum():
     d = _added({"m": torch.empty(3, device="meta")})
     assert d[MANIFEST_KEY]["tensors"][0][3] is None

@@ -24,3 +24,13 @@ def test_sample_failure_is_the_kits_message():
 def test_example_plugin_test_is_three_lines():
     lines = (ROOT / "examples" / "topk_logprobs" / "test_topk_logprobs.py").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 3 and lines[0] == "from ppaux.testing import check_observer"
+
+
+def test_messages_fill_in_name_detail_and_device():
+    assert message("A4", name="kit.a") == (
+        "A4 from add: auxiliary PP output 'kit.a' is not a tensor\nhow to fix:\n"
+        "  - convert the value to a `torch.Tensor` in `to_pp_tensors()` (e.g. `torch.as_tensor`)"
+    )
+    assert message("K8", detail="KeyError: 'x'", device="cuda:1").splitlines()[0] == (
+        "K8 observer_raised: from_pp_tensors() raised KeyError: 'x' on tensors received on cuda:1"
+    )

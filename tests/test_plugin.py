@@ -56,6 +56,24 @@ def test_an_unloadable_implementation_is_a_usage_error(pytester):
     result.stderr.fnmatch_lines(["ERROR: cannot import implementation module 'no_such_impl_module': ModuleNotFoundError: *"])
 
 
+def test_marks_are_registered_with_their_meaning(pytester):
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.contract: documented behaviour that SGLang has too", "@pytest.mark.gpu: needs CUDA"])
+
+
+def test_ppaux_impl_comes_from_the_environment_too(pytester, monkeypatch):
+    monkeypatch.setenv("PPAUX_IMPL", "no_such_impl_module")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: cannot import implementation module 'no_such_impl_module': ModuleNotFoundError: *"])
+
+
+def test_the_recorder_is_a_plugin_named_ppaux_results(pytester):
+    pytester.makepyfile(test_x="def test_x(pytestconfig):\n    assert pytestconfig.pluginmanager.get_plugin('ppaux-results') is not None\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--ppaux-results={pytester.path / 'r.jsonl'}")
+    assert result.ret == pytest.ExitCode.OK
+
+
 def test_failure_details_without_an_example_or_blob():
     assert failure_details("E   AssertionError: plain") == {"example": None, "blob": None}
 
@@ -67,6 +85,17 @@ def test_failure_details_read_exception_groups():
 
 def test_failure_details_example_running_to_the_end_of_the_text():
     assert failure_details("E   Falsifying example: test_x(\nE       x=1,\nE   )")["example"] == "Falsifying example: test_x(\n    x=1,\n)"
+
+
+def test_failure_details_of_unprefixed_text_and_a_bare_e_line():
+    assert failure_details("Falsifying example: test_x(\n    x=1,\n)")["example"] == "Falsifying example: test_x(\n    x=1,\n)"
+    assert failure_details("E   Falsifying example: test_x(\nE   )\nE\nE   more")["example"] == "Falsifying example: test_x(\n)"
+    # pytest's marker is the one character "E": a line without it keeps its place.
+    assert failure_details("E   Falsifying example: t(\n        x=1,\nE   )")["example"] == "Falsifying example: t(\n     x=1,\n)"
+
+
+def test_failure_details_lines_indented_less_than_the_example_are_left_aligned():
+    assert failure_details("    Falsifying example: t(\n  x=1,\n    )")["example"] == "Falsifying example: t(\nx=1,\n)"
 
 
 def test_a_strict_xpass_is_recorded_as_failed_without_an_error_line(pytester):

@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from reports.build import build
-from reports.mutation import module_of, parse_results, score
+from reports.mutation import module_of, parse_results, score, select
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "fuzz", "benchmarks")
@@ -33,6 +33,12 @@ def test_mutation_score_per_module_and_gate():
     assert modules["ppaux.transport"]["score"] == 50.0 and not modules["ppaux.transport"]["passes"]
     assert modules["ppaux.transport"]["survivors"] == [{"mutant": "ppaux.transport.xǁPPAuxTransportǁadd__mutmut_2", "status": "survived"}]
     assert modules["ppaux.cli"] == {"total": 2, "killed": 2, "survivors": [], "score": 100.0, "gate": 95.0, "passes": True}
+
+
+def test_only_scores_the_mutants_it_names():
+    results = {"ppaux.transport.x_add__mutmut_1": "killed", "ppaux.errors.x_lookup__mutmut_1": "survived", "ppaux.cli.x_main__mutmut_1": "not checked"}
+    assert select(results, []) == results
+    assert select(results, ["ppaux.transport*", "ppaux.errors*"]) == {"ppaux.transport.x_add__mutmut_1": "killed", "ppaux.errors.x_lookup__mutmut_1": "survived"}
 
 
 def _inputs(out: Path) -> None:
