@@ -77,6 +77,7 @@ def test_falsy_payload_is_a2(t, data, payload):
 @given(case=add_cases(valid=False))
 @example(case=(None, {}, PPOutput({"ok": torch.zeros(1), 7: torch.zeros(1), "bad": 1})))
 @example(case=(None, {}, PPOutput({"bad": [0.2], "": torch.zeros(1)})))
+@example(case=(None, {"__sampling_observer_output__.scores": torch.zeros(1)}, PPOutput({"ok": torch.zeros(1), "scores": torch.ones(1)})))
 def test_first_failing_item_decides_the_error(case):
     """add.5: items are checked in order, name (A3) before value (A4) before collision (A5); the first failing item decides."""
     t, d, out = case
