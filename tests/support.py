@@ -27,6 +27,16 @@ def assert_same_dict(d: Any, snap: List[Tuple[Any, Any]]) -> None:
         assert after is before, f"value object under {k!r} was replaced"
 
 
+def assert_same_objects(got: Any, expected: Any) -> None:
+    """The observer was handed exactly ``expected``: the same names in order, each the very object.
+
+    Compares by identity, never ``==``: tensors compare element-wise, and a copy must show as one.
+    """
+    assert list(got) == list(expected), f"names handed to the observer: {list(got)!r}, expected {list(expected)!r}"
+    for name, value in expected.items():
+        assert got[name] is value, f"{name!r} was not handed over as the very object that was added"
+
+
 def assert_all_or_nothing(call: Any, d: Any, arg: Any) -> None:
     """``call(d, arg)`` (add or pop); when it raises, for any reason, ``d`` must be exactly as before."""
     snap = snapshot(d)

@@ -186,7 +186,10 @@ def test_planted_failure_is_found_saved_and_replayed_from_a_real_redis(redis_url
 def test_sigterm_stops_cleanly_with_a_partial_report(tmp_path):
     report = tmp_path / "report"
     proc = subprocess.Popen([sys.executable, "-m", "fuzz", "run", "--budget", "10m", "--db", str(tmp_path / "db"),
-                             "--report", str(report), "--tests", "test_add"], cwd=ROOT, stdout=subprocess.PIPE,
+                             # A round far longer than the wait for its first progress event, so that the
+                             # signal lands inside round 1 and not after it ended on its own.
+                             "--report", str(report), "--tests", "test_add or test_pop or test_properties or test_stateful"],
+                            cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=_env())
     try:
         events = report / "rounds" / "round-001.events.jsonl"

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from ppaux.pytest_plugin import current_implementation
 from ppaux_strategies import NotPPObserver, ObserverFailure, RecordingObserver, aux_names, observers, tensors, transport_dicts
-from tests.support import assert_all_or_nothing, Oracle, assert_documented, assert_same_dict, pop_cases, raises_documented, snapshot, transports
+from tests.support import assert_same_objects, assert_all_or_nothing, Oracle, assert_documented, assert_same_dict, pop_cases, raises_documented, snapshot, transports
 
 pytestmark = pytest.mark.contract
 
@@ -26,7 +26,7 @@ def test_name_is_key_with_prefix_removed_once(t, data, tensor):
         d[t.prefix + n] = tensor
     obs = RecordingObserver()
     t.pop(d, obs)
-    assert obs.snapshots[0] == {name: tensor, t.prefix + name: tensor}
+    assert_same_objects(obs.snapshots[0], {name: tensor, t.prefix + name: tensor})
 
 
 @pytest.mark.clause("pop.2")

@@ -17,7 +17,7 @@ from ppaux_strategies import (
     tensors,
     transport_dicts,
 )
-from tests.support import assert_same_dict, snapshot, transports
+from tests.support import assert_same_objects, assert_same_dict, snapshot, transports
 
 pytestmark = pytest.mark.contract
 
@@ -33,8 +33,7 @@ def test_round_trip(t, data):
     obs = RecordingObserver()
     assert t.pop(d, obs) is obs.returned[0]
     assert_same_dict(d, snap)
-    assert obs.snapshots[0].keys() == payload.keys()
-    assert all(obs.snapshots[0][n] is payload[n] for n in payload)
+    assert_same_objects(obs.snapshots[0], payload)
 
 
 @pytest.mark.clause("composition")
@@ -51,7 +50,7 @@ def test_outputs_with_disjoint_names_compose(t, data):
     t.add(d, PPOutput(second))
     obs = RecordingObserver()
     t.pop(d, obs)
-    assert obs.snapshots[0] == {**first, **second}
+    assert_same_objects(obs.snapshots[0], {**first, **second})
     assert_same_dict(d, snap)
 
 
@@ -84,7 +83,7 @@ def test_ordinary_key_that_starts_with_the_prefix_is_taken_as_aux(t, name):
         t.pop(d, None)
     obs = RecordingObserver()
     t.pop(d, obs)
-    assert obs.snapshots[0] == {name: ordinary}
+    assert_same_objects(obs.snapshots[0], {name: ordinary})
     assert d == {}
 
 
@@ -108,4 +107,4 @@ def test_any_dtype_shape_layout_and_device_travels_untouched(t, data):
     t.add(d, PPOutput(trapped))
     obs = RecordingObserver()
     t.pop(d, obs)
-    assert all(obs.snapshots[0][n] is v for n, v in trapped.items())
+    assert_same_objects(obs.snapshots[0], trapped)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ppaux.pytest_plugin import current_implementation
 from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, transport_dicts
-from tests.support import assert_all_or_nothing, add_cases, assert_same_dict, pop_cases, snapshot, transports
+from tests.support import assert_same_objects, assert_all_or_nothing, add_cases, assert_same_dict, pop_cases, snapshot, transports
 
 pytestmark = pytest.mark.robustness
 
@@ -38,7 +38,7 @@ def test_non_str_keys_are_ordinary_keys(t, data):
     t.add(d, PPOutput(payload))
     obs = RecordingObserver()
     assert t.pop(d, obs) is obs.returned[0]
-    assert obs.snapshots[0] == payload
+    assert_same_objects(obs.snapshots[0], payload)
     assert_same_dict(d, snap)
 
 

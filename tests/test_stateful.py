@@ -11,7 +11,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from ppaux.pytest_plugin import current_implementation
 from ppaux_strategies import ObserverFailure, PPOutput, RaisingPPOutput, RecordingObserver, NotPPObserver, NotPPOutput, tensors
-from tests.support import Oracle, assert_documented
+from tests.support import assert_same_objects, Oracle, assert_documented
 
 # A small name pool so that adds collide and pops find several outputs.
 NAMES = st.sampled_from(["scores", "ids", "top.k"])
@@ -75,7 +75,7 @@ class TransportMachine(RuleBasedStateMachine):
                 assert result is None
             else:
                 assert result is obs.returned[0]
-                assert obs.snapshots[0] == {k[len(self.t.prefix):]: v for k, v in aux}
+                assert_same_objects(obs.snapshots[0], {k[len(self.t.prefix):]: v for k, v in aux})
                 self.model = [(k, v) for k, v in self.model if (k, v) not in aux]
 
     @invariant()

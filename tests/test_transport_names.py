@@ -9,8 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+
 from ppaux import transport
 from ppaux_strategies import PPOutput, RecordingObserver
+from tests.support import assert_same_objects
 
 
 def test_module_functions_use_sglang_prefix_and_round_trip():
@@ -21,7 +23,8 @@ def test_module_functions_use_sglang_prefix_and_round_trip():
     obs = RecordingObserver()
     out = transport.pop_auxiliary_output_from_pp_tensors(d, obs)
     assert out is obs.returned[0]
-    assert obs.snapshots == [{"scores": t}] and list(d) == ["next_token_ids"]
+    assert len(obs.snapshots) == 1 and list(d) == ["next_token_ids"]
+    assert_same_objects(obs.snapshots[0], {"scores": t})
 
 
 @pytest.mark.parametrize("prefix", ["", b"x.", 5, None])
