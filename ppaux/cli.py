@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (module, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         mod = importlib.import_module(module)
-        getattr(mod, f"add_{name}_arguments", getattr(mod, "add_arguments", lambda _p: None))(p)
+        (getattr(mod, f"add_{name}_arguments", None) or mod.add_arguments)(p)
         p.set_defaults(_module=module, _name=name)
     return parser
 

@@ -123,3 +123,36 @@ def test_pytest_command_selects_by_marks_and_optionally_by_name():
     args = argparse.Namespace(marks="contract", profile="ci", tests=None)
     cmd = check._pytest_command(args, "", "r.jsonl")
     assert cmd[-6:] == ["-m", "contract", "--hypothesis-profile", "ci", "--ppaux-results", "r.jsonl"]
+
+
+def _help(capsys, *argv):
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--help"])
+    out, err = capsys.readouterr()
+    assert (info.value.code, err) == (0, "")
+    return " ".join(out.split())  # argparse wraps to the terminal width
+
+
+def test_help_says_what_each_command_does(capsys):
+    top = _help(capsys)
+    assert "SGLang PP auxiliary-output transport: reference and conformance suite" in top
+    from ppaux.cli import SUBCOMMANDS
+
+    for name, (_, help_text) in SUBCOMMANDS.items():
+        assert f"{name} {help_text}" in top, name
+        assert help_text in _help(capsys, name), name
+    assert "--markdown print the README's error table" in _help(capsys, "errors")
+    assert "query a code (A1-A5, P1-P4, ...) or the message text from a traceback" in _help(capsys, "explain")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        ([], "ppaux: the following arguments are required: command\n"),
+        (["errors", "--bogus"], "ppaux: unrecognized arguments: --bogus\n"),
+        (["explain"], "ppaux explain: the following arguments are required: query\n"),
+    ],
+)
+def test_a_missing_or_unknown_argument_is_one_line_too(capsys, argv, message):
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out, err) == (2, "", message)
