@@ -35,7 +35,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="ppaux", description="SGLang PP auxiliary-output transport: reference and conformance suite")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    # Subparsers are built with the parser's own class, OneLineParser, so theirs are one line too.
+    sub = parser.add_subparsers(dest="command", required=True)
     for name, (module, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         mod = importlib.import_module(module)

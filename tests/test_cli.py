@@ -135,7 +135,7 @@ def _help(capsys, *argv):
 
 def test_help_says_what_each_command_does(capsys):
     top = _help(capsys)
-    assert "SGLang PP auxiliary-output transport: reference and conformance suite" in top
+    assert " SGLang PP auxiliary-output transport: reference and conformance suite positional arguments:" in top
     from ppaux.cli import SUBCOMMANDS
 
     for name, (_, help_text) in SUBCOMMANDS.items():
