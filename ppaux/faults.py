@@ -51,6 +51,11 @@ class Fault:
     def payload(self, payload: Dict[str, torch.Tensor], member: int) -> Dict[str, torch.Tensor]:
         return payload
 
+    def _change_target(self, payload: Dict[str, torch.Tensor], change: Any) -> Dict[str, torch.Tensor]:
+        """``payload`` with ``change`` applied to the one aux tensor this fault targets."""
+        name = self.target([_OUTPUT_PREFIX + n for n in payload])
+        return {n: change(t) if _OUTPUT_PREFIX + n == name else t for n, t in payload.items()}
+
     def send(self, channel: Any, tensor_dict: Dict[Any, Any], *, all_gather_group: Any = None, step: int = 0, faulty: bool = True, state: Optional[dict] = None) -> None:
         if not faulty:
             send_tensor_dict(channel, tensor_dict, all_gather_group=all_gather_group)
@@ -238,8 +243,7 @@ class NonContiguous(Fault):
     doc: ClassVar[str] = "the observer's aux tensor is a non-contiguous view (same values)"
 
     def payload(self, payload, member):
-        name = self.target([_OUTPUT_PREFIX + n for n in payload])
-        return {n: non_contiguous(t) if _OUTPUT_PREFIX + n == name else t for n, t in payload.items()}
+        return self._change_target(payload, non_contiguous)
 
 
 @dataclass(frozen=True)
@@ -248,13 +252,11 @@ class Diverge(Fault):
     doc: ClassVar[str] = "the aux tensor differs across the ranks of the all-gather group"
 
     def payload(self, payload, member):
-        name = self.target([_OUTPUT_PREFIX + n for n in payload])
-
         def differ(t: torch.Tensor) -> torch.Tensor:
             bump = torch.full_like(t, member % 2 == 1) if t.dtype == torch.bool else torch.full_like(t, member)
             return t ^ bump if t.dtype == torch.bool else t + bump
 
-        return {n: differ(t) if _OUTPUT_PREFIX + n == name else t for n, t in payload.items()}
+        return self._change_target(payload, differ)
 
 
 @dataclass(frozen=True)

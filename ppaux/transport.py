@@ -7,7 +7,7 @@ all-or-nothing on every error and ignores non-``str`` keys (see the contract).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, MutableMapping, Optional, Protocol, runtime_checkable
+from typing import Any, Dict, List, Mapping, MutableMapping, Protocol, runtime_checkable
 
 import torch
 

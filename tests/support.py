@@ -137,7 +137,7 @@ def add_cases(draw: Any, valid: bool) -> Tuple[Any, Any, Any]:
 @st.composite
 def pop_cases(draw: Any, *, mutating: bool = False, non_tensors: bool = True) -> Tuple[Any, Any, Any]:
     """(transport, PP dict holding aux keys, observer); the aux values may be non-tensors."""
-    from ppaux_strategies import RecordingObserver, observers, transport_dicts
+    from ppaux_strategies import observers, transport_dicts
 
     t = draw(transports())
     d = draw(transport_dicts(prefix=t.prefix, aux=True))

@@ -14,7 +14,6 @@ from ppaux_strategies import (
     RaisingPPOutput,
     aux_outputs,
     aux_payloads,
-    tensors,
     transport_dicts,
 )
 from ppaux.pytest_plugin import current_implementation

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 

@@ -11,7 +11,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ppaux.pytest_plugin import current_implementation
-from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, transport_dicts
+from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, transport_dicts
 from tests.support import assert_same_objects, assert_all_or_nothing, add_cases, assert_same_dict, pop_cases, snapshot, transports
 
 pytestmark = pytest.mark.robustness
