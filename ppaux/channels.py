@@ -17,6 +17,8 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import torch
 
+from ppaux.wire import CPU_GROUP, DEVICE_GROUP
+
 # gloo's own text (ProcessGroupGloo), so that loopback and gloo fail alike.
 GLOO_NOT_CONTIGUOUS = "input tensor has to be contiguous"
 SIZE_MISMATCH = "Received data size doesn't match expected size"
@@ -42,9 +44,10 @@ class Stall:
     instead of sleeping out a timeout; ``timeout`` stays as the last resort.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, alive: int) -> None:
         self.lock = threading.Lock()
-        self.alive = 0
+        # Threads that may still send: one per rank, plus each rank's background receiver.
+        self.alive = alive
         self.waiters: Dict[int, Optional["queue.Queue"]] = {}
         self.failed = threading.Event()
 
@@ -152,7 +155,7 @@ class _Member:
         g = self.group
         g._slots[self.rank] = tensor.clone()
         g._barrier.wait()
-        out = torch.cat(g._slots, dim=0)
+        out = torch.cat(g._slots)
         # Everyone must have read the slots before any rank's next gather overwrites them.
         g._barrier.wait()
         return out
@@ -167,7 +170,7 @@ class GlooChannel:
     """
 
     def __init__(self, cpu: Any, device: Any, peer: int) -> None:
-        self.groups = {"cpu": cpu, "device": device}
+        self.groups = {CPU_GROUP: cpu, DEVICE_GROUP: device}
         self.peer = peer
 
     def send(self, tensor: torch.Tensor, group: str) -> None:
@@ -191,4 +194,4 @@ class GlooAllGather:
     def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
         outs = [torch.empty_like(tensor) for _ in range(self.size)]
         self.pg.allgather([outs], [tensor.contiguous()]).wait()
-        return torch.cat(outs, dim=0)
+        return torch.cat(outs)

@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import torch
 
 from ppaux.channels import GlooAllGather, GlooChannel
+from ppaux.wire import CPU_GROUP, DEVICE_GROUP
 
 DEFAULT_TIMEOUT = 10.0
 # How long the other ranks may still finish once one has failed.
@@ -80,8 +81,8 @@ def make_context(rank: int, world_size: int, store_path: str, ag_size: int, time
     def group(prefix: str, r: int, n: int) -> Any:
         return torch.distributed.ProcessGroupGloo(torch.distributed.PrefixStore(prefix, store), r, n, td)
 
-    cpu = group("cpu", rank, world_size)
-    device = group("device", rank, world_size)
+    cpu = group(CPU_GROUP, rank, world_size)
+    device = group(DEVICE_GROUP, rank, world_size)
     gather = None
     if ag_size > 1:
         # Consecutive blocks of ranks, like SGLang's attention-TP groups inside one PP stage.

@@ -290,8 +290,7 @@ def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout
     """
     links = {(a, b): {"cpu": queue.Queue(), "device": queue.Queue()} for a in range(world_size) for b in range(world_size)}
     groups = [ThreadAllGather(ag_size, timeout=timeout) for _ in range(world_size // ag_size)]
-    stall = Stall()
-    stall.alive = world_size
+    stall = Stall(alive=world_size)
     out: Dict[int, Outcome] = {}
 
     def target(rank: int) -> None:

@@ -13,7 +13,8 @@ from ppaux.cli import main
 from ppaux.errors import AuxiliaryPPError
 from ppaux.faults import (
     FAULTS, OUTCOMES, BitFlip, ChangeDtype, ChangeShape, Delay, Diverge, DropKey, DuplicateKey, Fault,
-    KillMidSend, MoveDevice, NonContiguous, RenameKey, Reorder, Truncate, classify, non_contiguous,
+    KillMidSend, MoveDevice, NonContiguous, RenameKey, Reorder, Truncate, Verdict, classify,
+    non_contiguous,
 )
 from ppaux.gloo import Outcome, RankFailure
 from ppaux.pipeline import PipelineConfig, StageKilled, StageReport, Stage
@@ -181,3 +182,34 @@ def test_cli_exits_non_zero_when_a_cell_differs(tmp_path, capsys, monkeypatch):
 def test_cli_rejects_a_non_positive_timeout(capsys):
     assert main(["faults", "--timeout", "0"]) == 2
     assert capsys.readouterr().err == "ppaux: error: --timeout must be positive, got 0.0\n"
+
+
+_CELLS = {"none": Verdict(OK, "fine"), "bit_flip": Verdict(S, "'scores' | other values"), "delay": Verdict(OK, "")}
+_EXPECTED = {"none": OK, "bit_flip": D, "delay": OK}
+
+
+@pytest.mark.parametrize("integrity, mode", [(False, "SGLang's wire (integrity off)"), (True, "integrity mode")])
+def test_matrix_markdown_is_exactly_the_documented_table(integrity, mode):
+    assert fault_matrix.markdown(_CELLS, channel="gloo", integrity=integrity, expected=_EXPECTED) == (
+        f"### Fault matrix: gloo channel, {mode}\n"
+        "\n"
+        "| fault | what it does | outcome at the popping stage | expected | detail |\n"
+        "| --- | --- | --- | --- | --- |\n"
+        "| none | no fault | harmless | harmless | fine |\n"
+        "| bit_flip | one bit of the tensor's bytes flips on the wire | silent corruption **(differs)** | documented error | 'scores' / other values |\n"
+        "| delay | the message is sent late | harmless | harmless |  |\n"
+        "\n"
+        "Silent corruptions: 1 (bit_flip)\n"
+    )
+
+
+def test_cli_passes_its_options_to_the_matrix_and_names_the_report_by_mode(tmp_path, capsys, monkeypatch):
+    calls = []
+    monkeypatch.setattr(fault_matrix, "matrix", lambda **kw: calls.append(kw) or dict(_CELLS))
+    monkeypatch.setitem(fault_matrix.EXPECTED, ("gloo", True), _EXPECTED)
+    assert main(["faults", "--channel", "gloo", "--integrity", "--timeout", "2.5", "--report", str(tmp_path)]) == 1
+    assert calls == [{"channel": "gloo", "integrity": True, "timeout": 2.5}]
+    out = capsys.readouterr().out
+    assert out == fault_matrix.markdown(_CELLS, channel="gloo", integrity=True, expected=_EXPECTED)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["faults-gloo-integrity.json", "faults-gloo-integrity.md"]
+    assert (tmp_path / "faults-gloo-integrity.md").read_text() == out

@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppaux import gloo
-from ppaux.channels import ChannelHang
+from ppaux.channels import ChannelHang, GlooChannel
 from ppaux.transport import SGLANG_TRANSPORT
-from ppaux.wire import recv_tensor_dict, relay, send_tensor_dict
+from ppaux.wire import CPU_GROUP, DEVICE_GROUP, recv_tensor_dict, relay, send_tensor_dict
 from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
 
 pytestmark = [pytest.mark.wire, pytest.mark.gloo]
@@ -220,3 +220,35 @@ def test_pipeline_ranks_in_threads_over_real_gloo_groups():
         t.join(20)
     assert torch.equal(reports[0].received[0]["s"], torch.arange(3.0))
     assert reports[1].keys == [["next_token_ids", "__msg_type__"]]
+
+
+class _Work:
+    def wait(self):
+        return True
+
+
+class _LoggingGroup:
+    """A stand-in process group that logs each point-to-point call."""
+
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def send(self, tensors, peer, tag):
+        self.log.append((self.name, "send", tensors, peer, tag))
+        return _Work()
+
+    def recv(self, tensors, peer, tag):
+        self.log.append((self.name, "recv", tensors, peer, tag))
+        return _Work()
+
+
+def test_gloo_channel_routes_each_group_name_to_its_own_process_group():
+    log = []
+    ch = GlooChannel(cpu=_LoggingGroup("cpu-pg", log), device=_LoggingGroup("device-pg", log), peer=3)
+    t = torch.zeros(2)
+    ch.send(t, DEVICE_GROUP)
+    ch.recv(t, CPU_GROUP)
+    assert ch.isend(t, DEVICE_GROUP).wait() is True
+    assert [(name, op, peer, tag) for name, op, _, peer, tag in log] == [
+        ("device-pg", "send", 3, 0), ("cpu-pg", "recv", 3, 0), ("device-pg", "send", 3, 0)]
+    assert all(len(ts) == 1 and ts[0] is t for _, _, ts, _, _ in log)

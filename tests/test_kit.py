@@ -317,6 +317,8 @@ class Keeps:
         (lambda o, t, out: Keeps.cache.append(t["kit.a"]), "something outside the rebuilt output holds it (the observer, or a cache it writes)"),
         (lambda o, t, out: setattr(o, "nested", [[[t["kit.a"]]]]), "the observer's attribute 'nested' holds it"),
         (lambda o, t, out: setattr(o, "deep", [[[[t["kit.a"]]]]]), "something outside the rebuilt output holds it (the observer, or a cache it writes)"),
+        # Attributes that are plain values (no __dict__ to look into) are passed over.
+        (lambda o, t, out: o.__dict__.update(steps=1, held=(t["kit.a"],)), "the observer's attribute 'held' holds it"),
     ],
 )
 def test_observer_keeping_received_tensors_is_k10(keep, detail):
