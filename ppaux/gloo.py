@@ -127,8 +127,7 @@ def rank_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout
     serve(conn, ctx)
 
 
-# Runs only inside a gloo worker process: mutmut records which tests reach a function per process, so none here.
-def _process_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float, conn: Any) -> None:  # pragma: no cover - runs in the child; rank_main is covered in-process  # pragma: no mutate block
+def _process_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float, conn: Any) -> None:  # pragma: no cover - runs in the child; rank_main is covered in-process  # pragma: no mutate block - runs only in a worker process, where mutmut cannot see which tests reach it
     global IN_WORKER
     IN_WORKER = True
     os.environ["CUDA_VISIBLE_DEVICES"] = ""

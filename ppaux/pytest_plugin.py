@@ -45,8 +45,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _current = impl_mod.load(spec)
     except impl_mod.ImplementationError as exc:
         raise pytest.UsageError(str(exc)) from None
-    # The ppaux_pytest shim always adds --ppaux-results, so the None default is never used.
-    path = config.getoption("--ppaux-results", None)  # pragma: no mutate
+    path = config.getoption("--ppaux-results",
+                            None)  # pragma: no mutate - equivalent: the ppaux_pytest shim always adds --ppaux-results, so the default is never read
     if path:
         config.pluginmanager.register(_ResultRecorder(path), "ppaux-results")
 
@@ -133,7 +133,7 @@ class _ResultRecorder:
         self.rows.append(row)
 
     def pytest_sessionfinish(self) -> None:
-        # Another spelling or the locale's default is the same codec under the suite's UTF-8 locale.
-        with open(self.path, "w", encoding="utf-8") as fh:  # pragma: no mutate
+        with open(self.path, "w",
+                  encoding="utf-8") as fh:  # pragma: no mutate - equivalent: another spelling, or the locale's default, is the same codec under a UTF-8 locale
             for row in self.rows:
                 fh.write(json.dumps(row) + "\n")

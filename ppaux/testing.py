@@ -38,10 +38,10 @@ CHANNELS = ("loopback", "gloo")
 class KitFailure(AssertionError):
     """A pair that would break in a PP relay; ``code`` is a kit (K*) or catalog code."""
 
-    def __init__(self, code: str, *, name: object = None, detail: str = "", device: str = "") -> None:
+    def __init__(self, code: str, *, name: object = None, **fields: str) -> None:
         self.code = code
         self.name = name
-        super().__init__(message(code, name=name, detail=detail, device=device))
+        super().__init__(message(code, name=name, **fields))
 
 
 def check_observer(

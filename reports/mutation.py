@@ -27,6 +27,22 @@ KILLED = {"killed", "timeout", "caught by type check"}
 _LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+?)\s*$")
 
 
+_PRAGMA = re.compile(r"#\s*pragma:\s*no mutate(?P<block> block)?(?:\s+-\s+(?P<reason>\S.*?))?\s*$")
+
+
+def equivalents(source: Path = ROOT / "ppaux") -> List[Dict[str, object]]:
+    """Every ``# pragma: no mutate`` under ``source``, with the one-line reason after its `` - ``
+    (``None`` when it gives none: the gate refuses such a marking)."""
+    found = []
+    for path in sorted(source.rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            m = _PRAGMA.search(line)
+            if m:
+                found.append({"where": f"{path.relative_to(source.parent).as_posix()}:{number}",
+                              "block": bool(m["block"]), "reason": m["reason"]})
+    return found
+
+
 def gate_for(module: str) -> float:
     return GATES.get(module, DEFAULT_GATE)
 
@@ -110,6 +126,8 @@ def write(report: Dict[str, object], out: Path) -> None:
              "| module | mutants | killed | score | gate | verdict |", "| --- | --- | --- | --- | --- | --- |"]
     for module, m in report["modules"].items():
         lines.append(f"| {module} | {m['total']} | {m['killed']} | {m['score']}% | {m['gate']}% | {'pass' if m['passes'] else 'FAIL'} |")
+    lines += ["", "## Marked equivalent (`# pragma: no mutate`)", ""]
+    lines += [f"- `{e['where']}`{' (block)' if e['block'] else ''}: {e['reason'] or '**no reason given**'}" for e in report.get("equivalents", [])]
     lines += ["", "## Surviving mutants", ""]
     if not report["survivors"]:
         lines += ["None.", ""]
@@ -141,13 +159,18 @@ def run(out_dir: str, max_children: Optional[int], only: Optional[List[str]] = N
     from importlib.metadata import version as _version
 
     version = _version("mutmut")
+    marked = equivalents()
     report = {"kind": "mutation", "wall_s": wall, "mutmut": version, "total": total, "killed": killed,
               "score": round(100.0 * killed / total, 2) if total else 100.0,
-              "passes": all(m["passes"] for m in modules.values()), "only": only, "modules": modules, "survivors": survivors}
+              "passes": all(m["passes"] for m in modules.values()) and all(e["reason"] for e in marked),
+              "only": only, "modules": modules, "survivors": survivors, "equivalents": marked}
     write(report, out)
     print(f"mutation: {report['score']}% ({killed}/{total} killed) in {wall} s; gate {'pass' if report['passes'] else 'FAIL'}; "
           f"report {out / 'mutation.md'}")
     for module, m in modules.items():
         if not m["passes"]:
             print(f"  {module}: {m['score']}% < {m['gate']}% ({len(m['survivors'])} survivors)")
+    for e in marked:
+        if not e["reason"]:
+            print(f"  {e['where']}: '# pragma: no mutate' without a reason (write ' - equivalent: why')")
     return 0 if report["passes"] else 1

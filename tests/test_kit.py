@@ -293,6 +293,14 @@ def test_equal_decides_when_given():
     assert str(failure) == message("K9", detail="equal(original, rebuilt) returned False")
 
 
+def test_equal_is_called_with_the_sent_output_then_the_rebuilt_one():
+    sent = Out({"kit.a": torch.zeros(2)})
+    calls = []
+    # Record what each argument is, not the rebuilt output itself: keeping it would be K10.
+    check_observer(Obs, st.just(sent), equal=lambda a, b: calls.append((a is sent, type(b), b is sent)) or True)
+    assert calls and set(calls) == {(True, Out, False)}
+
+
 class Keeps:
     """Keeps something from each step on the (long-lived) observer."""
 

@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from reports.build import build
-from reports.mutation import module_of, parse_results, score, select
+from reports.mutation import equivalents, module_of, parse_results, score, select, write
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "fuzz", "benchmarks")
@@ -39,6 +39,36 @@ def test_only_scores_the_mutants_it_names():
     results = {"ppaux.transport.x_add__mutmut_1": "killed", "ppaux.errors.x_lookup__mutmut_1": "survived", "ppaux.cli.x_main__mutmut_1": "not checked"}
     assert select(results, []) == results
     assert select(results, ["ppaux.transport*", "ppaux.errors*"]) == {"ppaux.transport.x_add__mutmut_1": "killed", "ppaux.errors.x_lookup__mutmut_1": "survived"}
+
+
+def test_equivalence_markings_are_listed_with_their_reasons(tmp_path):
+    src = tmp_path / "pkg"
+    src.mkdir()
+    (src / "m.py").write_text(
+        "x = 1\n"
+        "open(p, encoding='utf-8')  # pragma: no mutate - equivalent: same codec\n"
+        "def f():  # pragma: no cover  # pragma: no mutate block - runs in a child\n"
+        "y = 2  # pragma: no mutate\n"
+    )
+    found = equivalents(src)
+    assert found == [
+        {"where": "pkg/m.py:2", "block": False, "reason": "equivalent: same codec"},
+        {"where": "pkg/m.py:3", "block": True, "reason": "runs in a child"},
+        {"where": "pkg/m.py:4", "block": False, "reason": None},
+    ]
+    report = {"score": 100.0, "killed": 1, "total": 1, "passes": False, "wall_s": 1.0, "mutmut": "3.8.1", "only": [],
+              "modules": {}, "survivors": [], "equivalents": found}
+    write(report, tmp_path / "out")
+    text = (tmp_path / "out" / "mutation.md").read_text()
+    assert ("## Marked equivalent (`# pragma: no mutate`)\n\n"
+            "- `pkg/m.py:2`: equivalent: same codec\n"
+            "- `pkg/m.py:3` (block): runs in a child\n"
+            "- `pkg/m.py:4`: **no reason given**\n") in text
+
+
+def test_every_equivalence_marking_in_ppaux_gives_its_reason():
+    marked = equivalents()
+    assert marked and [e["where"] for e in marked if not e["reason"]] == []
 
 
 def _inputs(out: Path) -> None:
