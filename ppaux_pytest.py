@@ -7,8 +7,6 @@ imports nothing of ``ppaux`` until ``pytest_configure``; the plugin proper is
 
 from __future__ import annotations
 
-import os
-
 
 def pytest_addoption(parser):
     group = parser.getgroup("ppaux")

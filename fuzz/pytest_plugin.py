@@ -12,7 +12,7 @@ import json
 import os
 import signal
 import time
-from typing import Any, Dict, Iterable, Optional
+from typing import Any, Dict, Iterable
 
 import pytest
 from hypothesis import Phase, settings

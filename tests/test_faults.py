@@ -19,7 +19,7 @@ from ppaux.faults import (
 from ppaux.gloo import Outcome, RankFailure
 from ppaux.pipeline import PipelineConfig, StageKilled, StageReport, Stage
 from ppaux.transport import _OUTPUT_PREFIX
-from ppaux.wire import TensorMetadata, recv_tensor_dict
+from ppaux.wire import recv_tensor_dict
 
 pytestmark = pytest.mark.wire
 

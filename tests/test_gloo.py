@@ -10,12 +10,11 @@ import threading
 import pytest
 import torch
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from ppaux import gloo
 from ppaux.channels import ChannelHang, GlooChannel
 from ppaux.transport import SGLANG_TRANSPORT
-from ppaux.wire import CPU_GROUP, DEVICE_GROUP, recv_tensor_dict, relay, send_tensor_dict
+from ppaux.wire import CPU_GROUP, DEVICE_GROUP, relay
 from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
 
 pytestmark = [pytest.mark.wire, pytest.mark.gloo]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ppaux.errors import CATALOG, AuxiliaryPPError

@@ -6,7 +6,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 

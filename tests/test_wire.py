@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 from hypothesis import given
-from hypothesis import strategies as st
 
 from ppaux.channels import GLOO_NOT_CONTIGUOUS, ChannelHang, LoopbackChannel, ThreadAllGather, WireSizeMismatch
 from ppaux.pytest_plugin import current_implementation

@@ -12,7 +12,7 @@ from typing import Mapping, Optional
 
 import torch
 
-from examples.topk_logprobs.plugin import TOKEN_IDS, VALUES, TopKLogprobsObserver, TopKLogprobsOutput
+from examples.topk_logprobs.plugin import VALUES, TopKLogprobsObserver, TopKLogprobsOutput
 
 
 class SlicedObserver(TopKLogprobsObserver):
