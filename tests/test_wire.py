@@ -190,3 +190,34 @@ def test_async_send_on_a_channel_without_isend_sends_in_order():
     send_tensor_dict(ch, {"a": torch.arange(3), "b": "x"}, async_send=True)
     got = recv_tensor_dict(ch)
     assert got["a"].tolist() == [0, 1, 2] and got["b"] == "x"
+
+
+class _CallLog(LoopbackChannel):
+    """A loopback link that also offers ``isend`` and logs which of the two each send used."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def send(self, tensor, group):
+        self.calls.append("send")
+        super().send(tensor, group)
+
+    def isend(self, tensor, group):
+        self.calls.append("isend")
+        super().send(tensor, group)
+        return _Done()
+
+
+class _Done:
+    def wait(self):
+        pass
+
+
+@pytest.mark.parametrize("kwargs, used", [({}, "send"), ({"async_send": False}, "send"), ({"async_send": True}, "isend")])
+def test_sends_block_unless_async_send_is_asked_for(kwargs, used):
+    ch = _CallLog()
+    send_tensor_dict(ch, {"a": torch.arange(3), "b": "x"}, **kwargs)
+    # size and bytes of the metadata, then the one tensor
+    assert ch.calls == [used] * 3
+    assert recv_tensor_dict(ch)["a"].tolist() == [0, 1, 2]

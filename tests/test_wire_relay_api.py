@@ -40,3 +40,17 @@ def test_relay_rejects_unknown_channel():
     with pytest.raises(ValueError) as info:
         relay({}, channel="tcp")
     assert str(info.value) == "channel='tcp' must be 'loopback' or 'gloo'"
+
+
+def test_relay_hands_the_receivers_device_to_the_receiving_end(monkeypatch):
+    """On a CPU-only machine every device lands as "cpu", so record what each channel is told."""
+    from ppaux import gloo, wire
+
+    told = []
+    real_recv = wire.recv_tensor_dict
+    monkeypatch.setattr(wire, "recv_tensor_dict", lambda ch, **kw: told.append(("loopback", kw)) or real_recv(ch, **kw))
+    monkeypatch.setattr(gloo, "relay", lambda d, **kw: told.append(("gloo", kw)) or dict(d))
+    relay(SAMPLE, channel="loopback", device="cuda:1")
+    relay(SAMPLE, channel="gloo", device="cuda:1")
+    relay(SAMPLE, channel="loopback")
+    assert told == [("loopback", {"device": "cuda:1"}), ("gloo", {"device": "cuda:1"}), ("loopback", {"device": None})]
