@@ -6,6 +6,7 @@ the tests compare against here. Each entry keeps the contract's exact message te
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
@@ -33,6 +34,14 @@ class CatalogEntry:
     def matches(self, text: str) -> bool:
         """Whether ``text`` is this entry's message, with any name filled in."""
         return _message_pattern(self).fullmatch(text) is not None
+
+    def name_in(self, text: str) -> object:
+        """The name that ``text``, one of this entry's messages, carries; ``None`` for an entry
+        without a name. Raises ``ValueError`` when ``text`` is not one of its messages."""
+        match = _message_pattern(self).fullmatch(text)
+        if match is None:
+            raise ValueError(f"{text!r} is not one of {self.code}'s messages")
+        return ast.literal_eval(match.group(1)) if self.takes_name else None
 
 
 def _message_pattern(entry: CatalogEntry) -> "re.Pattern[str]":

@@ -13,7 +13,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Tuple
 
 import torch
 
@@ -42,17 +42,15 @@ EXPECTED.update({(channel, True): _INTEGRITY for channel in CHANNELS})
 
 
 class Rebuilt:
-    """What the scenario's first-stage observer returns."""
-
-    def __init__(self, names: List[str]) -> None:
-        self.names = names
+    """What the scenario's first-stage observer returns: any object but ``None``, which pop
+    would report as a lost output. The tensors the observer got are judged, not this."""
 
 
 class Observer:
     """The scenario's first-stage observer: PP-capable, rebuilds from any tensors."""
 
     def from_pp_tensors(self, tensors: Any) -> Rebuilt:
-        return Rebuilt(sorted(tensors))
+        return Rebuilt()
 
 
 def scenario(name: str, integrity: bool) -> PipelineConfig:

@@ -84,11 +84,15 @@ class _Sender:
             work.wait()
 
 
-def send_object(channel: Channel, obj: Any, *, _send: Optional[_Sender] = None) -> None:
+def send_object(channel: Channel, obj: Any) -> None:
     """Pickle ``obj`` and send its size, then its bytes, on the CPU group (``send_object``)."""
-    send = _send or _Sender(channel, False)
+    _send_object(_Sender(channel, False), obj)
+
+
+def _send_object(send: _Sender, obj: Any) -> None:
     payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
-    send(torch.tensor([payload.numel()], dtype=torch.long), CPU_GROUP)
+    # The size travels as a one-element int64 tensor (torch's dtype for a Python int).
+    send(torch.tensor([payload.numel()]), CPU_GROUP)
     send(payload, CPU_GROUP)
 
 
@@ -119,7 +123,7 @@ def send_tensor_dict(channel: Channel, tensor_dict: Dict[Any, Any], *, all_gathe
 def send_split(channel: Channel, metadata_list: List[Tuple[Any, Any]], tensor_list: List[torch.Tensor], *, all_gather_group: Optional[AllGatherGroup] = None, async_send: bool = False) -> None:
     """The sending half after the split: metadata first, then each non-empty tensor (or its slice)."""
     send = _Sender(channel, async_send)
-    send_object(channel, metadata_list, _send=send)
+    _send_object(send, metadata_list)
     for tensor in tensor_list:
         if tensor.numel() == 0:
             continue

@@ -50,6 +50,19 @@ def test_named_messages_use_the_repr_of_the_name(name):
     assert err.code == "A4" and err.entry is CATALOG["A4"] and isinstance(err, RuntimeError)
 
 
+@pytest.mark.parametrize("name", ["scores", "it's", "", "é\n", 3, ("a", 1)])
+def test_the_name_is_read_back_from_a_named_message(name):
+    for code in ("A4", "A5"):
+        assert CATALOG[code].name_in(CATALOG[code].message(name)) == name
+
+
+def test_an_unnamed_message_carries_no_name_and_a_foreign_text_is_refused():
+    assert CATALOG["P1"].name_in(CONTRACT_TEXTS["P1"]) is None
+    with pytest.raises(ValueError) as info:
+        CATALOG["A4"].name_in(CONTRACT_TEXTS["A5"])
+    assert str(info.value) == "'duplicate auxiliary PP tensor {name!r}' is not one of A4's messages"
+
+
 def test_unnamed_messages_ignore_a_name():
     assert str(AuxiliaryPPError("P1")) == CONTRACT_TEXTS["P1"]
     assert CATALOG["P1"].message("ignored") == CONTRACT_TEXTS["P1"]

@@ -213,6 +213,9 @@ def test_cli_passes_its_options_to_the_matrix_and_names_the_report_by_mode(tmp_p
     assert out == fault_matrix.markdown(_CELLS, channel="gloo", integrity=True, expected=_EXPECTED)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["faults-gloo-integrity.json", "faults-gloo-integrity.md"]
     assert (tmp_path / "faults-gloo-integrity.md").read_text() == out
+    cells = {n: {**v.as_dict(), "expected": _EXPECTED[n]} for n, v in _CELLS.items()}
+    assert (tmp_path / "faults-gloo-integrity.json").read_text() == json.dumps(
+        {"channel": "gloo", "integrity": True, "cells": cells}, indent=2)
 
 
 def test_faults_help_names_every_option(capsys):

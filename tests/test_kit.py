@@ -80,6 +80,38 @@ def test_the_example_database_key_is_stable_across_runs():
     assert len(_primary_keys(db)) == 1
 
 
+@pytest.mark.parametrize(
+    "factory, key",
+    [
+        (Obs, "tests.test_kit.Obs:just(1)"),
+        (functools.partial(Obs), "functools.partial:just(1)"),
+        ([].append, ".list.append:just(1)"),  # __module__ is None
+        (str.upper, ".str.upper:just(1)"),  # no __module__ at all
+    ],
+)
+def test_the_example_database_key_is_made_of_names(factory, key):
+    assert testing.database_key(factory, st.just(1)) == key
+
+
+def test_two_ways_of_failing_are_reported_as_one_failure():
+    """Hypothesis would raise an ExceptionGroup for two distinct bugs; the kit reports the first."""
+    # 0 passes, odd numbers are A2 and even ones A3: shrinking either finds the other.
+    two = st.integers(0, 50).map(lambda n: Out({"kit.a": torch.zeros(1)}) if n == 0 else Out({}) if n % 2 else Out({"": torch.zeros(1)}))
+    failure = kit_failure(Obs, two, settings=settings(database=None, derandomize=True, max_examples=50, phases=[Phase.generate, Phase.shrink]))
+    assert failure.code in ("A2", "A3")
+
+
+def test_the_kit_relays_over_the_channel_to_each_device_it_is_given(monkeypatch):
+    import ppaux.wire
+
+    hops = []
+    real = ppaux.wire.relay
+    monkeypatch.setattr(ppaux.wire, "relay", lambda d, **kw: hops.append(kw) or real(d, channel="loopback", device=kw["device"]))
+    check_observer(Obs, outs(**{"kit.a": torch.zeros(2)}), channel="gloo", devices=["cpu", "meta"],
+                   settings=settings(database=None, max_examples=1))
+    assert hops == [{"channel": "gloo", "device": torch.device("cpu")}, {"channel": "gloo", "device": torch.device("meta")}]
+
+
 # Catalog errors, reported with the catalog's fixes.
 
 

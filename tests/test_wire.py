@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 import torch
 from hypothesis import given
@@ -9,7 +11,9 @@ from hypothesis import given
 from ppaux.channels import GLOO_NOT_CONTIGUOUS, ChannelHang, LoopbackChannel, ThreadAllGather, WireSizeMismatch
 from ppaux.pytest_plugin import current_implementation
 from ppaux.transport import _OUTPUT_PREFIX
-from ppaux.wire import TensorMetadata, recv_tensor_dict, relay, send_tensor_dict, split_tensor_dict
+from ppaux.wire import (
+    TensorMetadata, recv_object, recv_tensor_dict, relay, send_object, send_split, send_tensor_dict, split_tensor_dict,
+)
 from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
 
 pytestmark = pytest.mark.wire
@@ -221,3 +225,70 @@ def test_sends_block_unless_async_send_is_asked_for(kwargs, used):
     # size and bytes of the metadata, then the one tensor
     assert ch.calls == [used] * 3
     assert recv_tensor_dict(ch)["a"].tolist() == [0, 1, 2]
+
+
+class _WireLog:
+    """Logs each message's group, dtype, size and device without moving any data (so meta
+    tensors stand in for device tensors on a CPU-only machine)."""
+
+    def __init__(self):
+        self.sent = []
+
+    def send(self, tensor, group):
+        self.sent.append((group, tensor.dtype, tuple(tensor.shape), tensor.device.type))
+
+
+def test_wire_format_is_an_int64_size_then_uint8_bytes_then_each_tensor_on_its_group():
+    log = _WireLog()
+    payload = {"ids": torch.arange(3), "msg": "x", "logits": torch.empty(2, 5, device="meta")}
+    send_tensor_dict(log, payload)
+    metadata, _ = split_tensor_dict(payload)
+    pickled = len(pickle.dumps(metadata))
+    assert log.sent == [("cpu", torch.int64, (1,), "cpu"), ("cpu", torch.uint8, (pickled,), "cpu"),
+                        ("cpu", torch.int64, (3,), "cpu"), ("device", torch.float32, (2, 5), "meta")]
+
+
+def test_send_object_alone_blocks_even_on_a_channel_with_isend():
+    ch = _CallLog()
+    send_object(ch, ["anything"])
+    assert ch.calls == ["send", "send"] and recv_object(ch) == ["anything"]
+
+
+def test_send_split_blocks_by_default():
+    ch = _CallLog()
+    send_split(ch, *split_tensor_dict({"a": torch.arange(2)}))
+    assert ch.calls == ["send"] * 3
+
+
+class _RecvLog(LoopbackChannel):
+    def __init__(self):
+        super().__init__()
+        self.buffers = []
+
+    def recv(self, tensor, group):
+        self.buffers.append((group, tensor.dtype, tuple(tensor.shape)))
+        super().recv(tensor, group)
+
+
+def test_receiver_allocates_exactly_what_the_wire_format_says():
+    ch = _RecvLog()
+    send_tensor_dict(ch, {"ids": torch.arange(3, dtype=torch.int32), "msg": "x"})
+    metadata, _ = split_tensor_dict({"ids": torch.arange(3, dtype=torch.int32), "msg": "x"})
+    recv_tensor_dict(ch)
+    assert ch.buffers == [("cpu", torch.int64, (1,)), ("cpu", torch.uint8, (len(pickle.dumps(metadata)),)), ("cpu", torch.int32, (3,))]
+
+
+def test_receiver_asks_for_its_own_device_of_the_sent_type(monkeypatch):
+    """Which device each tensor lands on is decided from the sent type and the receiver's own
+    device (cuda:1 for a "cuda" tensor on a stage at cuda:1); recorded, as this machine may lack CUDA."""
+    from ppaux import wire
+
+    asked = []
+    real = wire._receiver_device
+    monkeypatch.setattr(wire, "_receiver_device", lambda sent, own: asked.append((sent, own)) or real(sent, own))
+    ch = LoopbackChannel()
+    send_tensor_dict(ch, {"a": torch.arange(2)})
+    recv_tensor_dict(ch, device="cuda:1")
+    send_tensor_dict(ch, {"a": torch.arange(2)})
+    recv_tensor_dict(ch)
+    assert asked == [("cpu", torch.device("cuda", 1)), ("cpu", None)]
