@@ -236,3 +236,41 @@ def test_faults_defaults_are_the_ones_its_help_states():
     assert {k: v for k, v in args.items() if not k.startswith("_")} == {
         "command": "faults", "channel": "loopback", "integrity": False, "report": "reports/out/faults", "timeout": 1.0}
     assert build_parser().parse_args(["faults", "--timeout", "0.25"]).timeout == 0.25
+
+
+def test_the_scenario_is_the_documented_one():
+    """Three stages (first pops, last samples), two steps of a two-tensor aux output whose every
+    tensor differs between steps; diverge runs on two stages of two all-gather ranks each."""
+    for integrity in (False, True):
+        ring = fault_matrix.scenario("bit_flip", integrity)
+        pair = fault_matrix.scenario("diverge", integrity)
+        assert (len(ring.stages), ring.ag_size, ring.integrity) == (3, 1, integrity)
+        assert (len(pair.stages), pair.ag_size, pair.integrity) == (2, 2, integrity)
+        for config in (ring, pair):
+            assert isinstance(config.stages[0].observer, fault_matrix.Observer)
+            assert all(stage.observer is None for stage in config.stages[1:])
+            first, second = config.outputs
+            assert [(n, t.dtype, tuple(t.shape)) for n, t in first.items()] == [("scores", torch.float32, (2, 3)), ("ids", torch.int64, (2,))]
+            assert [(n, t.dtype, tuple(t.shape)) for n, t in second.items()] == [("scores", torch.float32, (2, 3)), ("ids", torch.int64, (2,))]
+            assert all(not torch.equal(first[n], second[n]) for n in first)
+
+
+@pytest.mark.parametrize("channel", ["loopback", "gloo"])
+def test_each_fault_runs_on_fresh_gloo_processes_with_the_watchdog_only_there(channel, monkeypatch):
+    from ppaux import gloo
+
+    started, runs = [], []
+
+    class _World:
+        def stop(self):
+            started.append("stop")
+
+    monkeypatch.setattr(gloo, "world", lambda n, **kw: started.append((n, kw)) or _World())
+    monkeypatch.setattr(fault_matrix, "run_pipeline", lambda config, **kw: runs.append((config, kw)) or {})
+    monkeypatch.setattr(fault_matrix, "classify", lambda outcomes, config: Verdict(OK, "stub"))
+    assert fault_matrix.run_fault("diverge", channel=channel, integrity=False, timeout=2.5) == Verdict(OK, "stub")
+    assert fault_matrix.run_fault("none", channel=channel, integrity=False, timeout=2.5) == Verdict(OK, "stub")
+    gloo_run = channel == "gloo"
+    assert started == ([(4, {"ag_size": 2}), "stop", (3, {"ag_size": 1}), "stop"] if gloo_run else [])
+    assert [(type(kw["fault"]), kw["channel"], kw["timeout"]) for _, kw in runs] == [
+        (Diverge, channel, 2.5 if gloo_run else None), (Fault, channel, 2.5 if gloo_run else None)]
