@@ -6,6 +6,7 @@ import multiprocessing
 import os
 import tempfile
 import threading
+import time
 
 import pytest
 import torch
@@ -66,6 +67,10 @@ def _raise_documented(ctx):
     from ppaux.errors import AuxiliaryPPError
 
     raise AuxiliaryPPError("P1")
+
+
+def _raise_plain(ctx):
+    raise ValueError("not from the catalog")
 
 
 def _rank(ctx):
@@ -133,26 +138,69 @@ def test_world_that_cannot_rendezvous_fails_to_start(monkeypatch, tmp_path):
     assert not w.running
 
 
-def test_rank_code_in_threads_sends_and_receives_through_real_gloo_groups():
+def _reply(conn, thread, limit=20.0):
+    """The next reply of the rank running in ``thread``; fails as soon as that rank has died."""
+    deadline = time.monotonic() + limit
+    while not conn.poll(0.01):
+        if not thread.is_alive():
+            pytest.fail("the rank thread died before replying")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no reply within {limit} s")
+    return gloo.loads(conn.recv_bytes())
+
+
+def _run_in_threads(fn, n, limit=20.0):
+    """``fn(rank)`` for each rank in daemon threads; the first exception is raised as soon as
+    it happens, rather than after the other ranks give up waiting for the failed one."""
+    errors = []
+
+    def guarded(r):
+        try:
+            fn(r)
+        except BaseException as exc:  # handed to the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(r,), daemon=True) for r in range(n)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + limit
+    while any(t.is_alive() for t in threads) and not errors and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if errors:
+        raise errors[0]
+    assert not any(t.is_alive() for t in threads), f"ranks still running after {limit} s"
+
+
+def test_rank_code_in_threads_sends_and_receives_through_real_gloo_groups(monkeypatch):
     """rank_main, serve and the gloo channel run in threads of this process (for coverage): a
     parent drives two ranks over pipes exactly as it drives worker processes."""
     store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
     pipes = [multiprocessing.Pipe() for _ in range(4)]
-    threads = [threading.Thread(target=gloo.rank_main, args=(r, 4, store, 2, 10.0, pipes[r][1])) for r in range(4)]
+    # Daemon threads, and replies awaited only while their rank lives: a rank that fails fails
+    # the test at once instead of leaving its peers blocked in gloo.
+    threads = [threading.Thread(target=gloo.rank_main, args=(r, 4, store, 2, 10.0, pipes[r][1]), daemon=True) for r in range(4)]
     for t in threads:
         t.start()
     parents = [p for p, _ in pipes]
-    assert [gloo.loads(c.recv_bytes()) for c in parents] == [("ready",)] * 4
+    answer = lambda r: _reply(parents[r], threads[r])  # noqa: E731
+    assert [answer(r) for r in range(4)] == [("ready",)] * 4
     d = {"x": torch.arange(4.0), "n": "meta"}
     calls = {0: (gloo._send, (d, 2)), 1: (gloo._send, ({"x": torch.arange(4.0), "n": "meta"}, 3, True)), 2: (gloo._recv, (0, "cpu")), 3: (gloo._recv, (1, None))}
+    started = []
+    real_isend = GlooChannel.isend
+    monkeypatch.setattr(GlooChannel, "isend", lambda self, t, group: started.append(self.peer) or real_isend(self, t, group))
     for r, call in calls.items():
         parents[r].send_bytes(gloo.dumps(call))
-    replies = [gloo.loads(c.recv_bytes()) for c in parents]
+    replies = [answer(r) for r in range(4)]
+    # Only rank 1 asked for async_send: its sends (to rank 3) were started, rank 0's blocked.
+    assert started and set(started) == {3}
     assert replies[0] == replies[1] == ("ok", None)
     for reply in replies[2:]:
         assert reply[0] == "ok" and torch.equal(reply[1]["x"], torch.arange(4.0)) and reply[1]["n"] == "meta"
     parents[0].send_bytes(gloo.dumps((_raise_documented, ())))
-    assert gloo.loads(parents[0].recv_bytes()) == ("error", "AuxiliaryPPError", "received auxiliary PP output without a sampling observer", "P1")
+    assert answer(0) == ("error", "AuxiliaryPPError", "received auxiliary PP output without a sampling observer", "P1")
+    parents[1].send_bytes(gloo.dumps((_raise_plain, ())))
+    assert answer(1) == ("error", "ValueError", "not from the catalog", None)
     for c in parents:
         c.send_bytes(gloo.dumps(None))
     for t in threads:
@@ -212,11 +260,7 @@ def test_pipeline_ranks_in_threads_over_real_gloo_groups():
         ctx = gloo.make_context(r, 2, store, 1, 10.0)
         reports[r] = run_rank(ctx, Plan(config))
 
-    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(20)
+    _run_in_threads(rank, 2)
     assert torch.equal(reports[0].received[0]["s"], torch.arange(3.0))
     assert reports[1].keys == [["next_token_ids", "__msg_type__"]]
 
