@@ -142,11 +142,11 @@ class _PopMidway(dict):
         self._pop = pop
 
     def items(self):  # type: ignore[override]
+        # The dict is never empty here: the sampled entries always precede the aux ones.
         it = iter(dict.items(self))
-        for i, item in enumerate(it):
-            yield item
-            if i == 0:
-                self._pop(self)
+        yield next(it)
+        self._pop(self)  # lands after the first entry: mid-iteration
+        yield from it
 
 
 def sample(step: int, config: PipelineConfig, device: str) -> Dict[str, Any]:

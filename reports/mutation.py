@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GATES = {"ppaux.transport": 100.0, "ppaux.errors": 100.0}
 DEFAULT_GATE = 95.0
 KILLED = {"killed", "timeout", "caught by type check"}
+CLEAN_RUN_FAILED = "Failed to run clean test"
 _LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+?)\s*$")
 
 
@@ -144,6 +145,13 @@ def run(out_dir: str, max_children: Optional[int], only: Optional[List[str]] = N
     only = list(only or [])
     args = ["run"] + ([f"--max-children={max_children}"] if max_children else []) + only
     proc = _mutmut(*args, log=out / "mutmut-run.log")
+    if proc.returncode != 0 and CLEAN_RUN_FAILED in (out / "mutmut-run.log").read_text(errors="replace"):
+        # mutmut forks its clean run from the process that has just run the whole suite for its
+        # stats (gloo groups and threads included), and that fork now and then fails with no
+        # output. Run again: mutmut loads the stats it saved and forks from a fresh process.
+        # A test that really fails the clean run fails it again here.
+        print("reports: mutmut's clean run failed; running mutmut again on the stats it saved", file=sys.stderr)
+        proc = _mutmut(*args, log=out / "mutmut-run-again.log")
     wall = round(time.monotonic() - start, 1)
     listing = _mutmut("results", "--all", "true")
     results = select(parse_results(listing.stdout), only)

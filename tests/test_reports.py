@@ -160,3 +160,26 @@ def test_fault_matrices_show_each_channel_and_mode_against_the_expectation(tmp_p
     page = index.read_text()
     assert "<h3>gloo, integrity on: 1 silent corruption, 1 cells differ from the expectation</h3>" in page
     assert '<a class="tile fail" href="#faults">Fault matrix: fail</a>' in page
+
+
+def test_a_clean_run_that_fails_once_is_run_again_on_the_saved_stats(tmp_path, monkeypatch, capsys):
+    import reports.mutation as mutation
+
+    calls = []
+
+    def fake_mutmut(*args, log=None):
+        calls.append((args, log.name if log else None))
+        if args[0] == "results":
+            return subprocess.CompletedProcess(args, 0, "    ppaux.cli.x_main__mutmut_1: killed\n", "")
+        first = len([c for c in calls if c[0][0] == "run"]) == 1
+        log.write_text("Running clean tests\n" + (mutation.CLEAN_RUN_FAILED + "\n" if first else "done\n"))
+        return subprocess.CompletedProcess(args, 1 if first else 0)
+
+    monkeypatch.setattr(mutation, "ROOT", tmp_path)
+    monkeypatch.setattr(mutation, "_mutmut", fake_mutmut)
+    assert mutation.run(str(tmp_path / "out"), None, ["ppaux.cli*"]) == 0
+    assert calls == [(("run", "ppaux.cli*"), "mutmut-run.log"), (("run", "ppaux.cli*"), "mutmut-run-again.log"),
+                     (("results", "--all", "true"), None)]
+    err = capsys.readouterr().err
+    assert err == "reports: mutmut's clean run failed; running mutmut again on the stats it saved\n"
+    assert json.loads((tmp_path / "out" / "mutation.json").read_text())["score"] == 100.0
