@@ -62,9 +62,8 @@ class Outcome:
 class RankContext:
     """A rank's view of the world: its channels to peers and its all-gather group."""
 
-    def __init__(self, rank: int, world_size: int, cpu: Any, device: Any, all_gather: Optional[GlooAllGather]) -> None:
+    def __init__(self, rank: int, cpu: Any, device: Any, all_gather: Optional[GlooAllGather]) -> None:
         self.rank = rank
-        self.world_size = world_size
         self.cpu = cpu
         self.device = device
         self.all_gather = all_gather
@@ -75,7 +74,8 @@ class RankContext:
 
 def make_context(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float) -> RankContext:
     """Join the gloo groups of one rank (blocks until every rank has joined)."""
-    store = torch.distributed.FileStore(store_path, world_size)
+    store = torch.distributed.FileStore(store_path,
+                                        world_size)  # pragma: no mutate - equivalent: FileStore uses the count only to delete its file once every rank is done
     td = datetime.timedelta(seconds=timeout)
 
     def group(prefix: str, r: int, n: int) -> Any:
@@ -88,7 +88,7 @@ def make_context(rank: int, world_size: int, store_path: str, ag_size: int, time
         # Consecutive blocks of ranks, like SGLang's attention-TP groups inside one PP stage.
         block = rank // ag_size
         gather = GlooAllGather(group(f"ag{block}", rank % ag_size, ag_size), rank % ag_size, ag_size)
-    return RankContext(rank, world_size, cpu, device, gather)
+    return RankContext(rank, cpu, device, gather)
 
 
 def dumps(obj: Any) -> bytes:

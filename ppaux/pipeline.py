@@ -157,20 +157,20 @@ def sample(step: int, config: PipelineConfig, device: str) -> Dict[str, Any]:
     return d
 
 
-def _transport(config: PipelineConfig) -> Any:
-    return IntegrityTransport(SGLANG_TRANSPORT) if config.integrity else SGLANG_TRANSPORT
+# The integrity manifest around SGLang's own add/pop (stateless, so one serves every rank).
+_WITH_INTEGRITY = IntegrityTransport(SGLANG_TRANSPORT)
 
 
 def _add(config: PipelineConfig, d: Dict[Any, Any], output: Any, step: int) -> None:
     if config.integrity:
-        _transport(config).add(d, output, batch=step)
+        _WITH_INTEGRITY.add(d, output, batch=step)
     else:
         SGLANG_TRANSPORT.add(d, output)
 
 
 def _pop(config: PipelineConfig, d: Dict[Any, Any], observer: Any, step: int) -> Any:
     if config.integrity:
-        return _transport(config).pop(d, observer, batch=step)
+        return _WITH_INTEGRITY.pop(d, observer, batch=step)
     return SGLANG_TRANSPORT.pop(d, observer)
 
 
@@ -200,7 +200,7 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
             _add(config, d, None if payload is None else AuxOutput(payload), step)
             d["__msg_type__"] = "output"
             if fault is not None:
-                fault.send(to_next, d, all_gather_group=gather, step=step, faulty=faulty, state=state)
+                fault.send(to_next, d, all_gather_group=gather, faulty=faulty, state=state)
             else:
                 send_tensor_dict(to_next, d, all_gather_group=gather)
         for got in back.results():

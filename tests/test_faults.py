@@ -19,7 +19,7 @@ from ppaux.faults import (
 from ppaux.gloo import Outcome, RankFailure
 from ppaux.pipeline import PipelineConfig, StageKilled, StageReport, Stage
 from ppaux.transport import _OUTPUT_PREFIX
-from ppaux.wire import recv_tensor_dict
+from ppaux.wire import TensorMetadata, recv_object, recv_tensor_dict, split_tensor_dict
 
 pytestmark = pytest.mark.wire
 
@@ -274,3 +274,111 @@ def test_each_fault_runs_on_fresh_gloo_processes_with_the_watchdog_only_there(ch
     assert started == ([(4, {"ag_size": 2}), "stop", (3, {"ag_size": 1}), "stop"] if gloo_run else [])
     assert [(type(kw["fault"]), kw["channel"], kw["timeout"]) for _, kw in runs] == [
         (Diverge, channel, 2.5 if gloo_run else None), (Fault, channel, 2.5 if gloo_run else None)]
+
+
+# Exact behaviour of each fault, one mutation-sized piece at a time.
+
+class _HalfGather:
+    """Rank 1 of a two-rank all-gather group: sends carry the second half of each tensor."""
+
+    size, rank = 2, 1
+
+
+class _SentTensors:
+    """A channel that keeps the tensors it is given (dtype, shape, device, and values when it
+    can read them) and drops the metadata messages; no data moves, so meta tensors pass."""
+
+    def __init__(self):
+        self.messages = []
+
+    def send(self, tensor, group):
+        self.messages.append((tensor.dtype, tuple(tensor.shape), tensor.device.type, None if tensor.is_meta else tensor.tolist()))
+
+    def tensors(self):
+        return self.messages[2:]  # after the metadata's size and bytes
+
+
+_SENDS_THROUGH_THE_GROUP = [Fault(), DropKey(key="k"), DuplicateKey(key="k"), RenameKey(key="k"), BitFlip(key="k"), Truncate(key="k"),
+                            ChangeDtype(key="k"), ChangeShape(key="k"), MoveDevice(key="k"), Delay(seconds=0.0)]
+
+
+@pytest.mark.parametrize("fault", _SENDS_THROUGH_THE_GROUP, ids=lambda f: f.name)
+def test_a_faulty_send_still_slices_for_the_all_gather_group(fault):
+    ch = _SentTensors()
+    fault.send(ch, {"ids": torch.arange(4), AUX: torch.arange(4.0)}, all_gather_group=_HalfGather())
+    assert ch.tensors() == [(torch.int64, (2,), "cpu", [2, 3]), (torch.float32, (2,), "cpu", [2.0, 3.0])]
+
+
+def test_reordered_steps_are_sliced_for_the_all_gather_group_too():
+    ch, state = _SentTensors(), {}
+    Reorder().send(ch, {"x": torch.arange(4)}, all_gather_group=_HalfGather(), faulty=True, state=state)
+    Reorder().send(ch, {"x": torch.arange(4) + 10}, all_gather_group=_HalfGather(), faulty=False, state=state)
+    assert [m for m in ch.messages if m[0] == torch.int64 and m[1] == (2,)] == [(torch.int64, (2,), "cpu", [12, 13]), (torch.int64, (2,), "cpu", [2, 3])]
+
+
+def test_a_send_is_faulty_unless_told_otherwise_and_a_held_step_needs_its_state():
+    d = {"ids": torch.arange(2), AUX: torch.tensor([1.0])}
+    assert list(_through(DropKey(), d)) == ["ids"]
+    assert list(_through(DropKey(), d, faulty=False)) == ["ids", AUX]
+    ch = LoopbackChannel()
+    Reorder().send(ch, {"step": 0})  # held in a state nobody keeps: never sent
+    assert ch.pending() == 0
+
+
+def test_tensor_index_counts_tensors_only():
+    from ppaux.faults import _tensor_index
+
+    meta = lambda: TensorMetadata("cpu", torch.float32, torch.Size([1]))  # noqa: E731
+    metadata = [("a", meta()), ("n", 1), ("b", meta()), ("c", meta())]
+    assert [_tensor_index(metadata, k) for k in ("a", "b", "c", "n", "zz")] == [0, 1, 2, -1, -1]
+
+
+def test_faults_on_the_first_tensor_of_the_message():
+    """The target is the first tensor sent (index 0): its metadata and its tensor go together."""
+    d = {AUX: torch.tensor([7, 8]), "ids": torch.arange(3)}
+    got = _through(DropKey(), d)
+    assert list(got) == ["ids"] and got["ids"].tolist() == [0, 1, 2]
+    ch = LoopbackChannel()
+    MoveDevice().send(ch, d)
+    assert recv_object(ch) == [(AUX, TensorMetadata("meta", torch.int64, torch.Size([2]))), ("ids", TensorMetadata("cpu", torch.int64, torch.Size([3])))]
+
+
+def test_tensor_faults_pass_meta_tensors_through_untouched():
+    for fault in (BitFlip(), Truncate(), ChangeDtype(), ChangeShape()):
+        ch = _SentTensors()
+        fault.send(ch, {AUX: torch.empty(3, device="meta")})
+        assert ch.tensors() == [(torch.float32, (3,), "meta", None)], fault.name
+
+
+def test_bit_flip_flips_exactly_the_bit_it_names():
+    ones = torch.full((4,), 255, dtype=torch.uint8)
+    meta = TensorMetadata("cpu", torch.uint8, torch.Size([4]))
+    assert BitFlip(bit=17).change("k", meta, ones)[1].tolist() == [255, 255, 253, 255]
+    assert BitFlip(bit=7 + 8 * 5).change("k", meta, ones)[1].tolist() == [255, 127, 255, 255]  # byte 5 wraps to byte 1
+
+
+def test_truncate_drops_exactly_the_last_byte():
+    t = torch.tensor([1, 2], dtype=torch.int32)
+    (_, _), short = Truncate().change("k", TensorMetadata("cpu", torch.int32, t.shape), t)
+    assert short.dtype == torch.uint8 and short.tolist() == t.view(torch.uint8).tolist()[:-1]
+
+
+def test_metadata_faults_keep_the_device_and_what_they_do_not_change():
+    cpu = lambda t: TensorMetadata("cpu", t.dtype, t.shape)  # noqa: E731
+    f32, c128 = torch.zeros(2, 3), torch.zeros(3, dtype=torch.complex128)
+    assert ChangeDtype().change("k", cpu(f32), f32)[0] == ("k", TensorMetadata("cpu", torch.int32, torch.Size([2, 3])))
+    assert ChangeDtype().change("k", cpu(c128), c128)[0] == ("k", TensorMetadata("cpu", torch.int64, torch.Size([6])))
+    assert ChangeShape().change("k", cpu(f32), f32)[0] == ("k", TensorMetadata("cpu", torch.float32, torch.Size([6])))
+
+
+def test_diverge_flips_bools_on_odd_members_and_adds_the_member_otherwise():
+    b = torch.tensor([True, False])
+    assert [Diverge().payload({"s": b}, m)["s"].tolist() for m in range(4)] == [[True, False], [False, True], [True, False], [False, True]]
+
+
+def test_a_stage_killed_mid_send_has_sent_exactly_the_metadata():
+    ch = LoopbackChannel()
+    d = {"ids": torch.arange(2), AUX: torch.zeros(1)}
+    with pytest.raises(StageKilled):
+        KillMidSend().send(ch, d)
+    assert recv_object(ch) == split_tensor_dict(d)[0] and ch.pending() == 0

@@ -295,3 +295,83 @@ def test_gloo_channel_routes_each_group_name_to_its_own_process_group():
     assert [(name, op, peer, tag) for name, op, _, peer, tag in log] == [
         ("device-pg", "send", 3, 0), ("cpu-pg", "recv", 3, 0), ("device-pg", "send", 3, 0)]
     assert all(len(ts) == 1 and ts[0] is t for _, _, ts, _, _ in log)
+
+
+def test_contexts_join_cpu_device_and_consecutive_all_gather_groups():
+    store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+    got = {}
+
+    def rank(r):
+        ctx = gloo.make_context(r, 4, store, 2, 10.0)
+        gathered = ctx.all_gather.all_gather(torch.tensor([r]))
+        # Pairs swap one tensor over the device group: evens send first, odds receive first.
+        mine, theirs = torch.tensor([10 * r]), torch.empty(1, dtype=torch.long)
+        ch = ctx.channel(r ^ 1)
+        for op in ((ch.send, ch.recv) if r % 2 == 0 else (ch.recv, ch.send)):
+            op(mine if op == ch.send else theirs, DEVICE_GROUP)
+        got[r] = (ctx.rank, ctx.all_gather.rank, ctx.all_gather.size, gathered.tolist(), theirs.item())
+
+    _run_in_threads(rank, 4)
+    assert got == {0: (0, 0, 2, [0, 1], 10), 1: (1, 1, 2, [0, 1], 0), 2: (2, 0, 2, [2, 3], 30), 3: (3, 1, 2, [2, 3], 20)}
+
+
+def test_contexts_without_all_gather_and_a_rendezvous_that_times_out():
+    store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+    gathers = {}
+    _run_in_threads(lambda r: gathers.__setitem__(r, gloo.make_context(r, 2, store, 1, 10.0).all_gather), 2)
+    assert gathers == {0: None, 1: None}
+    lonely = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+    with pytest.raises(RuntimeError):
+        gloo.make_context(0, 2, lonely, 1, 0.2)  # rank 1 never comes: gloo gives up after the timeout
+
+
+class _HalfGather:
+    """Rank 1 of a two-rank all-gather group, without peers."""
+
+    size, rank = 2, 1
+
+
+class _FakeContext:
+    def __init__(self, channel, all_gather):
+        self._channel, self.all_gather, self.peers = channel, all_gather, []
+
+    def channel(self, peer):
+        self.peers.append(peer)
+        return self._channel
+
+
+def test_send_and_recv_calls_use_the_ranks_all_gather_group_and_device(monkeypatch):
+    from ppaux import wire
+
+    log = _WireShapes()
+    ctx = _FakeContext(log, _HalfGather())
+    gloo._send(ctx, {"x": torch.arange(4.0)}, 5)
+    assert ctx.peers == [5] and log.sent[-1] == [2.0, 3.0]  # this rank's half of the tensor
+    asked = []
+    monkeypatch.setattr(wire, "recv_tensor_dict", lambda ch, **kw: asked.append((ch, kw)) or {})
+    assert gloo._recv(ctx, 7, "cpu") == {}
+    assert ctx.peers == [5, 7] and asked == [(log, {"all_gather_group": ctx.all_gather, "device": "cpu"})]
+
+
+class _WireShapes:
+    def __init__(self):
+        self.sent = []
+
+    def send(self, tensor, group):
+        self.sent.append(tensor.tolist())
+
+
+def test_relay_asks_rank_1_to_receive_on_the_named_device(monkeypatch):
+    runs = []
+
+    class _World:
+        def run(self, calls):
+            runs.append(calls)
+            return {0: gloo.Outcome("ok"), 1: gloo.Outcome("ok", {"x": 1})}
+
+    monkeypatch.setattr(gloo, "world", lambda n: _World() if n == 2 else None)
+    assert gloo.relay({"x": 1}, device=torch.device("cuda", 1)) == {"x": 1}
+    assert gloo.relay({"x": 1}) == {"x": 1}
+    # A string crosses to the worker: torch.device("cuda", 1) arrives as "cuda:1".
+    assert [c[1] for c in runs] == [(gloo._recv, (0, "cuda:1")), (gloo._recv, (0, None))]
+    assert [c[0] for c in runs] == [(gloo._send, ({"x": 1}, 1))] * 2
