@@ -19,6 +19,10 @@ import torch
 
 from ppaux.wire import CPU_GROUP, DEVICE_GROUP
 
+# Seconds a loopback receive or all-gather waits at most. Only a last resort: a world of
+# threads notices a receive that can never complete (see Stall) and gives up at once.
+LAST_RESORT_TIMEOUT = 30.0
+
 # gloo's own text (ProcessGroupGloo), so that loopback and gloo fail alike.
 GLOO_NOT_CONTIGUOUS = "input tensor has to be contiguous"
 SIZE_MISMATCH = "Received data size doesn't match expected size"
@@ -79,7 +83,7 @@ class LoopbackChannel:
     could still send, at most ``timeout`` seconds.
     """
 
-    def __init__(self, outbox: Optional[Dict[str, "queue.Queue"]] = None, inbox: Optional[Dict[str, "queue.Queue"]] = None, *, stall: Optional[Stall] = None, timeout: float = 30.0) -> None:
+    def __init__(self, outbox: Optional[Dict[str, "queue.Queue"]] = None, inbox: Optional[Dict[str, "queue.Queue"]] = None, *, stall: Optional[Stall] = None, timeout: float = LAST_RESORT_TIMEOUT) -> None:
         self.outbox = outbox if outbox is not None else {"cpu": queue.Queue(), "device": queue.Queue()}
         self.inbox = inbox if inbox is not None else self.outbox
         self.stall = stall
@@ -133,7 +137,7 @@ class ThreadAllGather:
     A rank that fails aborts the barrier (``abort()``), so its peers stop waiting at once.
     """
 
-    def __init__(self, size: int, *, timeout: float = 30.0) -> None:
+    def __init__(self, size: int, *, timeout: float = LAST_RESORT_TIMEOUT) -> None:
         self.size = size
         self._barrier = threading.Barrier(size, timeout=timeout)
         self._slots: List[Any] = [None] * size

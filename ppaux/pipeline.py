@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import torch
 
-from ppaux.channels import ChannelHang, LoopbackChannel, Stall, ThreadAllGather
+from ppaux.channels import LAST_RESORT_TIMEOUT, ChannelHang, LoopbackChannel, Stall, ThreadAllGather
 from ppaux.errors import AuxiliaryPPError
 from ppaux.gloo import Outcome
 from ppaux.integrity import IntegrityTransport
@@ -282,7 +282,7 @@ class LoopbackContext:
         return LoopbackChannel(self.links[(self.rank, peer)], self.links[(peer, self.rank)], stall=self.stall, timeout=self.timeout)
 
 
-def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout: float = 30.0) -> Dict[int, Outcome]:
+def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout: float = LAST_RESORT_TIMEOUT) -> Dict[int, Outcome]:
     """Run ``fn(ctx, *args)`` on every rank, each in a thread of this process.
 
     A rank stuck for good (every thread waiting, nothing in flight, or a peer failed) is

@@ -145,3 +145,97 @@ def test_all_gather_ring_is_lossless_for_rank_identical_outputs():
     out = run(config)
     assert classify(out, config).outcome == "harmless"
     assert tensors_equal(out[1].value.received[0]["scores"], PAYLOAD["scores"])
+
+
+def test_the_last_stage_samples_the_documented_entries_on_its_device():
+    d = sample(1, PipelineConfig([Stage(), Stage()], batch_size=3, logprobs=True), "meta")
+    assert list(d) == ["next_token_ids", "next_token_logprobs"] and {t.device.type for t in d.values()} == {"meta"}
+    d = sample(2, PipelineConfig([Stage(), Stage()], batch_size=3, logprobs=True), "cpu")
+    assert d["next_token_ids"].tolist() == [2, 3, 4] and torch.equal(d["next_token_logprobs"], torch.tensor([0.0, -1 / 3, -2 / 3]))
+    assert list(sample(0, PipelineConfig([Stage(), Stage()]), "cpu")) == ["next_token_ids"]
+
+
+def test_a_loopback_rank_talks_to_each_peer_over_its_own_pair_of_queues():
+    import queue
+
+    from ppaux.channels import Stall
+    from ppaux.pipeline import LoopbackContext
+
+    links = {(a, b): {"cpu": queue.Queue(), "device": queue.Queue()} for a in range(2) for b in range(2)}
+    stall = Stall(alive=2)
+    ch = LoopbackContext(0, links, None, stall, 2.5).channel(1)
+    assert (ch.outbox, ch.inbox, ch.stall, ch.timeout) == (links[(0, 1)], links[(1, 0)], stall, 2.5)
+
+
+def test_loopback_ranks_get_all_gather_members_only_in_groups_of_two_or_more():
+    from ppaux.pipeline import run_loopback
+
+    solo = run_loopback(2, 1, lambda ctx: ctx.all_gather, ())
+    assert {r: (o.status, o.value) for r, o in solo.items()} == {0: ("ok", None), 1: ("ok", None)}
+    pairs = run_loopback(4, 2, lambda ctx: (ctx.all_gather.rank, ctx.all_gather.size, ctx.all_gather.all_gather(torch.tensor([ctx.rank])).tolist()), ())
+    assert {r: o.value for r, o in pairs.items()} == {0: (0, 2, [0, 1]), 1: (1, 2, [0, 1]), 2: (0, 2, [2, 3]), 3: (1, 2, [2, 3])}
+
+
+def test_a_rank_that_is_still_working_is_not_taken_for_stuck():
+    """Rank 0 is done, rank 1 computes before it sends, rank 2 waits for it: only rank 2 waits,
+    and one of two live ranks waiting is not a stuck world."""
+    import time
+
+    from ppaux.pipeline import run_loopback
+    from ppaux.wire import recv_tensor_dict, send_tensor_dict
+
+    def fn(ctx):
+        if ctx.rank == 1:
+            time.sleep(0.2)
+            send_tensor_dict(ctx.channel(2), {"x": torch.arange(2)})
+        if ctx.rank == 2:
+            return recv_tensor_dict(ctx.channel(1))["x"].tolist()
+
+    out = run_loopback(3, 1, fn, ())
+    assert {r: (o.status, o.value) for r, o in out.items()} == {0: ("ok", None), 1: ("ok", None), 2: ("ok", [0, 1])}
+
+
+def test_all_gather_gives_up_after_the_timeout_it_is_given():
+    """Rank 1 never joins the gather: rank 0 gives up after ``timeout`` (0.2 s), which rank 1
+    sees as the world's failure while it still waits (for up to 20 s)."""
+    import threading
+
+    from ppaux.pipeline import run_loopback
+
+    def fn(ctx):
+        if ctx.rank == 0:
+            return ctx.all_gather.all_gather(torch.zeros(1))
+        return ctx.stall.failed.wait(20.0)
+
+    out = run_loopback(2, 2, fn, (), timeout=0.2)
+    assert (out[0].status, out[1].status, out[1].value) == ("hang", "ok", True)
+    assert threading.BrokenBarrierError  # the hang came from the barrier's timeout
+
+
+def test_an_error_in_a_rank_is_its_outcome():
+    from ppaux.pipeline import run_loopback
+
+    def fn(ctx):
+        if ctx.rank == 1:
+            raise ValueError("boom")
+
+    out = run_loopback(2, 1, fn, ())
+    assert (out[0].status, out[1].status, str(out[1].error)) == ("ok", "error", "boom")
+
+
+def test_each_loopback_rank_gets_its_own_deep_copy_of_the_plan():
+    from ppaux.pipeline import Plan, _run_copy
+
+    seen = []
+    config = _ring(2, RecordingObserver(), outputs=[PAYLOAD])
+    plan = Plan(config)
+    import ppaux.pipeline as pipeline
+
+    original = pipeline.run_rank
+    try:
+        pipeline.run_rank = lambda ctx, p: seen.append(p)
+        _run_copy(None, plan)
+    finally:
+        pipeline.run_rank = original
+    (copied,) = seen
+    assert copied is not plan and copied.config is not plan.config and copied.config.stages[0].observer is not config.stages[0].observer
