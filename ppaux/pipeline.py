@@ -188,13 +188,17 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
         # Receive the ring's returns while sending: with two stages, a last stage that sent
         # every step before receiving would deadlock against the first stage's forwards
         # (SGLang breaks the same cycle by ordering send/recv by rank parity).
-        back = _Receiver(lambda: recv_tensor_dict(from_prev, all_gather_group=gather, device=spec.device), config.steps, getattr(ctx, "stall", None))
+        back = _Receiver(lambda: recv_tensor_dict(from_prev, all_gather_group=gather,
+                                                  device=spec.device),  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU
+                         config.steps, getattr(ctx, "stall", None))
         state: Dict[str, Any] = {}
         for step, payload in enumerate(config.outputs):
-            d = sample(step, config, spec.device)
+            d = sample(step, config,
+                       spec.device)  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU
             faulty = fault is not None and step == plan.fault_step
             if payload is not None:
-                payload = {k: v.to(spec.device) for k, v in payload.items()}
+                payload = {k: v.to(spec.device)  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU
+                           for k, v in payload.items()}
                 if faulty:
                     payload = fault.payload(payload, member)
             _add(config, d, None if payload is None else AuxOutput(payload), step)
@@ -209,11 +213,13 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
         return report
     observer = Witness(spec.observer) if isinstance(spec.observer, PipelineParallelSamplingObserver) else spec.observer
     for step in range(config.steps):
-        d = recv_tensor_dict(from_prev, all_gather_group=gather, device=spec.device)
+        d = recv_tensor_dict(from_prev, all_gather_group=gather,
+                             device=spec.device)  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU
         report.keys.append(list(d))
         if stage == 0:
             popped: List[Any] = []
-            seen = len(observer.received) if isinstance(observer, Witness) else 0
+            history = observer.received if isinstance(observer, Witness) else []
+            seen = len(history)
 
             def pop(target: Dict[Any, Any]) -> None:
                 popped.append(_pop(config, target, observer, step))
@@ -228,8 +234,7 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
                 d = _PopMidway(d, pop)
                 send_tensor_dict(to_next, d, all_gather_group=gather)
             report.popped.append(popped[0])
-            received = observer.received if isinstance(observer, Witness) else []
-            report.received.append(received[-1] if len(received) > seen else None)
+            report.received.append(history[-1] if len(history) > seen else None)
         else:
             send_tensor_dict(to_next, d, all_gather_group=gather)
         report.final.append(dict(d))

@@ -133,12 +133,15 @@ def test_classify_prefers_documented_errors_then_exceptions_then_hangs():
     assert classify({0: Outcome("ok"), 1: Outcome("hang")}, cfg).outcome == H
     fake = RankFailure("RuntimeError", "received auxiliary PP output without a sampling observer", "Z9")
     assert classify({0: Outcome("error", error=fake)}, cfg).outcome == X
+    # An exception from a gloo worker keeps its own type's name.
+    assert classify({0: Outcome("error", error=RankFailure("KeyError", "'s'"))}, cfg).detail == "rank 0: KeyError: 's'"
 
 
 @pytest.mark.parametrize(
     "received, popped, why",
     [
         (None, None, "the output was lost: pop returned None"),
+        ({"s": torch.zeros(1)}, None, "the output was lost: pop returned None"),  # the observer saw it, pop dropped it
         ({"t": torch.zeros(1)}, object(), "names ['t'] arrived for ['s']"),
         ({"s": torch.zeros(2)}, object(), "'s' arrived as torch.float32 (2,), sent torch.float32 (1,)"),
         ({"s": torch.empty(1, device="meta")}, object(), "'s' arrived on meta, not on the receiver's cpu"),
@@ -382,3 +385,9 @@ def test_a_stage_killed_mid_send_has_sent_exactly_the_metadata():
     with pytest.raises(StageKilled):
         KillMidSend().send(ch, d)
     assert recv_object(ch) == split_tensor_dict(d)[0] and ch.pending() == 0
+
+
+def test_classify_judges_the_device_of_the_first_stage():
+    cfg = PipelineConfig([Stage(device="meta"), Stage()], outputs=[{"s": torch.zeros(1)}])
+    verdict = classify({0: Outcome("ok", _report([{"s": torch.zeros(1)}], [object()])), 1: Outcome("ok")}, cfg)
+    assert verdict == Verdict(S, "step 0, first-stage rank 0: 's' arrived on cpu, not on the receiver's meta")

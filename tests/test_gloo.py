@@ -377,3 +377,8 @@ def test_relay_asks_rank_1_to_receive_on_the_named_device(monkeypatch):
     # A string crosses to the worker: torch.device("cuda", 1) arrives as "cuda:1".
     assert [c[1] for c in runs] == [(gloo._recv, (0, "cuda:1")), (gloo._recv, (0, None))]
     assert [c[0] for c in runs] == [(gloo._send, ({"x": 1}, 1))] * 2
+
+
+def test_a_new_world_has_no_all_gather_groups_and_no_processes_yet():
+    w = gloo.GlooWorld(2)
+    assert (w.ag_size, w.tmp, w.running) == (1, None, False)

@@ -239,3 +239,67 @@ def test_each_loopback_rank_gets_its_own_deep_copy_of_the_plan():
         pipeline.run_rank = original
     (copied,) = seen
     assert copied is not plan and copied.config is not plan.config and copied.config.stages[0].observer is not config.stages[0].observer
+
+
+def _summary(out):
+    """What each rank ended with, all-gather members folded together (they must agree)."""
+    return {r: (o.status, None if o.value is None else (o.value.keys, [list(d) for d in o.value.final])) for r, o in out.items()}
+
+
+@pytest.mark.parametrize("order", ["pop_then_forward", "forward_then_pop", "overlap"])
+@pytest.mark.parametrize("outputs", [[PAYLOAD, None], [None, None]], ids=["aux", "no-aux"])
+def test_all_gather_groups_of_two_change_nothing_for_rank_identical_outputs(order, outputs):
+    """Metamorphic: every stage twice over (two all-gather ranks each) sees what one rank sees."""
+    one, two = (_ring(3, RecordingObserver(), outputs=outputs, order=order, ag_size=ag) for ag in (1, 2))
+    single, pairs = run(one), run(two)
+    assert classify(single, one).outcome == classify(pairs, two).outcome
+    if any(o.status != "ok" for o in single.values()):
+        return  # a failed ring: which member of a pair fails first is a race
+    assert {r: _summary(single)[r // 2] for r in pairs} == _summary(pairs)
+    assert [(o.value.stage, o.value.member) for o in pairs.values() if o.value is not None] == [
+        (r // 2, r % 2) for r, o in pairs.items() if o.value is not None]
+
+
+def test_a_step_without_aux_output_reports_nothing_received():
+    out = run(_ring(2, RecordingObserver(), outputs=[PAYLOAD, None, PAYLOAD]))
+    received = out[0].value.received
+    assert [r is None for r in received] == [False, True, False] and received[2] is not received[0]
+
+
+def test_the_last_stages_receiver_counts_itself_alive_and_waits_where_the_stall_sees_it():
+    import time
+
+    from ppaux.channels import Stall
+    from ppaux.pipeline import _Receiver
+
+    stall = Stall(alive=1)
+    seen = []
+
+    def recv():
+        # Wait (at most 5 s) for the rank's thread to join in results(): the stall must see it waiting.
+        deadline = time.monotonic() + 5.0
+        while not stall.waiters and time.monotonic() < deadline:
+            time.sleep(0.001)
+        seen.append((stall.alive, len(stall.waiters)))
+        return len(seen)
+
+    rx = _Receiver(recv, 2, stall)
+    assert rx.thread.daemon is True and stall.alive == 2
+    assert rx.results() == [1, 2]
+    assert seen == [(2, 1), (2, 1)] and stall.alive == 1 and stall.waiters == {}
+
+
+def test_a_receiver_error_is_raised_by_results_and_it_stops_counting_itself():
+    from ppaux.channels import Stall
+    from ppaux.pipeline import _Receiver
+
+    stall = Stall(alive=1)
+
+    def recv():
+        raise KeyError("gone")
+
+    rx = _Receiver(recv, 3, stall)
+    with pytest.raises(KeyError):
+        rx.results()
+    assert stall.alive == 1
+    assert _Receiver(lambda: 7, 1, None).results() == [7]
