@@ -277,7 +277,7 @@ def _outcome(reply: Tuple[Any, ...]) -> Outcome:
 _worlds: Dict[Tuple[int, int], GlooWorld] = {}
 
 
-def world(world_size: int = 2, *, ag_size: int = 1) -> GlooWorld:
+def world(world_size: int, *, ag_size: int = 1) -> GlooWorld:
     """The shared world of that shape (started on first use, stopped at interpreter exit)."""
     key = (world_size, ag_size)
     if key not in _worlds:

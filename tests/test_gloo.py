@@ -101,12 +101,17 @@ def test_world_watchdog_kills_ranks_that_hang_and_restarts():
 def test_world_reports_dead_ranks_and_documented_errors():
     w = gloo.GlooWorld(2)
     try:
+        w.start()
+        rendezvous = w.tmp
+        assert os.path.isdir(rendezvous)
         out = w.run({0: (_die, ()), 1: (_raise_documented, ())})
         assert out[0].status == "died" and out[0].exitcode == 3
         assert out[1].status == "error" and out[1].error.code == "P1"
         assert str(out[1].error) == "received auxiliary PP output without a sampling observer"
     finally:
         w.stop()
+    # The rendezvous directory goes with the world.
+    assert (w.tmp, os.path.exists(rendezvous)) == (None, False)
 
 
 def test_raise_failure_names_the_first_problem():

@@ -303,3 +303,26 @@ def test_a_receiver_error_is_raised_by_results_and_it_stops_counting_itself():
         rx.results()
     assert stall.alive == 1
     assert _Receiver(lambda: 7, 1, None).results() == [7]
+
+
+def test_run_hands_its_fault_step_and_timeout_to_the_channel(monkeypatch):
+    import ppaux.pipeline as pipeline
+    from ppaux import gloo
+    from ppaux.faults import DropKey
+
+    calls = []
+    monkeypatch.setattr(pipeline, "run_loopback", lambda n, ag, fn, args, **kw: calls.append(("loopback", n, ag, args[0].fault_step, kw)) or {})
+
+    class _World:
+        def run(self, work, timeout=None):
+            calls.append(("gloo", len(work), None, work[0][1][0].fault_step, {"timeout": timeout}))
+            return {}
+
+    monkeypatch.setattr(gloo, "world", lambda n, ag_size: _World())
+    config = _ring(2, RecordingObserver(), outputs=[PAYLOAD, PAYLOAD])
+    run(config, fault=DropKey(), fault_step=1, timeout=2.5)
+    run(config)
+    run(config, channel="gloo", fault=DropKey(), fault_step=1, timeout=2.5)
+    run(config, channel="gloo")
+    assert calls == [("loopback", 2, 1, 1, {"timeout": 2.5}), ("loopback", 2, 1, 0, {}),
+                     ("gloo", 2, None, 1, {"timeout": 2.5}), ("gloo", 2, None, 0, {"timeout": None})]
