@@ -80,11 +80,12 @@ def _rank(ctx):
 def test_world_watchdog_kills_ranks_that_hang_and_restarts():
     # The shared worlds other tests started may still run: only this world's processes must go.
     before = set(multiprocessing.active_children())
-    w = gloo.GlooWorld(2, timeout=5.0)
+    # The world's own watchdog (20 s) outlasts the sleeping rank: only the call's 0.5 s stops it.
+    w = gloo.GlooWorld(2, timeout=20.0)
     try:
         # Warm: the first call imports this module in the workers.
         assert w.run({0: (_rank, ()), 1: (_rank, ())}) == {0: gloo.Outcome("ok", 0), 1: gloo.Outcome("ok", 1)}
-        out = w.run({0: (_sleep, (30,)), 1: (_rank, ())}, timeout=0.5)
+        out = w.run({0: (_sleep, (3,)), 1: (_rank, ())}, timeout=0.5)
         assert out[0].status == "hang" and out[1].status == "ok" and out[1].value == 1
         assert not w.running
         assert w.run({0: (_rank, ()), 1: (_rank, ())}) == {0: gloo.Outcome("ok", 0), 1: gloo.Outcome("ok", 1)}
@@ -387,3 +388,12 @@ def test_relay_asks_rank_1_to_receive_on_the_named_device(monkeypatch):
 def test_a_new_world_has_no_all_gather_groups_and_no_processes_yet():
     w = gloo.GlooWorld(2)
     assert (w.ag_size, w.tmp, w.running) == (1, None, False)
+
+
+def test_worlds_start_from_a_forkserver_and_rendezvous_in_a_named_directory():
+    assert gloo._context().get_start_method() == "forkserver"
+    path = gloo.rendezvous_dir()
+    try:
+        assert os.path.isdir(path) and os.path.basename(path).startswith("ppaux-gloo-")
+    finally:
+        os.rmdir(path)
