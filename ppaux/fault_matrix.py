@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any, Dict, Tuple
 
 import torch
@@ -111,13 +112,10 @@ def run(args: argparse.Namespace) -> int:
     text = markdown(cells, channel=args.channel, integrity=args.integrity, expected=expected)
     os.makedirs(args.report, exist_ok=True)
     stem = os.path.join(args.report, f"faults-{args.channel}" + ("-integrity" if args.integrity else ""))
-    with open(stem + ".md", "w",
-              encoding="utf-8") as fh:  # pragma: no mutate - equivalent: dropping the encoding differs only under a non-UTF-8 locale
-        fh.write(text)
+    # Bytes, UTF-8 encoded here: the files do not depend on the locale.
+    Path(stem + ".md").write_bytes(text.encode())
     data = {"channel": args.channel, "integrity": args.integrity, "cells": {n: {**v.as_dict(), "expected": expected[n]} for n, v in cells.items()}}
-    with open(stem + ".json", "w",
-              encoding="utf-8") as fh:  # pragma: no mutate - equivalent: json.dump writes ASCII (ensure_ascii)
-        json.dump(data, fh, indent=2)
+    Path(stem + ".json").write_bytes(json.dumps(data, indent=2).encode())
     print(text, end="")
     differs = [n for n, v in cells.items() if v.outcome != expected[n]]
     for n in differs:

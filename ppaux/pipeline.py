@@ -211,7 +211,7 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
             report.keys.append(list(got))
             report.final.append(got)
         return report
-    observer = Witness(spec.observer) if isinstance(spec.observer, PipelineParallelSamplingObserver) else spec.observer
+    observer = Witness(spec.observer) if isinstance(spec.observer, PipelineParallelSamplingObserver) else spec.observer  # pragma: no mutate - equivalent: check_wiring has refused observers without PP support, and with no aux output pop calls none
     for step in range(config.steps):
         d = recv_tensor_dict(from_prev, all_gather_group=gather,
                              device=spec.device)  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU

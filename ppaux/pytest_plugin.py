@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
@@ -40,13 +41,13 @@ def pytest_configure(config: pytest.Config) -> None:
     global _current
     for mark, doc in MARKS.items():
         config.addinivalue_line("markers", f"{mark}: {doc}")
-    spec = config.getoption("--ppaux-impl", None) or os.environ.get("PPAUX_IMPL")
+    # Both options are always registered (by the ppaux_pytest shim): no default needed.
+    spec = config.getoption("--ppaux-impl") or os.environ.get("PPAUX_IMPL")
     try:
         _current = impl_mod.load(spec)
     except impl_mod.ImplementationError as exc:
         raise pytest.UsageError(str(exc)) from None
-    path = config.getoption("--ppaux-results",
-                            None)  # pragma: no mutate - equivalent: the ppaux_pytest shim always adds --ppaux-results, so the default is never read
+    path = config.getoption("--ppaux-results")
     if path:
         config.pluginmanager.register(_ResultRecorder(path), "ppaux-results")
 
@@ -133,7 +134,5 @@ class _ResultRecorder:
         self.rows.append(row)
 
     def pytest_sessionfinish(self) -> None:
-        with open(self.path, "w",
-                  encoding="utf-8") as fh:  # pragma: no mutate - equivalent: another spelling, or the locale's default, is the same codec under a UTF-8 locale
-            for row in self.rows:
-                fh.write(json.dumps(row) + "\n")
+        # Bytes, UTF-8 encoded here: the file does not depend on the locale.
+        Path(self.path).write_bytes("".join(json.dumps(row) + "\n" for row in self.rows).encode())

@@ -67,7 +67,7 @@ def split_tensor_dict(tensor_dict: Dict[Any, Any]) -> Tuple[List[Tuple[Any, Any]
 class _Sender:
     """Sends one after the other, or (``async_send``) starts them all and waits at the end."""
 
-    def __init__(self, channel: Channel, async_send: bool) -> None:
+    def __init__(self, channel: Channel, async_send: bool = False) -> None:
         self.channel = channel
         self.isend = getattr(channel, "isend", None) if async_send else None
         self.works: List[Any] = []
@@ -86,7 +86,7 @@ class _Sender:
 
 def send_object(channel: Channel, obj: Any) -> None:
     """Pickle ``obj`` and send its size, then its bytes, on the CPU group (``send_object``)."""
-    _send_object(_Sender(channel, False), obj)
+    _send_object(_Sender(channel), obj)
 
 
 def _send_object(send: _Sender, obj: Any) -> None:

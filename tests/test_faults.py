@@ -391,3 +391,11 @@ def test_classify_judges_the_device_of_the_first_stage():
     cfg = PipelineConfig([Stage(device="meta"), Stage()], outputs=[{"s": torch.zeros(1)}])
     verdict = classify({0: Outcome("ok", _report([{"s": torch.zeros(1)}], [object()])), 1: Outcome("ok")}, cfg)
     assert verdict == Verdict(S, "step 0, first-stage rank 0: 's' arrived on cpu, not on the receiver's meta")
+
+
+def test_the_matrix_runs_every_fault_after_none_with_its_options(monkeypatch):
+    calls = []
+    monkeypatch.setattr(fault_matrix, "run_fault", lambda name, **kw: calls.append((name, kw)) or Verdict(OK, name))
+    cells = fault_matrix.matrix(channel="gloo", integrity=True, timeout=2.5)
+    assert list(cells) == ["none", *FAULTS] and [c.detail for c in cells.values()] == list(cells)
+    assert calls == [(name, {"channel": "gloo", "integrity": True, "timeout": 2.5}) for name in cells]

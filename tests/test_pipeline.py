@@ -243,7 +243,10 @@ def test_each_loopback_rank_gets_its_own_deep_copy_of_the_plan():
 
 def _summary(out):
     """What each rank ended with, all-gather members folded together (they must agree)."""
-    return {r: (o.status, None if o.value is None else (o.value.keys, [list(d) for d in o.value.final])) for r, o in out.items()}
+    def values(d):
+        return [(k, v.tolist() if torch.is_tensor(v) else v) for k, v in d.items()]
+
+    return {r: (o.status, None if o.value is None else (o.value.keys, [values(d) for d in o.value.final])) for r, o in out.items()}
 
 
 @pytest.mark.parametrize("order", ["pop_then_forward", "forward_then_pop", "overlap"])
