@@ -171,7 +171,7 @@ def collision(name: str, prefix: str) -> Optional[str]:
     return None
 
 
-def message(code: str, *, name: object = None, detail: str = "", device: str = "") -> str:
+def message(code: str, *, name: object = None, **fields: str) -> str:
     """The exact text of a kit failure: the headline, then one line per fix.
 
     ``code`` is a kit code (K1-K10) or a catalog code (A1-P4, fixes from the catalog).
@@ -182,7 +182,8 @@ def message(code: str, *, name: object = None, detail: str = "", device: str = "
         fixes = entry.fixes
     else:
         finding = FINDINGS[code]
-        head = f"{code} {finding.kind}: " + finding.template.format(name=name, detail=detail, device=device)
+        # ``fields`` fills the finding's other placeholders (``detail``, ``device``).
+        head = f"{code} {finding.kind}: " + finding.template.format(name=name, **fields)
         fixes = finding.fixes
     return "\n".join([head, "how to fix:"] + [f"  - {fix}" for fix in fixes])
 

@@ -153,7 +153,8 @@ def sample(step: int, config: PipelineConfig, device: str) -> Dict[str, Any]:
     """The last stage's output dict before add: what it sampled at ``step``."""
     d: Dict[str, Any] = {"next_token_ids": torch.arange(config.batch_size, device=device) + step}
     if config.logprobs:
-        d["next_token_logprobs"] = -torch.arange(config.batch_size, dtype=torch.float32, device=device) / (step + 1)
+        # True division makes float32 logprobs of the int64 range.
+        d["next_token_logprobs"] = -torch.arange(config.batch_size, device=device) / (step + 1)
     return d
 
 
@@ -316,7 +317,8 @@ def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout
         with stall.lock:
             stall.alive -= 1
 
-    threads = [threading.Thread(target=target, args=(rank,), daemon=True) for rank in range(world_size)]
+    # Joined below, so they need not be daemons: a rank stuck for good is reported, not waited for.
+    threads = [threading.Thread(target=target, args=(rank,)) for rank in range(world_size)]
     for t in threads:
         t.start()
     for t in threads:

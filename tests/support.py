@@ -147,3 +147,21 @@ def pop_cases(draw: Any, *, mutating: bool = False, non_tensors: bool = True) ->
     modes = ("rebuild", "return_none", "raise") + (("drop_one", "add_one", "clear") if mutating else ())
     obs = draw(observers(modes=modes))
     return t, d, obs
+
+
+def cli_help(capsys: Any, *argv: str) -> str:
+    """``ppaux ARGV --help`` as one line (argparse wraps to the terminal width); it must exit 0."""
+    from ppaux.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "--help"])
+    out, err = capsys.readouterr()
+    assert (info.value.code, err) == (0, "")
+    return " ".join(out.split())
+
+
+def cli_defaults(command: str) -> dict:
+    """The options ``ppaux COMMAND`` runs with when given none."""
+    from ppaux.cli import build_parser
+
+    return {k: v for k, v in vars(build_parser().parse_args([command])).items() if not k.startswith("_")}

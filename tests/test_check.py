@@ -9,20 +9,17 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from ppaux import check
-from ppaux.cli import build_parser, main
+from ppaux.cli import main
 from ppaux.impl import DEFAULT_IMPL
+from tests.support import cli_defaults, cli_help
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 
 
 def test_check_help_names_every_option_with_its_metavar(capsys):
-    with pytest.raises(SystemExit):
-        main(["check", "--help"])
-    text = " ".join(capsys.readouterr().out.split())  # argparse wraps to the terminal width
-    assert text.endswith(
+    assert cli_help(capsys, "check").endswith(
         "-h, --help show this help message and exit"
         " --impl MODULE_OR_FILE implementation to check (default: ppaux's own)"
         " --profile PROFILE Hypothesis profile: ci, dev, nightly, mutation (default: ci)"
@@ -33,8 +30,7 @@ def test_check_help_names_every_option_with_its_metavar(capsys):
 
 
 def test_check_defaults_are_the_ones_its_help_states():
-    args = vars(build_parser().parse_args(["check"]))
-    assert {k: v for k, v in args.items() if not k.startswith("_")} == {
+    assert cli_defaults("check") == {
         "command": "check", "impl": None, "profile": "ci", "report": "reports/out/conformance",
         "marks": "contract or robustness", "tests": None,
     }

@@ -16,6 +16,7 @@ from ppaux.pytest_plugin import EXAMPLE_HEADER
 from ppaux import check
 from ppaux.cli import main
 from ppaux.errors import CATALOG, markdown_table
+from tests.support import cli_help
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 
@@ -125,24 +126,16 @@ def test_pytest_command_selects_by_marks_and_optionally_by_name():
     assert cmd[-6:] == ["-m", "contract", "--hypothesis-profile", "ci", "--ppaux-results", "r.jsonl"]
 
 
-def _help(capsys, *argv):
-    with pytest.raises(SystemExit) as info:
-        main([*argv, "--help"])
-    out, err = capsys.readouterr()
-    assert (info.value.code, err) == (0, "")
-    return " ".join(out.split())  # argparse wraps to the terminal width
-
-
 def test_help_says_what_each_command_does(capsys):
-    top = _help(capsys)
+    top = cli_help(capsys)
     assert " SGLang PP auxiliary-output transport: reference and conformance suite positional arguments:" in top
     from ppaux.cli import SUBCOMMANDS
 
     for name, (_, help_text) in SUBCOMMANDS.items():
         assert f"{name} {help_text}" in top, name
-        assert help_text in _help(capsys, name), name
-    assert "--markdown print the README's error table" in _help(capsys, "errors")
-    assert "query a code (A1-A5, P1-P4, ...) or the message text from a traceback" in _help(capsys, "explain")
+        assert help_text in cli_help(capsys, name), name
+    assert "--markdown print the README's error table" in cli_help(capsys, "errors")
+    assert "query a code (A1-A5, P1-P4, ...) or the message text from a traceback" in cli_help(capsys, "explain")
 
 
 @pytest.mark.parametrize(

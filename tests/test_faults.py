@@ -10,6 +10,7 @@ import torch
 from ppaux import fault_matrix
 from ppaux.channels import LoopbackChannel
 from ppaux.cli import build_parser, main
+from tests.support import cli_defaults, cli_help
 from ppaux.errors import AuxiliaryPPError
 from ppaux.faults import (
     FAULTS, OUTCOMES, BitFlip, ChangeDtype, ChangeShape, Delay, Diverge, DropKey, DuplicateKey, Fault,
@@ -222,10 +223,7 @@ def test_cli_passes_its_options_to_the_matrix_and_names_the_report_by_mode(tmp_p
 
 
 def test_faults_help_names_every_option(capsys):
-    with pytest.raises(SystemExit):
-        main(["faults", "--help"])
-    text = " ".join(capsys.readouterr().out.split())  # argparse wraps to the terminal width
-    assert text.endswith(
+    assert cli_help(capsys, "faults").endswith(
         "-h, --help show this help message and exit"
         " --channel {loopback,gloo} loopback (threads) or gloo (processes on 127.0.0.1)"
         " --integrity add/pop with the integrity manifest (off by default, as SGLang)"
@@ -235,8 +233,7 @@ def test_faults_help_names_every_option(capsys):
 
 
 def test_faults_defaults_are_the_ones_its_help_states():
-    args = vars(build_parser().parse_args(["faults"]))
-    assert {k: v for k, v in args.items() if not k.startswith("_")} == {
+    assert cli_defaults("faults") == {
         "command": "faults", "channel": "loopback", "integrity": False, "report": "reports/out/faults", "timeout": 1.0}
     assert build_parser().parse_args(["faults", "--timeout", "0.25"]).timeout == 0.25
 

@@ -152,6 +152,7 @@ def test_the_last_stage_samples_the_documented_entries_on_its_device():
     assert list(d) == ["next_token_ids", "next_token_logprobs"] and {t.device.type for t in d.values()} == {"meta"}
     d = sample(2, PipelineConfig([Stage(), Stage()], batch_size=3, logprobs=True), "cpu")
     assert d["next_token_ids"].tolist() == [2, 3, 4] and torch.equal(d["next_token_logprobs"], torch.tensor([0.0, -1 / 3, -2 / 3]))
+    assert d["next_token_logprobs"].dtype == torch.float32
     assert list(sample(0, PipelineConfig([Stage(), Stage()]), "cpu")) == ["next_token_ids"]
 
 
@@ -275,7 +276,7 @@ def test_the_last_stages_receiver_counts_itself_alive_and_waits_where_the_stall_
     from ppaux.channels import Stall
     from ppaux.pipeline import _Receiver
 
-    stall = Stall(alive=1)
+    stall = Stall(alive=3)
     seen = []
 
     def recv():
@@ -287,9 +288,9 @@ def test_the_last_stages_receiver_counts_itself_alive_and_waits_where_the_stall_
         return len(seen)
 
     rx = _Receiver(recv, 2, stall)
-    assert rx.thread.daemon is True and stall.alive == 2
+    assert rx.thread.daemon is True and stall.alive == 4
     assert rx.results() == [1, 2]
-    assert seen == [(2, 1), (2, 1)] and stall.alive == 1 and stall.waiters == {}
+    assert seen == [(4, 1), (4, 1)] and stall.alive == 3 and stall.waiters == {}
 
 
 def test_a_receiver_error_is_raised_by_results_and_it_stops_counting_itself():
@@ -329,3 +330,18 @@ def test_run_hands_its_fault_step_and_timeout_to_the_channel(monkeypatch):
     run(config, channel="gloo")
     assert calls == [("loopback", 2, 1, 1, {"timeout": 2.5}), ("loopback", 2, 1, 0, {}),
                      ("gloo", 2, None, 1, {"timeout": 2.5}), ("gloo", 2, None, 0, {"timeout": None})]
+
+
+def test_a_rank_that_returns_leaves_the_count_of_live_threads():
+    import time
+
+    from ppaux.pipeline import run_loopback
+
+    def fn(ctx):
+        if ctx.rank == 1:  # rank 0 returns at once; wait (at most 5 s) to see it counted out
+            deadline = time.monotonic() + 5.0
+            while ctx.stall.alive != 1 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            return ctx.stall.alive
+
+    assert run_loopback(2, 1, fn, ())[1].value == 1
