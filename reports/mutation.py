@@ -23,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # contract itself: every mutant there must die.
 GATES = {"ppaux.transport": 100.0, "ppaux.errors": 100.0}
 DEFAULT_GATE = 95.0
-KILLED = {"killed", "timeout", "caught by type check"}
+# A mutant whose tests crash the test process (mutmut says "segfault": killed by a signal, e.g.
+# gloo aborting on a corrupt rendezvous) was detected as surely as one that fails a test.
+KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 CLEAN_RUN_FAILED = "Failed to run clean test"
 _LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+?)\s*$")
 

@@ -25,13 +25,14 @@ def test_mutation_score_per_module_and_gate():
     ppaux.transport.xǁPPAuxTransportǁadd__mutmut_2: survived
     ppaux.cli.x_main__mutmut_1: killed
     ppaux.cli.x_main__mutmut_2: timeout
+    ppaux.cli.x_main__mutmut_3: segfault
 """
     results = parse_results(listing)
     assert module_of("ppaux.transport.xǁPPAuxTransportǁadd__mutmut_1") == "ppaux.transport"
     modules = score(results)
     assert modules["ppaux.transport"]["score"] == 50.0 and not modules["ppaux.transport"]["passes"]
     assert modules["ppaux.transport"]["survivors"] == [{"mutant": "ppaux.transport.xǁPPAuxTransportǁadd__mutmut_2", "status": "survived"}]
-    assert modules["ppaux.cli"] == {"total": 2, "killed": 2, "survivors": [], "score": 100.0, "gate": 95.0, "passes": True}
+    assert modules["ppaux.cli"] == {"total": 3, "killed": 3, "survivors": [], "score": 100.0, "gate": 95.0, "passes": True}
 
 
 def test_only_scores_the_mutants_it_names():
