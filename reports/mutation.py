@@ -30,7 +30,7 @@ CLEAN_RUN_FAILED = "Failed to run clean test"
 _LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+?)\s*$")
 
 
-_PRAGMA = re.compile(r"#\s*pragma:\s*no mutate(?P<block> block)?(?:\s+-\s+(?P<reason>\S.*?))?\s*$")
+_PRAGMA = re.compile(r"#\s*pragma:\s*no mutate(?: (?P<kind>block|start|end))?(?:\s+-\s+(?P<reason>\S.*?))?\s*$")
 
 
 def equivalents(source: Path = ROOT / "ppaux") -> List[Dict[str, object]]:
@@ -40,9 +40,9 @@ def equivalents(source: Path = ROOT / "ppaux") -> List[Dict[str, object]]:
     for path in sorted(source.rglob("*.py")):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             m = _PRAGMA.search(line)
-            if m:
+            if m and m["kind"] != "end":  # a region's reason is on its start line
                 found.append({"where": f"{path.relative_to(source.parent).as_posix()}:{number}",
-                              "block": bool(m["block"]), "reason": m["reason"]})
+                              "block": m["kind"] in ("block", "start"), "reason": m["reason"]})
     return found
 
 

@@ -49,12 +49,15 @@ def test_equivalence_markings_are_listed_with_their_reasons(tmp_path):
         "open(p, encoding='utf-8')  # pragma: no mutate - equivalent: same codec\n"
         "def f():  # pragma: no cover  # pragma: no mutate block - runs in a child\n"
         "y = 2  # pragma: no mutate\n"
+        "z = 3  # pragma: no mutate start - a tuned region\n"
+        "w = 4  # pragma: no mutate end\n"
     )
     found = equivalents(src)
     assert found == [
         {"where": "pkg/m.py:2", "block": False, "reason": "equivalent: same codec"},
         {"where": "pkg/m.py:3", "block": True, "reason": "runs in a child"},
         {"where": "pkg/m.py:4", "block": False, "reason": None},
+        {"where": "pkg/m.py:5", "block": True, "reason": "a tuned region"},
     ]
     report = {"score": 100.0, "killed": 1, "total": 1, "passes": False, "wall_s": 1.0, "mutmut": "3.8.1", "only": [],
               "modules": {}, "survivors": [], "equivalents": found}
@@ -63,7 +66,8 @@ def test_equivalence_markings_are_listed_with_their_reasons(tmp_path):
     assert ("## Marked equivalent (`# pragma: no mutate`)\n\n"
             "- `pkg/m.py:2`: equivalent: same codec\n"
             "- `pkg/m.py:3` (block): runs in a child\n"
-            "- `pkg/m.py:4`: **no reason given**\n") in text
+            "- `pkg/m.py:4`: **no reason given**\n"
+            "- `pkg/m.py:5` (block): a tuned region\n") in text
 
 
 def test_every_equivalence_marking_in_ppaux_gives_its_reason():

@@ -292,3 +292,16 @@ def test_receiver_asks_for_its_own_device_of_the_sent_type(monkeypatch):
     send_tensor_dict(ch, {"a": torch.arange(2)})
     recv_tensor_dict(ch)
     assert asked == [("cpu", torch.device("cuda", 1)), ("cpu", None)]
+
+
+def test_a_receive_nobody_can_ever_answer_gives_up_with_its_reason():
+    import queue
+
+    from ppaux.channels import Stall
+
+    links = {"cpu": queue.Queue(), "device": queue.Queue()}
+    # One live thread, and it is this one, waiting: nothing can ever arrive.
+    ch = LoopbackChannel(links, links, stall=Stall(alive=1), timeout=30.0)
+    with pytest.raises(ChannelHang) as info:
+        ch.recv(torch.empty(1), "cpu")
+    assert str(info.value) == "nothing will arrive on the cpu group: every peer is waiting or has failed"
