@@ -6,19 +6,13 @@ import argparse
 import sys
 from typing import List, Optional
 
-
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:
-        raise UsageError(f"{self.prog}: {message}")
+from ppaux.cli import OneLineParser, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m reports", description="ppaux's reports")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = OneLineParser(prog="python -m reports", description="ppaux's reports")
+    # Subparsers take the parser's own class: their errors are one line too.
+    sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="gather every report under reports/out/ into reports/index.html")
     b.add_argument("--out", default="reports/out", metavar="DIR", help="where the generated reports are (default reports/out)")
     b.add_argument("--index", default="reports/index.html", metavar="FILE", help="the page to write (default reports/index.html)")

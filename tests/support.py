@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Iterator, List, NamedTuple, Optional, Tuple
 
 import pytest
 import torch
@@ -165,3 +165,40 @@ def cli_defaults(command: str) -> dict:
     from ppaux.cli import build_parser
 
     return {k: v for k, v in vars(build_parser().parse_args([command])).items() if not k.startswith("_")}
+
+
+class SentMessage(NamedTuple):
+    group: str
+    dtype: torch.dtype
+    shape: Tuple[int, ...]
+    device: str
+    values: Optional[list]  # None for a meta tensor, which has none
+
+
+class SentLog:
+    """A channel that keeps every message it is asked to send and moves no data, so that meta
+    tensors can stand in for device tensors on a CPU-only machine."""
+
+    def __init__(self) -> None:
+        self.messages: List[SentMessage] = []
+
+    def send(self, tensor: torch.Tensor, group: str) -> None:
+        self.messages.append(SentMessage(group, tensor.dtype, tuple(tensor.shape), tensor.device.type,
+                                         None if tensor.is_meta else tensor.tolist()))
+
+    def tensors(self) -> List[SentMessage]:
+        """The tensor messages: every one after the metadata's size and bytes."""
+        return self.messages[2:]
+
+
+class HalfGather:
+    """Rank 1 of a two-rank all-gather group, without peers: sends carry each tensor's second half."""
+
+    size, rank = 2, 1
+
+
+class DoneWork:
+    """What an asynchronous send returns once it has completed."""
+
+    def wait(self) -> bool:
+        return True

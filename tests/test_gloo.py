@@ -17,6 +17,7 @@ from ppaux.channels import ChannelHang, GlooChannel
 from ppaux.transport import SGLANG_TRANSPORT
 from ppaux.wire import CPU_GROUP, DEVICE_GROUP, relay
 from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
+from tests.support import DoneWork, HalfGather, SentLog
 
 pytestmark = [pytest.mark.wire, pytest.mark.gloo]
 
@@ -273,11 +274,6 @@ def test_pipeline_ranks_in_threads_over_real_gloo_groups():
     assert reports[1].keys == [["next_token_ids", "__msg_type__"]]
 
 
-class _Work:
-    def wait(self):
-        return True
-
-
 class _LoggingGroup:
     """A stand-in process group that logs each point-to-point call."""
 
@@ -286,11 +282,11 @@ class _LoggingGroup:
 
     def send(self, tensors, peer, tag):
         self.log.append((self.name, "send", tensors, peer, tag))
-        return _Work()
+        return DoneWork()
 
     def recv(self, tensors, peer, tag):
         self.log.append((self.name, "recv", tensors, peer, tag))
-        return _Work()
+        return DoneWork()
 
 
 def test_gloo_channel_routes_each_group_name_to_its_own_process_group():
@@ -333,12 +329,6 @@ def test_contexts_without_all_gather_and_a_rendezvous_that_times_out():
         gloo.make_context(0, 2, lonely, 1, 0.2)  # rank 1 never comes: gloo gives up after the timeout
 
 
-class _HalfGather:
-    """Rank 1 of a two-rank all-gather group, without peers."""
-
-    size, rank = 2, 1
-
-
 class _FakeContext:
     def __init__(self, channel, all_gather):
         self._channel, self.all_gather, self.peers = channel, all_gather, []
@@ -351,22 +341,14 @@ class _FakeContext:
 def test_send_and_recv_calls_use_the_ranks_all_gather_group_and_device(monkeypatch):
     from ppaux import wire
 
-    log = _WireShapes()
-    ctx = _FakeContext(log, _HalfGather())
+    log = SentLog()
+    ctx = _FakeContext(log, HalfGather())
     gloo._send(ctx, {"x": torch.arange(4.0)}, 5)
-    assert ctx.peers == [5] and log.sent[-1] == [2.0, 3.0]  # this rank's half of the tensor
+    assert ctx.peers == [5] and log.messages[-1].values == [2.0, 3.0]  # this rank's half of the tensor
     asked = []
     monkeypatch.setattr(wire, "recv_tensor_dict", lambda ch, **kw: asked.append((ch, kw)) or {})
     assert gloo._recv(ctx, 7, "cpu") == {}
     assert ctx.peers == [5, 7] and asked == [(log, {"all_gather_group": ctx.all_gather, "device": "cpu"})]
-
-
-class _WireShapes:
-    def __init__(self):
-        self.sent = []
-
-    def send(self, tensor, group):
-        self.sent.append(tensor.tolist())
 
 
 def test_relay_asks_rank_1_to_receive_on_the_named_device(monkeypatch):

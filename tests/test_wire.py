@@ -15,6 +15,7 @@ from ppaux.wire import (
     TensorMetadata, recv_object, recv_tensor_dict, relay, send_object, send_split, send_tensor_dict, split_tensor_dict,
 )
 from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
+from tests.support import DoneWork, SentLog
 
 pytestmark = pytest.mark.wire
 
@@ -210,12 +211,7 @@ class _CallLog(LoopbackChannel):
     def isend(self, tensor, group):
         self.calls.append("isend")
         super().send(tensor, group)
-        return _Done()
-
-
-class _Done:
-    def wait(self):
-        pass
+        return DoneWork()
 
 
 @pytest.mark.parametrize("kwargs, used", [({}, "send"), ({"async_send": False}, "send"), ({"async_send": True}, "isend")])
@@ -227,24 +223,13 @@ def test_sends_block_unless_async_send_is_asked_for(kwargs, used):
     assert recv_tensor_dict(ch)["a"].tolist() == [0, 1, 2]
 
 
-class _WireLog:
-    """Logs each message's group, dtype, size and device without moving any data (so meta
-    tensors stand in for device tensors on a CPU-only machine)."""
-
-    def __init__(self):
-        self.sent = []
-
-    def send(self, tensor, group):
-        self.sent.append((group, tensor.dtype, tuple(tensor.shape), tensor.device.type))
-
-
 def test_wire_format_is_an_int64_size_then_uint8_bytes_then_each_tensor_on_its_group():
-    log = _WireLog()
+    log = SentLog()
     payload = {"ids": torch.arange(3), "msg": "x", "logits": torch.empty(2, 5, device="meta")}
     send_tensor_dict(log, payload)
     metadata, _ = split_tensor_dict(payload)
     pickled = len(pickle.dumps(metadata))
-    assert log.sent == [("cpu", torch.int64, (1,), "cpu"), ("cpu", torch.uint8, (pickled,), "cpu"),
+    assert [m[:4] for m in log.messages] == [("cpu", torch.int64, (1,), "cpu"), ("cpu", torch.uint8, (pickled,), "cpu"),
                         ("cpu", torch.int64, (3,), "cpu"), ("device", torch.float32, (2, 5), "meta")]
 
 
