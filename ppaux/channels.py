@@ -74,6 +74,11 @@ class Stall:
             return len(self.waiters) >= self.alive and all(q is None or q.empty() for q in self.waiters.values())
 
 
+def mailbox() -> Dict[str, "queue.Queue"]:
+    """One direction of an in-process link: a queue per process group, as gloo has a group each."""
+    return {CPU_GROUP: queue.Queue(), DEVICE_GROUP: queue.Queue()}
+
+
 class LoopbackChannel:
     """One end of an in-process link: sends go to ``outbox``, receives read ``inbox``.
 
@@ -84,7 +89,7 @@ class LoopbackChannel:
     """
 
     def __init__(self, outbox: Optional[Dict[str, "queue.Queue"]] = None, inbox: Optional[Dict[str, "queue.Queue"]] = None, *, stall: Optional[Stall] = None, timeout: float = LAST_RESORT_TIMEOUT) -> None:
-        self.outbox = outbox if outbox is not None else {"cpu": queue.Queue(), "device": queue.Queue()}
+        self.outbox = outbox if outbox is not None else mailbox()
         self.inbox = inbox if inbox is not None else self.outbox
         self.stall = stall
         self.timeout = timeout

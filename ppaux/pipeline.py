@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import torch
 
-from ppaux.channels import LAST_RESORT_TIMEOUT, ChannelHang, LoopbackChannel, Stall, ThreadAllGather
+from ppaux.channels import LAST_RESORT_TIMEOUT, ChannelHang, LoopbackChannel, Stall, ThreadAllGather, mailbox
 from ppaux.errors import AuxiliaryPPError
 from ppaux.gloo import Outcome
 from ppaux.integrity import IntegrityTransport
@@ -294,7 +294,7 @@ def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout
     A rank stuck for good (every thread waiting, nothing in flight, or a peer failed) is
     reported as ``hang`` without waiting out ``timeout``.
     """
-    links = {(a, b): {"cpu": queue.Queue(), "device": queue.Queue()} for a in range(world_size) for b in range(world_size)}
+    links = {(a, b): mailbox() for a in range(world_size) for b in range(world_size)}
     groups = [ThreadAllGather(ag_size, timeout=timeout) for _ in range(world_size // ag_size)]
     stall = Stall(alive=world_size)
     out: Dict[int, Outcome] = {}

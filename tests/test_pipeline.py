@@ -157,12 +157,10 @@ def test_the_last_stage_samples_the_documented_entries_on_its_device():
 
 
 def test_a_loopback_rank_talks_to_each_peer_over_its_own_pair_of_queues():
-    import queue
-
-    from ppaux.channels import Stall
+    from ppaux.channels import Stall, mailbox
     from ppaux.pipeline import LoopbackContext
 
-    links = {(a, b): {"cpu": queue.Queue(), "device": queue.Queue()} for a in range(2) for b in range(2)}
+    links = {(a, b): mailbox() for a in range(2) for b in range(2)}
     stall = Stall(alive=2)
     ch = LoopbackContext(0, links, None, stall, 2.5).channel(1)
     assert (ch.outbox, ch.inbox, ch.stall, ch.timeout) == (links[(0, 1)], links[(1, 0)], stall, 2.5)

@@ -280,11 +280,9 @@ def test_receiver_asks_for_its_own_device_of_the_sent_type(monkeypatch):
 
 
 def test_a_receive_nobody_can_ever_answer_gives_up_with_its_reason():
-    import queue
+    from ppaux.channels import Stall, mailbox
 
-    from ppaux.channels import Stall
-
-    links = {"cpu": queue.Queue(), "device": queue.Queue()}
+    links = mailbox()
     # One live thread, and it is this one, waiting: nothing can ever arrive.
     ch = LoopbackChannel(links, links, stall=Stall(alive=1), timeout=30.0)
     with pytest.raises(ChannelHang) as info:
