@@ -33,16 +33,30 @@ _LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+?)\s*$")
 _PRAGMA = re.compile(r"#\s*pragma:\s*no mutate(?: (?P<kind>block|start|end))?(?:\s+-\s+(?P<reason>\S.*?))?\s*$")
 
 
+# What the gate refuses in a marking, in the words the report and the console use.
+NO_REASON = "'# pragma: no mutate' without a reason (write ' - equivalent: why')"
+# mutmut 3.8 opens a start/end region only from a comment on a line of its own; after code, the
+# comment marks that one line and the lines in between stay mutated.
+REGION_AFTER_CODE = "a start/end region after code marks only its own line (put the comment on a line of its own)"
+
+
 def equivalents(source: Path = ROOT / "ppaux") -> List[Dict[str, object]]:
-    """Every ``# pragma: no mutate`` under ``source``, with the one-line reason after its `` - ``
-    (``None`` when it gives none: the gate refuses such a marking)."""
+    """Every ``# pragma: no mutate`` under ``source``: where it is, whether it covers more than its
+    line, the one-line reason after its `` - `` (``None`` when it gives none), and the
+    ``problem`` that makes the gate refuse it (``None`` for a sound marking)."""
     found = []
     for path in sorted(source.rglob("*.py")):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             m = _PRAGMA.search(line)
-            if m and m["kind"] != "end":  # a region's reason is on its start line
-                found.append({"where": f"{path.relative_to(source.parent).as_posix()}:{number}",
-                              "block": m["kind"] in ("block", "start"), "reason": m["reason"]})
+            if not m:
+                continue
+            after_code = m["kind"] in ("start", "end") and line[:m.start()].strip() != ""
+            if m["kind"] == "end" and not after_code:  # a region's reason is on its start line
+                continue
+            problem = REGION_AFTER_CODE if after_code else (None if m["reason"] else NO_REASON)
+            found.append({"where": f"{path.relative_to(source.parent).as_posix()}:{number}",
+                          "block": m["kind"] in ("block", "start") and not after_code,
+                          "reason": m["reason"], "problem": problem})
     return found
 
 
@@ -118,6 +132,12 @@ def _diffs(pairs: List[Tuple[str, str]]) -> Dict[str, str]:
     return json.loads(proc.stdout) if proc.returncode == 0 else {}
 
 
+def _marking_line(marking: Dict[str, object]) -> str:
+    said = [str(marking["reason"])] if marking["reason"] else []
+    said += [f"**{marking['problem']}**"] if marking.get("problem") else []
+    return f"- `{marking['where']}`{' (block)' if marking['block'] else ''}: {' '.join(said)}"
+
+
 def write(report: Dict[str, object], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "mutation.json").write_text(json.dumps(report, indent=2) + "\n")
@@ -130,7 +150,7 @@ def write(report: Dict[str, object], out: Path) -> None:
     for module, m in report["modules"].items():
         lines.append(f"| {module} | {m['total']} | {m['killed']} | {m['score']}% | {m['gate']}% | {'pass' if m['passes'] else 'FAIL'} |")
     lines += ["", "## Marked equivalent (`# pragma: no mutate`)", ""]
-    lines += [f"- `{e['where']}`{' (block)' if e['block'] else ''}: {e['reason'] or '**no reason given**'}" for e in report.get("equivalents", [])]
+    lines += [_marking_line(e) for e in report.get("equivalents", [])]
     lines += ["", "## Surviving mutants", ""]
     if not report["survivors"]:
         lines += ["None.", ""]
@@ -172,7 +192,7 @@ def run(out_dir: str, max_children: Optional[int], only: Optional[List[str]] = N
     marked = equivalents()
     report = {"kind": "mutation", "wall_s": wall, "mutmut": version, "total": total, "killed": killed,
               "score": round(100.0 * killed / total, 2) if total else 100.0,
-              "passes": all(m["passes"] for m in modules.values()) and all(e["reason"] for e in marked),
+              "passes": all(m["passes"] for m in modules.values()) and not any(e["problem"] for e in marked),
               "only": only, "modules": modules, "survivors": survivors, "equivalents": marked}
     write(report, out)
     print(f"mutation: {report['score']}% ({killed}/{total} killed) in {wall} s; gate {'pass' if report['passes'] else 'FAIL'}; "
@@ -181,6 +201,6 @@ def run(out_dir: str, max_children: Optional[int], only: Optional[List[str]] = N
         if not m["passes"]:
             print(f"  {module}: {m['score']}% < {m['gate']}% ({len(m['survivors'])} survivors)")
     for e in marked:
-        if not e["reason"]:
-            print(f"  {e['where']}: '# pragma: no mutate' without a reason (write ' - equivalent: why')")
+        if e["problem"]:
+            print(f"  {e['where']}: {e['problem']}")
     return 0 if report["passes"] else 1

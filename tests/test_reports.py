@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from reports.build import build
-from reports.mutation import equivalents, module_of, parse_results, score, select, write
+from reports.mutation import NO_REASON, REGION_AFTER_CODE, equivalents, module_of, parse_results, score, select, write
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "fuzz", "benchmarks")
@@ -41,23 +41,33 @@ def test_only_scores_the_mutants_it_names():
     assert select(results, ["ppaux.transport*", "ppaux.errors*"]) == {"ppaux.transport.x_add__mutmut_1": "killed", "ppaux.errors.x_lookup__mutmut_1": "survived"}
 
 
-def test_equivalence_markings_are_listed_with_their_reasons(tmp_path):
+_MARKED = (
+    "x = 1\n"
+    "open(p, encoding='utf-8')  # pragma: no mutate - equivalent: same codec\n"
+    "def f():  # pragma: no cover  # pragma: no mutate block - runs in a child\n"
+    "    return 1 + 2\n"
+    "y = 2  # pragma: no mutate\n"
+    "# pragma: no mutate start - a tuned region\n"
+    "z = 3\n"
+    "# pragma: no mutate end\n"
+    "v = 5  # pragma: no mutate start - after code\n"
+    "u = 6\n"
+    "w = 7  # pragma: no mutate end\n"
+)
+
+
+def test_equivalence_markings_are_listed_with_their_reasons_and_problems(tmp_path):
     src = tmp_path / "pkg"
     src.mkdir()
-    (src / "m.py").write_text(
-        "x = 1\n"
-        "open(p, encoding='utf-8')  # pragma: no mutate - equivalent: same codec\n"
-        "def f():  # pragma: no cover  # pragma: no mutate block - runs in a child\n"
-        "y = 2  # pragma: no mutate\n"
-        "z = 3  # pragma: no mutate start - a tuned region\n"
-        "w = 4  # pragma: no mutate end\n"
-    )
+    (src / "m.py").write_text(_MARKED)
     found = equivalents(src)
     assert found == [
-        {"where": "pkg/m.py:2", "block": False, "reason": "equivalent: same codec"},
-        {"where": "pkg/m.py:3", "block": True, "reason": "runs in a child"},
-        {"where": "pkg/m.py:4", "block": False, "reason": None},
-        {"where": "pkg/m.py:5", "block": True, "reason": "a tuned region"},
+        {"where": "pkg/m.py:2", "block": False, "reason": "equivalent: same codec", "problem": None},
+        {"where": "pkg/m.py:3", "block": True, "reason": "runs in a child", "problem": None},
+        {"where": "pkg/m.py:5", "block": False, "reason": None, "problem": NO_REASON},
+        {"where": "pkg/m.py:6", "block": True, "reason": "a tuned region", "problem": None},
+        {"where": "pkg/m.py:9", "block": False, "reason": "after code", "problem": REGION_AFTER_CODE},
+        {"where": "pkg/m.py:11", "block": False, "reason": None, "problem": REGION_AFTER_CODE},
     ]
     report = {"score": 100.0, "killed": 1, "total": 1, "passes": False, "wall_s": 1.0, "mutmut": "3.8.1", "only": [],
               "modules": {}, "survivors": [], "equivalents": found}
@@ -66,13 +76,28 @@ def test_equivalence_markings_are_listed_with_their_reasons(tmp_path):
     assert ("## Marked equivalent (`# pragma: no mutate`)\n\n"
             "- `pkg/m.py:2`: equivalent: same codec\n"
             "- `pkg/m.py:3` (block): runs in a child\n"
-            "- `pkg/m.py:4`: **no reason given**\n"
-            "- `pkg/m.py:5` (block): a tuned region\n") in text
+            f"- `pkg/m.py:5`: **{NO_REASON}**\n"
+            "- `pkg/m.py:6` (block): a tuned region\n"
+            f"- `pkg/m.py:9`: after code **{REGION_AFTER_CODE}**\n"
+            f"- `pkg/m.py:11`: **{REGION_AFTER_CODE}**\n") in text
+
+
+def test_the_regions_the_report_accepts_are_the_ones_mutmut_honours():
+    # The report's rule for start/end regions copies what mutmut 3.8 does; if mutmut changes,
+    # this fails and the rule must follow.
+    import libcst
+    from mutmut.mutation.pragma_handling import PragmaVisitor
+
+    visitor = PragmaVisitor("m.py")
+    libcst.MetadataWrapper(libcst.parse_module(_MARKED)).visit(visitor)
+    unmutated = visitor.no_mutate_lines | visitor.ignore_node_lines
+    assert {3, 4, 6, 7, 8} <= unmutated  # the block and the region on lines of their own
+    assert 10 not in unmutated  # inside the region opened after code
 
 
 def test_every_equivalence_marking_in_ppaux_gives_its_reason():
     marked = equivalents()
-    assert marked and [e["where"] for e in marked if not e["reason"]] == []
+    assert marked and [(e["where"], e["problem"]) for e in marked if e["problem"]] == []
 
 
 def _inputs(out: Path) -> None:
