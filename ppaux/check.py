@@ -21,11 +21,11 @@ SUITE = Path(__file__).resolve().parent.parent / "tests"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--impl", default=None, metavar="MODULE_OR_FILE", help="implementation to check (default: ppaux's own)")
+    parser.add_argument("--impl", metavar="MODULE_OR_FILE", help="implementation to check (default: ppaux's own)")
     parser.add_argument("--profile", default="ci", help=f"Hypothesis profile: {', '.join(PROFILES)} (default: ci)")
     parser.add_argument("--report", default="reports/out/conformance", metavar="DIR", help="where to write conformance.md and conformance.json")
     parser.add_argument("--marks", default="contract or robustness", metavar="EXPR", help="which tests (pytest -m expression; default: 'contract or robustness')")
-    parser.add_argument("--tests", default=None, metavar="EXPR", help="narrow further by test name (pytest -k expression)")
+    parser.add_argument("--tests", metavar="EXPR", help="narrow further by test name (pytest -k expression)")
 
 
 def build_report(rows: List[Dict[str, Any]], *, impl: str, profile: str, marks: str) -> Dict[str, Any]:

@@ -35,6 +35,10 @@ from ppaux.wire import CPU_GROUP, DEVICE_GROUP
 DEFAULT_TIMEOUT = 10.0
 # How long the other ranks may still finish once one has failed.
 FAILURE_GRACE = 0.5
+# One look at a rank's pipe: short, because the world cycles through every rank it waits for.
+REPLY_POLL = 0.005
+# A rank whose pipe has closed is exiting: how long to wait for its exit code.
+EXIT_CODE_WAIT = 1.0
 
 # Set in worker processes: faults that kill "their" process only do so there.
 IN_WORKER = False
@@ -187,7 +191,7 @@ class GlooWorld:
             return
         mp = _context()
         self.tmp = rendezvous_dir()
-        store = os.path.join(self.tmp, "store")
+        store = os.path.join(self.tmp, "store")  # pragma: no mutate - equivalent: any file name in the world's fresh directory serves
         for rank in range(self.world_size):
             parent, child = mp.Pipe()
             p = mp.Process(target=_process_main, args=(rank, self.world_size, store, self.ag_size, self.timeout, child), daemon=True)
@@ -204,7 +208,6 @@ class GlooWorld:
 
     def _collect(self, ranks: Any, timeout: float) -> Dict[int, Outcome]:
         deadline = _now() + timeout
-        failed = False
         out: Dict[int, Outcome] = {}
         waiting = list(ranks)
         while waiting:
@@ -213,9 +216,9 @@ class GlooWorld:
                 if outcome is not None:
                     out[rank] = outcome
                     waiting.remove(rank)
-            if not failed and any(o.status != "ok" for o in out.values()):
+            if any(o.status != "ok" for o in out.values()):
                 # A peer that failed will not send what the others wait for: don't wait it out.
-                failed = True
+                # min() keeps the grace that began when the failure was first seen.
                 deadline = min(deadline, _now() + FAILURE_GRACE)
             if waiting and _now() > deadline:
                 for rank in waiting:
@@ -253,11 +256,11 @@ class GlooWorld:
 
 def read_reply(conn: Any, proc: Any) -> Optional[Outcome]:
     """A rank's reply, ``died`` if it is gone without one, or ``None`` while it still works."""
-    if conn.poll(0.005):
+    if conn.poll(REPLY_POLL):
         try:
             return _outcome(loads(conn.recv_bytes()))
         except (EOFError, OSError):  # the pipe closed: the rank died before answering
-            proc.join(1)
+            proc.join(EXIT_CODE_WAIT)
             return Outcome("died", exitcode=proc.exitcode)
     if not proc.is_alive():
         return Outcome("died", exitcode=proc.exitcode)

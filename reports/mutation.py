@@ -11,6 +11,7 @@ import fnmatch
 import json
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -26,6 +27,11 @@ DEFAULT_GATE = 95.0
 # A mutant whose tests crash the test process (mutmut says "segfault": killed by a signal, e.g.
 # gloo aborting on a corrupt rendezvous) was detected as surely as one that fails a test.
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
+# mutmut files any exit code it has no name for as "suspicious", SIGABRT included (gloo aborting
+# in a rank thread of the test process). Its meta files keep the code: a death by a signal is
+# reported as "crashed (SIGNAME)" and counted with the crashes above.
+SUSPICIOUS = "suspicious"
+CRASHED = "crashed"
 CLEAN_RUN_FAILED = "Failed to run clean test"
 _LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+?)\s*$")
 
@@ -82,12 +88,39 @@ def select(results: Dict[str, str], only: List[str]) -> Dict[str, str]:
     return {name: status for name, status in results.items() if any(fnmatch.fnmatch(name, p) for p in only)}
 
 
+def crashes(mutants: Path) -> Dict[str, str]:
+    """``{mutant: "crashed (SIGNAME)"}`` for each mutant whose test process died by a signal,
+    read from the exit codes in mutmut's ``*.meta`` files under ``mutants``."""
+    found = {}
+    for meta in sorted(mutants.rglob("*.meta")):
+        try:
+            codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
+        except (OSError, ValueError):
+            continue
+        for name, code in codes.items():
+            if isinstance(code, int) and code < 0:
+                try:
+                    found[name] = f"{CRASHED} ({signal.Signals(-code).name})"
+                except ValueError:
+                    found[name] = f"{CRASHED} (signal {-code})"
+    return found
+
+
+def name_crashes(results: Dict[str, str], crashed: Dict[str, str]) -> Dict[str, str]:
+    """``results`` with each "suspicious" verdict that was a death by a signal named as such."""
+    return {name: crashed.get(name, status) if status == SUSPICIOUS else status for name, status in results.items()}
+
+
+def is_killed(status: str) -> bool:
+    return status in KILLED or status.startswith(f"{CRASHED} (")
+
+
 def score(results: Dict[str, str]) -> Dict[str, Dict[str, object]]:
     modules: Dict[str, Dict[str, object]] = defaultdict(lambda: {"total": 0, "killed": 0, "survivors": []})
     for name, status in sorted(results.items()):
         entry = modules[module_of(name)]
         entry["total"] += 1
-        if status in KILLED:
+        if is_killed(status):
             entry["killed"] += 1
         else:
             entry["survivors"].append({"mutant": name, "status": status})
@@ -176,7 +209,7 @@ def run(out_dir: str, max_children: Optional[int], only: Optional[List[str]] = N
         proc = _mutmut(*args, log=out / "mutmut-run-again.log")
     wall = round(time.monotonic() - start, 1)
     listing = _mutmut("results", "--all", "true")
-    results = select(parse_results(listing.stdout), only)
+    results = name_crashes(select(parse_results(listing.stdout), only), crashes(ROOT / "mutants"))
     if proc.returncode != 0 or not results:
         print(f"reports: error: mutmut run failed (exit {proc.returncode}); see {out / 'mutmut-run.log'}", file=sys.stderr)
         return 1

@@ -106,6 +106,8 @@ def test_world_reports_dead_ranks_and_documented_errors():
         w.start()
         rendezvous = w.tmp
         assert os.path.isdir(rendezvous)
+        # Daemons: a test run that dies without stopping its world takes the ranks with it.
+        assert [p.daemon for p in w.procs] == [True, True]
         out = w.run({0: (_die, ()), 1: (_raise_documented, ())})
         assert out[0].status == "died" and out[0].exitcode == 3
         assert out[1].status == "error" and out[1].error.code == "P1"
@@ -239,19 +241,74 @@ class _Conn:
 
 class _Proc:
     def __init__(self, alive, exitcode=None):
-        self.alive, self.exitcode = alive, exitcode
+        self.alive, self.exitcode, self.joins = alive, exitcode, []
 
     def is_alive(self):
         return self.alive
 
     def join(self, timeout):
-        pass
+        self.joins.append(timeout)
+
+
+class _Clock:
+    """Time for _collect: it passes only while a silent rank is polled, a quarter second per poll."""
+
+    def __init__(self):
+        self.t = 0.0
+
+
+class _LateConn:
+    """A rank that answers ``reply`` once the clock reaches ``at`` (never, for ``None``)."""
+
+    def __init__(self, clock, at, reply=("ok", None)):
+        self.clock, self.at, self.reply = clock, at, reply
+
+    def poll(self, timeout):
+        if self.at is not None and self.clock.t >= self.at:
+            return True
+        self.clock.t += 0.25
+        return False
+
+    def recv_bytes(self):
+        return gloo.dumps(self.reply)
+
+
+def _collecting(monkeypatch, answers, timeout):
+    """What ``_collect`` reports for ranks answering at the given times (``"died"``: dead at once)."""
+    clock = _Clock()
+    monkeypatch.setattr(gloo, "_now", lambda: clock.t)
+    w = gloo.GlooWorld(len(answers))
+    w.conns = [_LateConn(clock, None if at == "died" else at) for at in answers]
+    w.procs = [_Proc(at != "died", exitcode=3) for at in answers]
+    out = w._collect(range(len(answers)), timeout)
+    w.procs, w.conns = [], []
+    return {rank: o.status for rank, o in out.items()}, clock.t
+
+
+def test_collect_counts_a_reply_that_arrives_by_the_deadline(monkeypatch):
+    assert _collecting(monkeypatch, [0, 1.0], timeout=1.0) == ({0: "ok", 1: "ok"}, 1.0)
+    assert _collecting(monkeypatch, [0, 1.25], timeout=1.0) == ({0: "ok", 1: "hang"}, 1.25)
+
+
+def test_collect_waits_the_whole_timeout_for_slow_ranks_while_none_has_failed(monkeypatch):
+    assert _collecting(monkeypatch, [0, 0, 50.0], timeout=100.0) == ({0: "ok", 1: "ok", 2: "ok"}, 50.0)
+
+
+def test_collect_gives_the_others_only_a_short_grace_once_a_rank_has_failed(monkeypatch):
+    # Rank 0 is found dead at 0.25 s (after one poll) and the grace runs from the next reading, 0.5 s.
+    within = _collecting(monkeypatch, ["died", 0, 1.0], timeout=100.0)
+    assert within == ({0: "died", 1: "ok", 2: "ok"}, 1.0)
+    status, t = _collecting(monkeypatch, ["died", 0, 50.0], timeout=100.0)
+    assert status == {0: "died", 1: "ok", 2: "hang"} and t == 0.5 + gloo.FAILURE_GRACE + 0.25
 
 
 def test_read_reply_tells_working_answered_and_dead_ranks_apart():
     assert gloo.read_reply(_Conn(False), _Proc(True)) is None
     assert gloo.read_reply(_Conn(True, gloo.dumps(("ok", 5))), _Proc(True)) == gloo.Outcome("ok", 5)
-    assert gloo.read_reply(_Conn(True), _Proc(False, -9)) == gloo.Outcome("died", exitcode=-9)
+    closed = _Proc(False, -9)
+    assert gloo.read_reply(_Conn(True), closed) == gloo.Outcome("died", exitcode=-9)
+    # A rank whose pipe closed but whose process lingers must not hold up the whole world.
+    assert len(closed.joins) == 1 and closed.joins[0] is not None
     assert gloo.read_reply(_Conn(False), _Proc(False, 1)) == gloo.Outcome("died", exitcode=1)
 
 

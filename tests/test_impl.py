@@ -49,8 +49,11 @@ def test_each_file_loads_as_a_module_of_its_own(tmp_path):
 
 
 def test_a_module_name_loads_that_module():
+    from tests.impls import unstripped_names as module
+
     loaded = impl.load("tests.impls.unstripped_names")
     assert loaded.name == "tests.impls.unstripped_names" and loaded.prefix == transport._OUTPUT_PREFIX
+    assert (loaded.add, loaded.pop) == (module.add_auxiliary_output_to_pp_tensors, module.pop_auxiliary_output_from_pp_tensors)
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from reports.build import build
-from reports.mutation import NO_REASON, REGION_AFTER_CODE, equivalents, module_of, parse_results, score, select, write
+from reports.mutation import NO_REASON, REGION_AFTER_CODE, crashes, equivalents, module_of, name_crashes, parse_results, score, select, write
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "fuzz", "benchmarks")
@@ -33,6 +33,25 @@ def test_mutation_score_per_module_and_gate():
     assert modules["ppaux.transport"]["score"] == 50.0 and not modules["ppaux.transport"]["passes"]
     assert modules["ppaux.transport"]["survivors"] == [{"mutant": "ppaux.transport.xǁPPAuxTransportǁadd__mutmut_2", "status": "survived"}]
     assert modules["ppaux.cli"] == {"total": 3, "killed": 3, "survivors": [], "score": 100.0, "gate": 95.0, "passes": True}
+
+
+def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_path):
+    # The layout mutmut 3.8 writes: one meta file per source file, exit codes by mutant.
+    (tmp_path / "ppaux").mkdir()
+    (tmp_path / "ppaux" / "gloo.py.meta").write_text(json.dumps({"exit_code_by_key": {
+        "ppaux.gloo.x_a__mutmut_1": -6, "ppaux.gloo.x_a__mutmut_2": 1, "ppaux.gloo.x_a__mutmut_3": None,
+        "ppaux.gloo.x_a__mutmut_4": 4, "ppaux.gloo.x_a__mutmut_5": -11, "ppaux.gloo.x_a__mutmut_6": -99}}))
+    (tmp_path / "ppaux" / "broken.py.meta").write_text("{not json")
+    crashed = crashes(tmp_path)
+    assert crashed == {"ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)", "ppaux.gloo.x_a__mutmut_5": "crashed (SIGSEGV)",
+                       "ppaux.gloo.x_a__mutmut_6": "crashed (signal 99)"}
+    results = {"ppaux.gloo.x_a__mutmut_1": "suspicious", "ppaux.gloo.x_a__mutmut_2": "killed",
+               "ppaux.gloo.x_a__mutmut_4": "suspicious", "ppaux.gloo.x_a__mutmut_5": "segfault"}
+    named = name_crashes(results, crashed)
+    # Only a suspicious verdict is renamed; an exit code 4 (pytest's usage error) stays suspicious.
+    assert named == {**results, "ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)"}
+    gloo = score(named)["ppaux.gloo"]
+    assert (gloo["killed"], gloo["survivors"]) == (3, [{"mutant": "ppaux.gloo.x_a__mutmut_4", "status": "suspicious"}])
 
 
 def test_only_scores_the_mutants_it_names():
