@@ -115,6 +115,14 @@ def is_killed(status: str) -> bool:
     return status in KILLED or status.startswith(f"{CRASHED} (")
 
 
+def verdicts(results: Dict[str, str]) -> Dict[str, int]:
+    """How many mutants got each verdict, most common first: how the killed ones were killed."""
+    counts: Dict[str, int] = defaultdict(int)
+    for status in results.values():
+        counts[status] += 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def score(results: Dict[str, str]) -> Dict[str, Dict[str, object]]:
     modules: Dict[str, Dict[str, object]] = defaultdict(lambda: {"total": 0, "killed": 0, "survivors": []})
     for name, status in sorted(results.items()):
@@ -178,7 +186,10 @@ def write(report: Dict[str, object], out: Path) -> None:
              f"- score: **{report['score']}%** ({report['killed']}/{report['total']} mutants killed); "
              f"gate: {'**pass**' if report['passes'] else '**FAIL**'}",
              f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; command: `python -m reports mutation"
-             + "".join(f" --only '{p}'" for p in report.get("only", [])) + "`", "",
+             + "".join(f" --only '{p}'" for p in report.get("only", [])) + "`"]
+    if report.get("verdicts"):
+        lines.append("- verdicts: " + ", ".join(f"{status} {n}" for status, n in report["verdicts"].items()))
+    lines += ["",
              "| module | mutants | killed | score | gate | verdict |", "| --- | --- | --- | --- | --- | --- |"]
     for module, m in report["modules"].items():
         lines.append(f"| {module} | {m['total']} | {m['killed']} | {m['score']}% | {m['gate']}% | {'pass' if m['passes'] else 'FAIL'} |")
@@ -226,7 +237,8 @@ def run(out_dir: str, max_children: Optional[int], only: Optional[List[str]] = N
     report = {"kind": "mutation", "wall_s": wall, "mutmut": version, "total": total, "killed": killed,
               "score": round(100.0 * killed / total, 2) if total else 100.0,
               "passes": all(m["passes"] for m in modules.values()) and not any(e["problem"] for e in marked),
-              "only": only, "modules": modules, "survivors": survivors, "equivalents": marked}
+              "verdicts": verdicts(results), "only": only, "modules": modules, "survivors": survivors,
+              "equivalents": marked}
     write(report, out)
     print(f"mutation: {report['score']}% ({killed}/{total} killed) in {wall} s; gate {'pass' if report['passes'] else 'FAIL'}; "
           f"report {out / 'mutation.md'}")

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from reports.build import build
-from reports.mutation import NO_REASON, REGION_AFTER_CODE, crashes, equivalents, module_of, name_crashes, parse_results, score, select, write
+from reports.mutation import NO_REASON, REGION_AFTER_CODE, crashes, equivalents, module_of, name_crashes, parse_results, score, select, verdicts, write
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "fuzz", "benchmarks")
@@ -50,6 +50,8 @@ def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_
     named = name_crashes(results, crashed)
     # Only a suspicious verdict is renamed; an exit code 4 (pytest's usage error) stays suspicious.
     assert named == {**results, "ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)"}
+    assert verdicts(named) == {"crashed (SIGABRT)": 1, "killed": 1, "segfault": 1, "suspicious": 1}
+    assert verdicts({**named, "ppaux.gloo.x_a__mutmut_7": "killed"})["killed"] == 2
     gloo = score(named)["ppaux.gloo"]
     assert (gloo["killed"], gloo["survivors"]) == (3, [{"mutant": "ppaux.gloo.x_a__mutmut_4", "status": "suspicious"}])
 
@@ -89,9 +91,10 @@ def test_equivalence_markings_are_listed_with_their_reasons_and_problems(tmp_pat
         {"where": "pkg/m.py:11", "block": False, "reason": None, "problem": REGION_AFTER_CODE},
     ]
     report = {"score": 100.0, "killed": 1, "total": 1, "passes": False, "wall_s": 1.0, "mutmut": "3.8.1", "only": [],
-              "modules": {}, "survivors": [], "equivalents": found}
+              "verdicts": {"killed": 3, "crashed (SIGABRT)": 1}, "modules": {}, "survivors": [], "equivalents": found}
     write(report, tmp_path / "out")
     text = (tmp_path / "out" / "mutation.md").read_text()
+    assert "command: `python -m reports mutation`\n- verdicts: killed 3, crashed (SIGABRT) 1\n\n| module |" in text
     assert ("## Marked equivalent (`# pragma: no mutate`)\n\n"
             "- `pkg/m.py:2`: equivalent: same codec\n"
             "- `pkg/m.py:3` (block): runs in a child\n"
