@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -117,10 +117,7 @@ def is_killed(status: str) -> bool:
 
 def verdicts(results: Dict[str, str]) -> Dict[str, int]:
     """How many mutants got each verdict, most common first: how the killed ones were killed."""
-    counts: Dict[str, int] = defaultdict(int)
-    for status in results.values():
-        counts[status] += 1
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return dict(sorted(Counter(results.values()).items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def score(results: Dict[str, str]) -> Dict[str, Dict[str, object]]:
