@@ -1,14 +1,16 @@
 """Entry point of ppaux's pytest plugin (``pytest11``).
 
-pytest imports entry-point plugins before pytest-cov starts measuring, so this shim
-imports nothing of ``ppaux`` until ``pytest_configure``; the plugin proper is
-:mod:`ppaux.pytest_plugin`, registered from there and thus measured like any module.
+pytest imports entry-point plugins before pytest-cov starts measuring, so this shim imports
+nothing of ``ppaux`` at import time; the plugin proper, :mod:`ppaux.testing.plugin`, is
+registered from ``pytest_configure`` and thus measured like any module.
 """
 
 from __future__ import annotations
 
+import pytest
 
-def pytest_addoption(parser):
+
+def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("ppaux")
     group.addoption(
         "--ppaux-impl",
@@ -18,24 +20,12 @@ def pytest_addoption(parser):
         "default: $PPAUX_IMPL or ppaux's reference",
     )
     group.addoption("--ppaux-results", default=None, metavar="FILE", help="write per-test results as JSON lines (used by `ppaux check`)")
-    # Profiles must exist before Hypothesis's own plugin loads --hypothesis-profile.
-    _register_profiles_without_importing_ppaux()
 
 
-def _register_profiles_without_importing_ppaux():
-    import importlib.util
-    import pathlib
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    # First: ppaux's Hypothesis profiles must exist before Hypothesis's own plugin loads --hypothesis-profile.
+    from ppaux.testing import plugin, profiles
 
-    spec = importlib.util.find_spec("ppaux")
-    path = pathlib.Path(spec.origin).parent / "profiles.py" if spec and spec.origin else None
-    if path is None or not path.is_file():  # pragma: no cover - ppaux is always installed beside this shim
-        return
-    namespace = {"__name__": "ppaux_profiles_preload"}
-    exec(compile(path.read_text(), str(path), "exec"), namespace)
-    namespace["register"]()
-
-
-def pytest_configure(config):
-    from ppaux import pytest_plugin
-
-    config.pluginmanager.register(pytest_plugin, "ppaux.pytest_plugin")
+    profiles.register()
+    config.pluginmanager.register(plugin, "ppaux.testing.plugin")

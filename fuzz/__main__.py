@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from fuzz.options import UsageError
-from ppaux.cli import OneLineParser
+from ppaux.cli.usage import OneLineParser
 
 USAGE_ERROR = 2
 
@@ -39,7 +39,7 @@ def _cuda_count() -> int:
 
 def _check_common(args: argparse.Namespace) -> None:
     from fuzz.database import DatabaseError, open_database
-    from ppaux.impl import ImplementationError, load
+    from ppaux.testing.impl import ImplementationError, load
 
     if args.impl:
         try:
@@ -64,7 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fuzz.progress import Progress
     from fuzz.report import write_run
     from fuzz.runner import FuzzRun
-    from ppaux.profiles import PROFILES
+    from ppaux.testing.profiles import PROFILES
 
     budget = parse_budget(args.budget)
     if args.progress_every <= 0:

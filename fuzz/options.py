@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import List, Tuple
 
-from ppaux.cli import UsageError  # noqa: F401 - one kind of usage error for every ppaux command
+from ppaux.cli.usage import UsageError  # noqa: F401 - one kind of usage error for every ppaux command
 
 _BUDGET = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s?)?")
 

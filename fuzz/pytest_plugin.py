@@ -20,8 +20,8 @@ from hypothesis.database import ExampleDatabase, ReadOnlyDatabase
 from hypothesis.internal.detection import is_hypothesis_test
 
 from fuzz.database import open_database
-from ppaux.profiles import PROFILES
-from ppaux.pytest_plugin import failure_details
+from ppaux.testing.profiles import PROFILES
+from ppaux.testing.results import failure_details
 
 PROFILE = "ppaux-fuzz"
 MODE = os.environ.get("PPAUX_FUZZ_MODE", "run")

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROFILE = "ppaux-fuzz"
 # Tests that download SGLang's wheel need the network: never part of a fuzz round.
 MARK_FILTER = "not sglang"
-TEST_PATHS = ("tests",)
+TEST_PATHS = ("ppaux/conformance", "tests")
 
 
 def pytest_command(*, tests: Optional[str], impl: Optional[str]) -> List[str]:

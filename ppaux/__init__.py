@@ -1,29 +1,42 @@
-"""ppaux: reference PP auxiliary-output transport and its conformance suite."""
+"""ppaux: reference PP auxiliary-output transport and its conformance suite.
 
-from ppaux.errors import CATALOG, AuxiliaryPPError, CatalogEntry
-from ppaux.transport import (
+The top level is the contract core (:mod:`ppaux.core`); the relay simulator is
+:mod:`ppaux.relay`, the test tooling :mod:`ppaux.testing` (the observer kit, the pytest plugin),
+the shipped suite :mod:`ppaux.conformance` and the command line :mod:`ppaux.cli`.
+"""
+
+from ppaux.core import (
     _OUTPUT_PREFIX,
+    CATALOG,
+    CLAUSES,
+    AuxiliaryPPError,
+    CatalogEntry,
+    IntegrityTransport,
     PipelineParallelAuxiliaryOutput,
     PipelineParallelSamplingObserver,
     PPAuxTransport,
     add,
     add_auxiliary_output_to_pp_tensors,
+    lookup,
     pop,
     pop_auxiliary_output_from_pp_tensors,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "CATALOG",
+    "CLAUSES",
     "AuxiliaryPPError",
     "CatalogEntry",
+    "IntegrityTransport",
     "PPAuxTransport",
     "PipelineParallelAuxiliaryOutput",
     "PipelineParallelSamplingObserver",
     "_OUTPUT_PREFIX",
     "add",
     "add_auxiliary_output_to_pp_tensors",
+    "lookup",
     "pop",
     "pop_auxiliary_output_from_pp_tensors",
 ]

@@ -1,5 +1,5 @@
 import sys
 
-from ppaux.cli import main
+from ppaux.cli.main import main
 
 sys.exit(main())

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from ppaux.cli import OneLineParser, UsageError
+from ppaux.cli.usage import OneLineParser, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--out", default="reports/out/mutation", metavar="DIR", help="report directory (default reports/out/mutation)")
     m.add_argument("--max-children", type=int, default=None, metavar="N", help="mutmut worker processes (default: CPU count)")
     m.add_argument("--only", action="append", default=[], metavar="PATTERN",
-                   help="mutate only these mutants (fnmatch, e.g. 'ppaux.transport*'; repeatable); the score covers them alone")
+                   help="mutate only these mutants (fnmatch, e.g. 'ppaux.core.transport*'; repeatable); the score covers them alone")
     return parser
 
 

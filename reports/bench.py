@@ -22,10 +22,10 @@ from typing import Any, Callable, Dict, List
 
 import torch
 
-from ppaux import gloo
-from ppaux.integrity import INTEGRITY_TRANSPORT
-from ppaux.transport import SGLANG_TRANSPORT, _OUTPUT_PREFIX
-from ppaux.wire import recv_tensor_dict, send_tensor_dict
+from ppaux.core.integrity import INTEGRITY_TRANSPORT
+from ppaux.core.transport import _OUTPUT_PREFIX, SGLANG_TRANSPORT
+from ppaux.relay import gloo
+from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
 
 OUT = os.path.join("reports", "out")
 SIZES = {"1 KB": 1 << 10, "1 MB": 1 << 20, "64 MB": 64 << 20}

@@ -1,7 +1,9 @@
-"""SGLang's released transport, fetched from PyPI at test time and never committed.
+"""SGLang's released transport, fetched from the package index at test time and never committed.
 
-Only the three files the transport needs are extracted, under empty package
-``__init__``s so that none of SGLang's heavy imports run.
+Only the three files the transport needs are extracted, under empty package ``__init__``s so
+that none of SGLang's heavy imports run. The wheel is cached under ``$PPAUX_CACHE_DIR`` (default
+``~/.cache/ppaux``); without the index and without a cached wheel the calling test is skipped,
+with the reason.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import pytest
 
 VERSION = "0.5.23"
 MODULE = "sglang.srt.sampling.sampling_observer_pp"
@@ -26,17 +30,20 @@ def cache_dir() -> Path:
 
 
 def wheel() -> Path:
-    """The cached wheel, downloaded once with pip."""
+    """The cached wheel, downloaded once with pip; skips the test when it cannot be had."""
     cache = cache_dir()
     found = sorted(cache.glob(f"sglang-{VERSION}-*.whl"))
     if not found:
         cache.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", f"sglang=={VERSION}", "-d", str(cache)],
-            check=True,
-            timeout=600,
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
+             "--retries", "1", "--timeout", "15", f"sglang=={VERSION}", "-d", str(cache)],
+            capture_output=True, text=True, timeout=600,
         )
         found = sorted(cache.glob(f"sglang-{VERSION}-*.whl"))
+        if proc.returncode != 0 or not found:
+            why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            pytest.skip(f"sglang=={VERSION} could not be downloaded from the package index (offline?): {why}")
     return found[0]
 
 

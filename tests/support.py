@@ -1,158 +1,19 @@
-"""Assertions shared by the property tests: dict snapshots and documented errors."""
+"""Helpers shared by ppaux's own tests: the CLI's help and defaults, a recording channel."""
 
 from __future__ import annotations
 
-import contextlib
-from typing import Any, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, List, NamedTuple, Optional, Tuple
 
 import pytest
 import torch
-from hypothesis import strategies as st
 
-from ppaux.errors import CATALOG, AuxiliaryPPError
-from ppaux.pytest_plugin import current_implementation
-
-_NO_NAME = object()
-
-
-def snapshot(d: Any) -> List[Tuple[Any, Any]]:
-    """Keys in order with their value objects: what 'exactly as before' compares."""
-    return list(d.items())
-
-
-def assert_same_dict(d: Any, snap: List[Tuple[Any, Any]]) -> None:
-    now = list(d.items())
-    assert [k for k, _ in now] == [k for k, _ in snap], f"keys changed: {[k for k, _ in snap]!r} -> {[k for k, _ in now]!r}"
-    for (k, before), (_, after) in zip(snap, now):
-        assert after is before, f"value object under {k!r} was replaced"
-
-
-def assert_same_objects(got: Any, expected: Any) -> None:
-    """The observer was handed exactly ``expected``: the same names in order, each the very object.
-
-    Compares by identity, never ``==``: tensors compare element-wise, and a copy must show as one.
-    """
-    assert list(got) == list(expected), f"names handed to the observer: {list(got)!r}, expected {list(expected)!r}"
-    for name, value in expected.items():
-        assert got[name] is value, f"{name!r} was not handed over as the very object that was added"
-
-
-def assert_all_or_nothing(call: Any, d: Any, arg: Any) -> None:
-    """``call(d, arg)`` (add or pop); when it raises, for any reason, ``d`` must be exactly as before."""
-    snap = snapshot(d)
-    try:
-        call(d, arg)
-    except Exception:
-        assert_same_dict(d, snap)
-
-
-def documented_message(code: str, name: Any = _NO_NAME) -> str:
-    entry = CATALOG[code]
-    assert entry.takes_name == (name is not _NO_NAME), f"{code} {'needs' if entry.takes_name else 'takes no'} name"
-    return entry.message(None if name is _NO_NAME else name)
-
-
-def assert_documented(exc: BaseException, code: str, name: Any = _NO_NAME) -> None:
-    """``exc`` is the contract's error ``code``: a RuntimeError whose str() is exactly the catalog text."""
-    expected = documented_message(code, name)
-    assert isinstance(exc, RuntimeError), f"expected RuntimeError {expected!r}, got {type(exc).__name__}: {exc}"
-    assert str(exc) == expected, f"expected {code} {expected!r}, got {str(exc)!r}"
-    if current_implementation().is_reference:
-        # Only ppaux promises the subclass and its code; other implementations need not.
-        assert isinstance(exc, AuxiliaryPPError) and exc.code == code
-
-
-@contextlib.contextmanager
-def raises_documented(code: str, name: Any = _NO_NAME) -> Iterator[None]:
-    with pytest.raises(Exception) as info:
-        yield
-    assert_documented(info.value, code, name)
-
-
-def aux_keys(d: Any, prefix: str) -> List[str]:
-    return [k for k in d if isinstance(k, str) and k.startswith(prefix)]
-
-
-def transports() -> st.SearchStrategy:
-    """The implementation under test, bound to a drawn prefix where it takes one (ppaux's own)."""
-    from ppaux_strategies import prefixes
-
-    def build():
-        impl = current_implementation()
-        if impl.is_reference:
-            return prefixes().map(impl.with_prefix)
-        return st.just(impl)
-
-    return st.deferred(build)
-
-
-class Oracle:
-    """The contract's verdicts for one prefix."""
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-
-    def add_error(self, tensors: Any, output: Any) -> Optional[Tuple[str, Any]]:
-        if not hasattr(output, "to_pp_tensors"):
-            return ("A1", _NO_NAME)
-        payload = output.payload
-        if not payload:
-            return ("A2", _NO_NAME)
-        for name, value in payload.items():
-            if not isinstance(name, str) or name == "":
-                return ("A3", _NO_NAME)
-            if not torch.is_tensor(value):
-                return ("A4", name)
-            if self.prefix + name in tensors:
-                return ("A5", name)
-        return None
-
-    def aux_items(self, tensors: Any) -> List[Tuple[str, Any]]:
-        return [(k[len(self.prefix):], v) for k, v in tensors.items() if isinstance(k, str) and k.startswith(self.prefix)]
-
-    def pop_error(self, tensors: Any, observer: Any) -> Optional[Tuple[str, Any]]:
-        items = self.aux_items(tensors)
-        if not items:
-            return None
-        if observer is None:
-            return ("P1", _NO_NAME)
-        if not hasattr(observer, "from_pp_tensors"):
-            return ("P2", _NO_NAME)
-        if not all(torch.is_tensor(v) for _, v in items):
-            return ("P3", _NO_NAME)
-        return None
-
-
-@st.composite
-def add_cases(draw: Any, valid: bool) -> Tuple[Any, Any, Any]:
-    """(transport, PP dict, output): the output may collide with aux keys already in the dict."""
-    from ppaux_strategies import aux_outputs, transport_dicts
-
-    t = draw(transports())
-    d = draw(st.one_of(transport_dicts(prefix=t.prefix), transport_dicts(prefix=t.prefix, aux=True)))
-    out = draw(aux_outputs(prefix=t.prefix, valid=valid, collide_with=d))
-    return t, d, out
-
-
-@st.composite
-def pop_cases(draw: Any, *, mutating: bool = False, non_tensors: bool = True) -> Tuple[Any, Any, Any]:
-    """(transport, PP dict holding aux keys, observer); the aux values may be non-tensors."""
-    from ppaux_strategies import observers, transport_dicts
-
-    t = draw(transports())
-    d = draw(transport_dicts(prefix=t.prefix, aux=True))
-    if non_tensors and draw(st.booleans()):
-        key = draw(st.sampled_from([k for k in d if isinstance(k, str) and k.startswith(t.prefix)]))
-        d[key] = draw(st.sampled_from([None, [0.5], "x"]))
-    modes = ("rebuild", "return_none", "raise") + (("drop_one", "add_one", "clear") if mutating else ())
-    obs = draw(observers(modes=modes))
-    return t, d, obs
+from ppaux.cli.main import build_parser, main
+from ppaux.conformance.support import raises_documented
+from ppaux.testing.impl import reference
 
 
 def cli_help(capsys: Any, *argv: str) -> str:
     """``ppaux ARGV --help`` as one line (argparse wraps to the terminal width); it must exit 0."""
-    from ppaux.cli import main
-
     with pytest.raises(SystemExit) as info:
         main([*argv, "--help"])
     out, err = capsys.readouterr()
@@ -162,8 +23,6 @@ def cli_help(capsys: Any, *argv: str) -> str:
 
 def cli_defaults(command: str) -> dict:
     """The options ``ppaux COMMAND`` runs with when given none."""
-    from ppaux.cli import build_parser
-
     return {k: v for k, v in vars(build_parser().parse_args([command])).items() if not k.startswith("_")}
 
 
@@ -202,3 +61,12 @@ class DoneWork:
 
     def wait(self) -> bool:
         return True
+
+
+# The catalog's errors as ppaux's reference raises them (its subclass and code included).
+REFERENCE = reference()
+
+
+def raises_catalog(code: str, *name: Any) -> Any:
+    """``pytest.raises`` for the catalog error ``code`` (with its name, if it takes one), as the reference raises it."""
+    return raises_documented(REFERENCE, code, *name)

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from ppaux.errors import CATALOG, AuxiliaryPPError, lookup, markdown_table
+from ppaux.core.errors import CATALOG, AuxiliaryPPError, lookup, markdown_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Transcribed from ../shared/contract.md's table, independently of the catalog, so that a typo in either shows.
+# Transcribed from the agreed contract's table, independently of the catalog, so that a typo in either shows.
 CONTRACT_TEXTS = {
     "A1": "auxiliary output does not support pipeline-parallel transport",
     "A2": "auxiliary PP output must contain at least one tensor",
@@ -88,8 +88,8 @@ def test_lookup_rejects_what_is_not_a_whole_message(query):
     assert lookup(query) is None
 
 
-def test_readme_error_table_is_generated_from_the_catalog():
-    readme = (ROOT / "README.md").read_text()
-    assert markdown_table() in readme, "README.md's error table is stale: run `python -m ppaux errors --markdown` and paste it"
+def test_the_contracts_error_table_is_generated_from_the_catalog():
+    contract = (ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
+    assert markdown_table() in contract, "docs/contract.md's error table is stale: paste `ppaux errors --markdown`"
     for entry in CATALOG.values():
         assert re.search(rf"^\| {entry.code} \| {entry.raised_by} \| `{re.escape(entry.template)}` \|", markdown_table(), re.M)

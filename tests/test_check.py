@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
-
-from ppaux import check
-from ppaux.cli import main
-from ppaux.impl import DEFAULT_IMPL
+from ppaux.cli import check
+from ppaux.cli.main import main
+from ppaux.core.clauses import CLAUSES
+from ppaux.testing.impl import DEFAULT_IMPL
 from tests.support import cli_defaults, cli_help
 
 IMPLS = Path(__file__).resolve().parent / "impls"
@@ -26,13 +27,14 @@ def test_check_help_names_every_option_with_its_metavar(capsys):
         " --report DIR where to write conformance.md and conformance.json"
         " --marks EXPR which tests (pytest -m expression; default: 'contract or robustness')"
         " --tests EXPR narrow further by test name (pytest -k expression)"
+        " --junit PATH also write the child run's JUnit XML there"
     )
 
 
 def test_check_defaults_are_the_ones_its_help_states():
     assert cli_defaults("check") == {
         "command": "check", "impl": None, "profile": "ci", "report": "reports/out/conformance",
-        "marks": "contract or robustness", "tests": None,
+        "marks": "contract or robustness", "tests": None, "junit": None,
     }
 
 
@@ -46,38 +48,50 @@ ROWS = [
 ]
 
 
-def test_report_groups_tests_by_clause_in_first_seen_order_and_merges_their_marks():
+def test_report_groups_tests_by_clause_in_the_contracts_order_with_each_statement():
     report = check.build_report(ROWS, impl="m", profile="ci", marks="contract")
     assert report == {
         "implementation": "m", "profile": "ci", "marks": "contract", "verdict": "fail",
         "counts": {"passed": 2, "failed": 1, "skipped": 1},
+        "failed_clauses": ["add.1"],
         "clauses": [
-            {"clause": "add.1", "marks": ["contract", "robustness"], "verdict": "fail", "tests": ROWS[:2]},
-            {"clause": "unclassified", "marks": ["contract"], "verdict": "pass", "tests": [ROWS[2]]},
-            {"clause": "pop.2", "marks": [], "verdict": "pass", "tests": [ROWS[3]]},
+            {"clause": "add.1", "statement": CLAUSES["add.1"].statement, "marks": ["contract", "robustness"], "verdict": "fail", "tests": ROWS[:2]},
+            {"clause": "pop.2", "statement": CLAUSES["pop.2"].statement, "marks": [], "verdict": "pass", "tests": [ROWS[3]]},
+            {"clause": "unclassified", "statement": "", "marks": ["contract"], "verdict": "pass", "tests": [ROWS[2]]},
         ],
     }
 
 
+def test_clauses_follow_the_contract_and_clauses_it_does_not_know_come_last():
+    rows = [{"nodeid": f"t.py::{c}", "clause": c, "outcome": "passed"} for c in ("user.2", "pop.1", "add.7", "user.1", "add.1")]
+    report = check.build_report(rows, impl="m", profile="ci", marks="contract")
+    assert [c["clause"] for c in report["clauses"]] == ["add.1", "add.7", "pop.1", "user.2", "user.1"]
+
+
 def test_report_passes_when_no_test_failed():
     report = check.build_report([ROWS[0], ROWS[3]], impl="m", profile="ci", marks="contract")
-    assert report["verdict"] == "pass" and [c["verdict"] for c in report["clauses"]] == ["pass", "pass"]
+    assert (report["verdict"], report["failed_clauses"]) == ("pass", [])
+    assert [c["verdict"] for c in report["clauses"]] == ["pass", "pass"]
 
 
-GOLDEN = """\
+GOLDEN = f"""\
 # Conformance report: `m`
 
 Verdict: **FAIL** (profile `ci`, tests `contract`; 2 passed, 1 failed, 1 skipped)
 
-| clause | marks | verdict | tests |
-| --- | --- | --- | --- |
-| add.1 | contract, robustness | fail | 2 |
-| unclassified | contract | pass | 1 |
-| pop.2 |  | pass | 1 |
+Clauses broken: add.1
+
+| clause | verdict | statement | marks | tests |
+| --- | --- | --- | --- | --- |
+| add.1 | fail | {CLAUSES["add.1"].statement} | contract, robustness | 2 |
+| pop.2 | pass | {CLAUSES["pop.2"].statement} |  | 1 |
+| unclassified | pass |  | contract | 1 |
 
 ## Counterexamples
 
 ### add.1: `t.py::test_b`
+
+Clause: {CLAUSES["add.1"].statement}
 
 Adding twice raises A2.
 
@@ -97,12 +111,19 @@ def test_markdown_report_is_exactly_the_documented_layout():
     assert check.render_markdown(check.build_report(ROWS, impl="m", profile="ci", marks="contract")) == GOLDEN
 
 
+def test_a_failure_outside_the_contracts_clauses_has_no_clause_line():
+    row = {"nodeid": "t.py::test_x", "clause": None, "marks": [], "doc": "Mine.", "outcome": "failed", "error": "E: x"}
+    text = check.render_markdown(check.build_report([row], impl="m", profile="ci", marks="contract"))
+    assert text.endswith("### unclassified: `t.py::test_x`\n\nMine.\n\nError: `E: x`\n")
+
+
 def test_markdown_report_of_a_pass_has_no_counterexample_section():
     text = check.render_markdown(check.build_report([ROWS[0]], impl="m", profile="ci", marks="contract"))
     assert text == (
         "# Conformance report: `m`\n\n"
         "Verdict: **PASS** (profile `ci`, tests `contract`; 1 passed, 0 failed, 0 skipped)\n\n"
-        "| clause | marks | verdict | tests |\n| --- | --- | --- | --- |\n| add.1 | contract | pass | 1 |\n"
+        "| clause | verdict | statement | marks | tests |\n| --- | --- | --- | --- | --- |\n"
+        f"| add.1 | pass | {CLAUSES['add.1'].statement} | contract | 1 |\n"
     )
 
 
@@ -130,13 +151,14 @@ def test_check_writes_both_reports_into_a_new_directory_and_prints_the_markdown(
     assert (out / "conformance.json").read_text() == json.dumps(expected, indent=2) + "\n"
     assert (out / "conformance.md").read_text() == GOLDEN.replace("`m`", f"`{DEFAULT_IMPL}`")
     assert printed == GOLDEN.replace("`m`", f"`{DEFAULT_IMPL}`") + "\n" + (
-        f"report written to {out / 'conformance.md'} and {out / 'conformance.json'}\n")
+        f"report written to {out / 'conformance.md'}, {out / 'conformance.json'}\n")
     ((cmd, kwargs, results, results_dir_existed),) = fake.calls
     # The rows go through a private temporary directory that is gone afterwards, never the cwd.
     assert os.path.isabs(results) and results_dir_existed and not os.path.exists(os.path.dirname(results))
     assert os.path.basename(results) == "results.jsonl"
-    assert kwargs == {"cwd": check.SUITE.parent, "text": True, "capture_output": True}
-    assert "--ppaux-impl" not in cmd
+    # The caller's directory stays the child's: an implementation module there must import.
+    assert kwargs == {"text": True, "capture_output": True}
+    assert "--ppaux-impl" not in cmd and "--junitxml" not in cmd
 
 
 def test_check_records_the_implementation_it_was_given_and_passes_it_resolved(capsys, monkeypatch, tmp_path):
@@ -151,6 +173,28 @@ def test_check_records_the_implementation_it_was_given_and_passes_it_resolved(ca
     assert cmd[cmd.index("--ppaux-impl") + 1] == str(IMPLS / "unstripped_names.py")
     assert cmd[-2:] == ["-k", "round_trip"]
     capsys.readouterr()
+
+
+def test_the_child_runs_the_installed_suite_under_an_empty_config_of_its_own(capsys, monkeypatch, tmp_path):
+    """The caller's pytest config, addopts and conftest.py never reach the suite's run."""
+    seen = []
+
+    def child(cmd, **kwargs):
+        ini = cmd[cmd.index("-c") + 1]
+        seen.append((Path(ini).read_text(), cmd))
+        return FakePytest(ROWS[:1])(cmd, **kwargs)
+
+    monkeypatch.setattr(check.subprocess, "run", child)
+    junit = tmp_path / "j.xml"
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--junit", "j.xml", "--report", "r"]) == 0
+    ((ini_text, cmd),) = seen
+    assert ini_text == "[pytest]\n"
+    assert cmd[:5] == [sys.executable, "-m", "pytest", "--pyargs", "ppaux.conformance"]
+    assert cmd[cmd.index("--rootdir") + 1] == str(check.ROOT)
+    assert cmd[cmd.index("--confcutdir") + 1] == str(check.ROOT / "ppaux" / "conformance")
+    assert cmd[cmd.index("--junitxml") + 1] == str(junit)
+    assert capsys.readouterr().out.endswith(f"report written to {Path('r') / 'conformance.md'}, {Path('r') / 'conformance.json'}, j.xml\n")
 
 
 def test_a_child_pytest_that_did_not_run_shows_the_tail_of_its_output(capsys, monkeypatch, tmp_path):

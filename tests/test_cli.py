@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from ppaux.pytest_plugin import EXAMPLE_HEADER
-
-from ppaux import check
-from ppaux.cli import main
-from ppaux.errors import CATALOG, markdown_table
+import ppaux
+from ppaux.cli import check
+from ppaux.cli.main import main
+from ppaux.core.clauses import CLAUSES
+from ppaux.core.clauses import markdown_table as clauses_table
+from ppaux.core.errors import CATALOG, markdown_table
+from ppaux.testing.results import EXAMPLE_HEADER
 from tests.support import cli_help
 
 IMPLS = Path(__file__).resolve().parent / "impls"
@@ -38,6 +40,13 @@ def test_errors_markdown_is_the_readme_table(capsys):
     assert (code, out) == (0, markdown_table() + "\n")
 
 
+def test_clauses_lists_every_clause_with_its_statement(capsys):
+    code, out, _ = run_cli(capsys, "clauses")
+    assert code == 0
+    assert out.splitlines() == [f"{c.id:<18} {c.statement}" for c in CLAUSES.values()]
+    assert run_cli(capsys, "clauses", "--markdown") == (0, clauses_table() + "\n", "")
+
+
 def test_explain_a_pasted_traceback_line(capsys):
     code, out, _ = run_cli(capsys, "explain", "RuntimeError:", "received", "auxiliary", "PP", "output", "without", "a", "sampling", "observer")
     assert code == 0
@@ -50,7 +59,7 @@ def test_explain_a_pasted_traceback_line(capsys):
     "argv, message",
     [
         (["explain", "Z9"], "ppaux: error: no catalog entry matches 'Z9'; `ppaux errors` lists them\n"),
-        (["bogus"], "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', 'errors', 'explain', 'faults')\n"),
+        (["bogus"], "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', 'clauses', 'errors', 'explain', 'faults')\n"),
         (["check", "--profile", "fast"], "ppaux: error: unknown profile 'fast'; choose from ci, dev, nightly, mutation\n"),
         (["check", "--impl", "no_such_module_xyz"], "ppaux: error: cannot import implementation module 'no_such_module_xyz': ModuleNotFoundError: No module named 'no_such_module_xyz'\n"),
         (["check", "--impl", str(IMPLS / "lacks_pop.py")], f"ppaux: error: implementation {str(IMPLS / 'lacks_pop.py')!r} lacks PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, pop_auxiliary_output_from_pp_tensors\n"),
@@ -61,14 +70,8 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     assert (code, out, err) == (2, "", message)
 
 
-def test_check_without_the_suite_is_a_usage_error(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(check, "SUITE", tmp_path / "missing")
-    code, _, err = run_cli(capsys, "check")
-    assert code == 2 and err.startswith("ppaux: error: the property suite is not at ")
-
-
 def test_check_reports_a_pytest_that_did_not_run(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(check, "_pytest_command", lambda *a: [sys.executable, "-c", "import sys; print('boom'); sys.exit(4)"])
+    monkeypatch.setattr(check, "pytest_command", lambda *a: [sys.executable, "-c", "import sys; print('boom'); sys.exit(4)"])
     code, _, err = run_cli(capsys, "check", "--report", str(tmp_path))
     assert code == 2
     assert err == "boom\nppaux: error: the suite did not run (pytest exit 4)\n"
@@ -82,7 +85,7 @@ def test_python_dash_m_ppaux_runs_the_cli():
 def test_main_module_exits_with_the_cli_status(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["ppaux", "explain", "nothing"])
     with pytest.raises(SystemExit) as info:
-        runpy.run_path(str(Path(check.__file__).with_name("__main__.py")), run_name="__main__")
+        runpy.run_path(str(Path(ppaux.__file__).with_name("__main__.py")), run_name="__main__")
     assert info.value.code == 2
 
 
@@ -117,24 +120,26 @@ def test_report_with_no_tests_is_a_failure():
 def test_report_of_a_failure_without_example_or_blob_says_where_to_look():
     row = {"nodeid": "t.py::test_x", "clause": "add.6", "marks": ["robustness"], "doc": "", "outcome": "failed"}
     text = check.render_markdown(check.build_report([row], impl="x", profile="ci", marks="robustness"))
-    assert text.endswith("### add.6: `t.py::test_x`\n\n\n\nError: `see the test output`\n")
+    assert text.endswith(f"### add.6: `t.py::test_x`\n\nClause: {CLAUSES['add.6'].statement}\n\n\n\nError: `see the test output`\n")
 
 
 def test_pytest_command_selects_by_marks_and_optionally_by_name():
-    args = argparse.Namespace(marks="contract", profile="ci", tests=None)
-    cmd = check._pytest_command(args, "", "r.jsonl")
+    args = argparse.Namespace(marks="contract", profile="ci", tests=None, junit=None)
+    cmd = check.pytest_command(args, "", "r.jsonl", "p.ini")
     assert cmd[-6:] == ["-m", "contract", "--hypothesis-profile", "ci", "--ppaux-results", "r.jsonl"]
+    args.tests = "round_trip"
+    assert check.pytest_command(args, "m", "r.jsonl", "p.ini")[-4:] == ["--ppaux-impl", "m", "-k", "round_trip"]
 
 
 def test_help_says_what_each_command_does(capsys):
     top = cli_help(capsys)
     assert " SGLang PP auxiliary-output transport: reference and conformance suite positional arguments:" in top
-    from ppaux.cli import SUBCOMMANDS
+    from ppaux.cli.main import SUBCOMMANDS
 
-    for name, (_, help_text) in SUBCOMMANDS.items():
+    for name, (_, _, help_text) in SUBCOMMANDS.items():
         assert f"{name} {help_text}" in top, name
         assert help_text in cli_help(capsys, name), name
-    assert "--markdown print the README's error table" in cli_help(capsys, "errors")
+    assert "--markdown print docs/contract.md's error table" in cli_help(capsys, "errors")
     assert "query a code (A1-A5, P1-P4, ...) or the message text from a traceback" in cli_help(capsys, "explain")
 
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis.errors import InvalidArgument
 
-from ppaux.faults import FAULTS, BitFlip, Delay, Fault
-from ppaux_strategies import FaultSchedule, fault_schedules, faults
+from ppaux.relay.faults import FAULTS, BitFlip, Delay, Fault
+from ppaux.relay.strategies import FaultSchedule, fault_schedules, faults
 
 pytestmark = pytest.mark.wire
 

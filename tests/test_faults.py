@@ -7,20 +7,37 @@ import json
 import pytest
 import torch
 
-from ppaux import fault_matrix
-from ppaux.channels import LoopbackChannel
-from ppaux.cli import build_parser, main
-from tests.support import HalfGather, SentLog, cli_defaults, cli_help
-from ppaux.errors import AuxiliaryPPError
-from ppaux.faults import (
-    FAULTS, OUTCOMES, BitFlip, ChangeDtype, ChangeShape, Delay, Diverge, DropKey, DuplicateKey, Fault,
-    KillMidSend, MoveDevice, NonContiguous, RenameKey, Reorder, Truncate, Verdict, classify,
+import ppaux.cli.faults as faults_cli
+from ppaux.cli.main import build_parser, main
+from ppaux.core.errors import AuxiliaryPPError
+from ppaux.core.transport import _OUTPUT_PREFIX
+from ppaux.relay import matrix as fault_matrix
+from ppaux.relay.channels import LoopbackChannel, StageKilled
+from ppaux.relay.faults import (
+    FAULTS,
+    OUTCOMES,
+    BitFlip,
+    ChangeDtype,
+    ChangeShape,
+    Delay,
+    Diverge,
+    DropKey,
+    DuplicateKey,
+    Fault,
+    KillMidSend,
+    MoveDevice,
+    NonContiguous,
+    RenameKey,
+    Reorder,
+    Truncate,
+    Verdict,
+    classify,
     non_contiguous,
 )
-from ppaux.gloo import Outcome, RankFailure
-from ppaux.pipeline import PipelineConfig, StageKilled, StageReport, Stage
-from ppaux.transport import _OUTPUT_PREFIX
-from ppaux.wire import TensorMetadata, recv_object, recv_tensor_dict, split_tensor_dict
+from ppaux.relay.gloo import Outcome, RankFailure
+from ppaux.relay.pipeline import PipelineConfig, Stage, StageReport
+from ppaux.relay.wire import TensorMetadata, recv_object, recv_tensor_dict, split_tensor_dict
+from tests.support import HalfGather, SentLog, cli_defaults, cli_help
 
 pytestmark = pytest.mark.wire
 
@@ -209,7 +226,7 @@ def test_matrix_markdown_is_exactly_the_documented_table(integrity, mode):
 
 def test_cli_passes_its_options_to_the_matrix_and_names_the_report_by_mode(tmp_path, capsys, monkeypatch):
     calls = []
-    monkeypatch.setattr(fault_matrix, "matrix", lambda **kw: calls.append(kw) or dict(_CELLS))
+    monkeypatch.setattr(faults_cli, "matrix", lambda **kw: calls.append(kw) or dict(_CELLS))
     monkeypatch.setitem(fault_matrix.EXPECTED, ("gloo", True), _EXPECTED)
     assert main(["faults", "--channel", "gloo", "--integrity", "--timeout", "2.5", "--report", str(tmp_path)]) == 1
     assert calls == [{"channel": "gloo", "integrity": True, "timeout": 2.5}]
@@ -257,7 +274,7 @@ def test_the_scenario_is_the_documented_one():
 
 @pytest.mark.parametrize("channel", ["loopback", "gloo"])
 def test_each_fault_runs_on_fresh_gloo_processes_with_the_watchdog_only_there(channel, monkeypatch):
-    from ppaux import gloo
+    from ppaux.relay import gloo
 
     started, runs = [], []
 
@@ -306,7 +323,7 @@ def test_a_send_is_faulty_unless_told_otherwise_and_a_held_step_needs_its_state(
 
 
 def test_tensor_index_counts_tensors_only():
-    from ppaux.faults import _tensor_index
+    from ppaux.relay.faults import _tensor_index
 
     meta = lambda: TensorMetadata("cpu", torch.float32, torch.Size([1]))  # noqa: E731
     metadata = [("a", meta()), ("n", 1), ("b", meta()), ("c", meta())]

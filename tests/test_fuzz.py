@@ -15,17 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from ppaux.pytest_plugin import EXAMPLE_HEADER
-
 from fuzz.__main__ import main
 from fuzz.options import UsageError, format_duration, parse_budget, placements
 from fuzz.progress import Progress
+from ppaux.testing.results import EXAMPLE_HEADER
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKEN = str(ROOT / "tests" / "impls" / "broken_contiguous_copy.py")
 # Seed 7 finds the planted bug in round 1 (the only test selected), a few seconds in.
 PLANTED = ["--impl", BROKEN, "--tests", "bound_to_the_same_tensor", "--seed", "7"]
-BROKEN_TEST = "tests/test_add.py::test_success_adds_one_key_per_item_bound_to_the_same_tensor"
+BROKEN_TEST = "ppaux/conformance/test_add.py::test_success_adds_one_key_per_item_bound_to_the_same_tensor"
 
 
 @pytest.mark.parametrize("text, seconds", [("30m", 1800), ("1h30m", 5400), ("90s", 90), ("2h", 7200), ("45", 45)])

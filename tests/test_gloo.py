@@ -12,10 +12,11 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from ppaux import gloo
-from ppaux.channels import ChannelHang, GlooChannel
-from ppaux.transport import SGLANG_TRANSPORT
-from ppaux.wire import CPU_GROUP, DEVICE_GROUP, relay
+from ppaux.core.transport import SGLANG_TRANSPORT
+from ppaux.relay import gloo
+from ppaux.relay.channels import ChannelHang, GlooChannel
+from ppaux.relay.hop import relay
+from ppaux.relay.wire import CPU_GROUP, DEVICE_GROUP
 from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
 from tests.support import DoneWork, HalfGather, SentLog
 
@@ -65,7 +66,7 @@ def _die(ctx):
 
 
 def _raise_documented(ctx):
-    from ppaux.errors import AuxiliaryPPError
+    from ppaux.core.errors import AuxiliaryPPError
 
     raise AuxiliaryPPError("P1")
 
@@ -315,7 +316,7 @@ def test_read_reply_tells_working_answered_and_dead_ranks_apart():
 def test_pipeline_ranks_in_threads_over_real_gloo_groups():
     """The pipeline's rank function in threads of this process over real gloo groups (no
     all-gather, no loopback stall detector): the same code the worker processes run."""
-    from ppaux.pipeline import Plan, PipelineConfig, Stage, run_rank
+    from ppaux.relay.pipeline import PipelineConfig, Plan, Stage, run_rank
     from ppaux_strategies import RecordingObserver
 
     store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
@@ -396,14 +397,12 @@ class _FakeContext:
 
 
 def test_send_and_recv_calls_use_the_ranks_all_gather_group_and_device(monkeypatch):
-    from ppaux import wire
-
     log = SentLog()
     ctx = _FakeContext(log, HalfGather())
     gloo._send(ctx, {"x": torch.arange(4.0)}, 5)
     assert ctx.peers == [5] and log.messages[-1].values == [2.0, 3.0]  # this rank's half of the tensor
     asked = []
-    monkeypatch.setattr(wire, "recv_tensor_dict", lambda ch, **kw: asked.append((ch, kw)) or {})
+    monkeypatch.setattr(gloo, "recv_tensor_dict", lambda ch, **kw: asked.append((ch, kw)) or {})
     assert gloo._recv(ctx, 7, "cpu") == {}
     assert ctx.peers == [5, 7] and asked == [(log, {"all_gather_group": ctx.all_gather, "device": "cpu"})]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ppaux.pipeline import PipelineConfig, Stage, run
-from ppaux.faults import classify
-from ppaux.transport import SGLANG_TRANSPORT
-from ppaux.wire import relay
+from ppaux.core.transport import SGLANG_TRANSPORT
+from ppaux.relay.faults import classify
+from ppaux.relay.hop import relay
+from ppaux.relay.pipeline import PipelineConfig, Stage, run
 from ppaux_strategies import PPOutput, RecordingObserver, tensors_equal
 
 pytestmark = [

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ppaux import impl, transport
-from ppaux.pytest_plugin import current_implementation
-import ppaux.pytest_plugin as plugin
+from ppaux.core import transport
+from ppaux.testing import impl
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 
@@ -38,7 +37,7 @@ def test_each_file_loads_as_a_module_of_its_own(tmp_path):
 
     first, second = tmp_path / "a.py", tmp_path / "b.py"
     source = (
-        "from ppaux.transport import _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver\n"
+        "from ppaux.core.transport import _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver\n"
         "def add_auxiliary_output_to_pp_tensors(tensors, output): pass\n"
         "def pop_auxiliary_output_from_pp_tensors(tensors, observer): pass\n"
     )
@@ -80,12 +79,6 @@ def test_a_file_that_is_not_python_cannot_load(tmp_path):
     assert str(info.value) == f"cannot load {str(path)!r} as a Python module"
 
 
-def test_current_implementation_outside_pytest_reads_the_environment(monkeypatch):
-    monkeypatch.setattr(plugin, "_current", None)
-    monkeypatch.setenv("PPAUX_IMPL", "tests.impls.unstripped_names")
-    assert current_implementation().name == "tests.impls.unstripped_names"
-
-
 @pytest.mark.parametrize("prefix", ["", None, 3])
 def test_transport_refuses_an_empty_or_non_str_prefix(prefix):
     with pytest.raises(ValueError) as info:
@@ -93,17 +86,12 @@ def test_transport_refuses_an_empty_or_non_str_prefix(prefix):
     assert str(info.value) == f"the reserved prefix must be a non-empty str, not {prefix!r}"
 
 
-def test_fixture_is_the_implementation_under_test(ppaux_impl):
-    assert ppaux_impl is current_implementation()
-
-
-def test_profiles_register_under_their_names(monkeypatch):
+def test_the_shipped_profiles_are_registered_by_the_plugin():
+    """``--hypothesis-profile=ci`` (or dev, nightly, mutation) works wherever ppaux is installed."""
     from hypothesis import settings
 
-    from ppaux.profiles import PROFILES, register
+    from ppaux.testing.profiles import PROFILES
 
-    # Only the profile in use stays (Hypothesis looks it up on every registration).
-    current = settings._current_profile
-    monkeypatch.setattr(settings, "_profiles", {k: v for k, v in settings._profiles.items() if k not in PROFILES or k == current})
-    register()
     assert {name: settings.get_profile(name) for name in PROFILES} == PROFILES
+    ci = settings.get_profile("ci")
+    assert (ci.derandomize, ci.deadline, ci.print_blob, ci.report_multiple_bugs) == (True, None, True, False)

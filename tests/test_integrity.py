@@ -6,12 +6,13 @@ import pytest
 import torch
 from hypothesis import given
 
-from ppaux.channels import LoopbackChannel
-from ppaux.integrity import INTEGRITY_TRANSPORT, MANIFEST_KEY, IntegrityTransport, checksum
-from ppaux.transport import PPAuxTransport, _OUTPUT_PREFIX
-from ppaux.wire import recv_tensor_dict, send_tensor_dict
+from ppaux.conformance.support import assert_same_dict, snapshot
+from ppaux.core.integrity import INTEGRITY_TRANSPORT, MANIFEST_KEY, IntegrityTransport, checksum
+from ppaux.core.transport import _OUTPUT_PREFIX, PPAuxTransport
+from ppaux.relay.channels import LoopbackChannel
+from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
 from ppaux_strategies import NotPPOutput, PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
-from tests.support import assert_same_dict, raises_documented, snapshot
+from tests.support import raises_catalog
 
 pytestmark = pytest.mark.wire
 
@@ -49,14 +50,14 @@ def test_manifest_lists_name_dtype_shape_and_checksum():
 def test_i1_non_contiguous_payload_is_refused_and_the_dict_is_unchanged():
     d = {"next_token_ids": torch.arange(2)}
     snap = snapshot(d)
-    with raises_documented("I1", "s"):
+    with raises_catalog("I1", "s"):
         T.add(d, PPOutput({"ok": torch.zeros(2), "s": torch.zeros(3, 2).t()}))
     assert_same_dict(d, snap)
 
 
 def test_add_errors_and_none_outputs_are_the_base_transports():
     d = {"x": 1}
-    with raises_documented("A1"):
+    with raises_catalog("A1"):
         T.add(d, NotPPOutput())
     T.add(d, None)
     assert d == {"x": 1}
@@ -65,7 +66,7 @@ def test_add_errors_and_none_outputs_are_the_base_transports():
 def test_i2_aux_keys_without_a_manifest():
     d = {_OUTPUT_PREFIX + "s": torch.zeros(1)}
     snap = snapshot(d)
-    with raises_documented("I2"):
+    with raises_catalog("I2"):
         T.pop(d, RecordingObserver())
     assert_same_dict(d, snap)
 
@@ -91,7 +92,7 @@ def test_each_tampering_is_a_documented_error_and_pop_changes_nothing(tamper, co
     tamper(d)
     snap = snapshot(d)
     obs = RecordingObserver()
-    with raises_documented(code, name):
+    with raises_catalog(code, name):
         T.pop(d, obs)
     assert_same_dict(d, snap)
     assert obs.calls == []
@@ -99,14 +100,14 @@ def test_each_tampering_is_a_documented_error_and_pop_changes_nothing(tamper, co
 
 def test_i7_output_of_another_batch():
     d = _added({"s": torch.zeros(1)}, batch=1)
-    with raises_documented("I7", 1):
+    with raises_catalog("I7", 1):
         T.pop(d, RecordingObserver(), batch=0)
 
 
 def test_base_pop_errors_keep_the_manifest():
     d = _added({"s": torch.zeros(1)})
     snap = snapshot(d)
-    with raises_documented("P1"):
+    with raises_catalog("P1"):
         T.pop(d, None)
     assert_same_dict(d, snap)
 
@@ -114,7 +115,7 @@ def test_base_pop_errors_keep_the_manifest():
 def test_non_tensor_aux_value_is_left_to_the_base_pops_p3():
     d = _added({"s": torch.zeros(1)})
     d[_OUTPUT_PREFIX + "s"] = [0.0]
-    with raises_documented("P3"):
+    with raises_catalog("P3"):
         T.pop(d, RecordingObserver())
 
 
@@ -122,7 +123,7 @@ def test_a_non_tensor_does_not_stop_the_check_of_the_tensors_after_it():
     d = _added({"s": torch.zeros(1), "t": torch.zeros(2)})
     d[_OUTPUT_PREFIX + "s"] = [0.0]
     d[_OUTPUT_PREFIX + "t"] = torch.zeros(2, dtype=torch.int32)
-    with raises_documented("I5", "t"):
+    with raises_catalog("I5", "t"):
         T.pop(d, RecordingObserver())
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from pathlib import Path
 from typing import Any, Mapping
 
 import pytest
@@ -13,9 +14,11 @@ from hypothesis import strategies as st
 from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.errors import InvalidArgument
 
-from ppaux import testing
-from ppaux.kit_findings import message
-from ppaux.testing import KitFailure, check_observer
+from ppaux.testing import KitFailure, check_observer, load
+from ppaux.testing import kit as testing
+from ppaux.testing.findings import message
+
+IMPLS = Path(__file__).resolve().parent / "impls"
 
 
 class Out:
@@ -102,11 +105,11 @@ def test_two_ways_of_failing_are_reported_as_one_failure():
 
 
 def test_the_kit_relays_over_the_channel_to_each_device_it_is_given(monkeypatch):
-    import ppaux.wire
+    import ppaux.relay.hop as hop
 
     hops = []
-    real = ppaux.wire.relay
-    monkeypatch.setattr(ppaux.wire, "relay", lambda d, **kw: hops.append(kw) or real(d, channel="loopback", device=kw["device"]))
+    real = hop.relay
+    monkeypatch.setattr(testing, "relay", lambda d, **kw: hops.append(kw) or real(d, channel="loopback", device=kw["device"]))
     check_observer(Obs, outs(**{"kit.a": torch.zeros(2)}), channel="gloo", devices=["cpu", "meta"],
                    settings=settings(database=None, max_examples=1))
     assert hops == [{"channel": "gloo", "device": torch.device("cpu")}, {"channel": "gloo", "device": torch.device("meta")}]
@@ -440,6 +443,9 @@ def test_one_failing_output_is_one_failure_even_with_several_bugs():
         (dict(devices=torch.device("cpu")), "devices=device(type='cpu') must be 'auto' or a non-empty sequence of devices"),
         (dict(devices=[]), "devices=[] must be 'auto' or a non-empty sequence of devices"),
         (dict(devices=5), "devices=5 must be 'auto' or a non-empty sequence of devices"),
+        (dict(impl=3), "impl=3 must be None, an Implementation, or a module name or .py path"),
+        (dict(impl="no_such_impl_module"), "impl='no_such_impl_module': cannot import implementation module "
+                                           "'no_such_impl_module': ModuleNotFoundError: No module named 'no_such_impl_module'"),
     ],
 )
 def test_bad_arguments_are_invalid_argument(kwargs, text):
@@ -457,8 +463,18 @@ def test_unknown_device_is_invalid_argument(bad):
     assert str(info.value).startswith(f"devices={bad!r}: ")
 
 
-def test_pytest_fixture_is_the_kit(ppaux_observer_check):
-    assert ppaux_observer_check is check_observer
+@pytest.mark.parametrize("impl", [str(IMPLS / "unstripped_names.py"), load(str(IMPLS / "unstripped_names.py"))], ids=["path", "Implementation"])
+def test_the_kit_relays_with_the_implementation_it_is_given(impl):
+    """A pop that hands the observer prefixed names breaks the round trip; ppaux's own does not."""
+    failure = kit_failure(Obs, outs(**{"kit.a": torch.zeros(2)}), impl=impl, settings=settings(database=None, max_examples=1))
+    assert failure.code == "K9" and "names ['kit.a'] became ['__sampling_observer_output__.kit.a']" in str(failure)
+    check_observer(Obs, outs(**{"kit.a": torch.zeros(2)}), settings=settings(database=None, max_examples=1))
+
+
+def test_the_pytest_fixture_runs_the_kit(ppaux_observer_check):
+    with pytest.raises(KitFailure) as info:
+        ppaux_observer_check(Obs, st.just(object()), settings=settings(database=None, max_examples=1))
+    assert str(info.value) == message("A1")
 
 
 class Cyclic:
@@ -477,7 +493,7 @@ def test_output_in_a_reference_cycle_is_not_retention():
 @pytest.mark.wire
 @pytest.mark.gloo
 def test_a_well_behaved_pair_survives_the_real_gloo_relay():
-    """The same checks with the hop over two real gloo processes (ppaux.wire.relay, channel="gloo")."""
+    """The same checks with the hop over two real gloo processes (ppaux.relay.relay, channel="gloo")."""
     seen = []
 
     class Records(Obs):
@@ -490,7 +506,7 @@ def test_a_well_behaved_pair_survives_the_real_gloo_relay():
     def tracked():
         return good().map(lambda out: sent.append({n: t.data_ptr() for n, t in out.payload.items() if t.numel()}) or out)
 
-    from ppaux import gloo
+    from ppaux.relay import gloo
 
     gloo.stop_all()  # a cold start: the first hop spawns the workers, far past a 200 ms deadline
     check_observer(Records, tracked(), channel="gloo", settings=settings(max_examples=6, database=None, deadline=200))

@@ -1,14 +1,14 @@
-"""The plugin authors' README section says what the kit does."""
+"""The plugin authors' page (docs/kit.md) says what the kit does."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from examples.topk_logprobs.plugin import VALUES
-from ppaux.kit_findings import FINDINGS, markdown_table, message
+from ppaux.testing.findings import FINDINGS, markdown_table, message
 
 ROOT = Path(__file__).resolve().parent.parent
-DOC = (ROOT / "README.md").read_text(encoding="utf-8")
+DOC = (ROOT / "docs" / "kit.md").read_text(encoding="utf-8")
 
 
 def test_findings_table_is_the_generated_one():

@@ -10,7 +10,7 @@ import warnings
 import pytest
 import torch
 
-from ppaux.kit_findings import GLOO_REJECTED_DTYPES
+from ppaux.testing.findings import GLOO_REJECTED_DTYPES
 
 pytestmark = [pytest.mark.wire, pytest.mark.gloo]
 

@@ -7,10 +7,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ppaux.errors import CATALOG, AuxiliaryPPError
-from ppaux.faults import classify
-from ppaux.pipeline import PipelineConfig, Stage, check_wiring, run, sample
-from ppaux.transport import _OUTPUT_PREFIX
+from ppaux.core.errors import CATALOG, AuxiliaryPPError
+from ppaux.core.transport import _OUTPUT_PREFIX
+from ppaux.relay.faults import classify
+from ppaux.relay.pipeline import PipelineConfig, Stage, check_wiring, run, sample
 from ppaux_strategies import NotPPObserver, RecordingObserver, aux_payloads, tensors, tensors_equal
 
 pytestmark = pytest.mark.wire
@@ -157,8 +157,8 @@ def test_the_last_stage_samples_the_documented_entries_on_its_device():
 
 
 def test_a_loopback_rank_talks_to_each_peer_over_its_own_pair_of_queues():
-    from ppaux.channels import Stall, mailbox
-    from ppaux.pipeline import LoopbackContext
+    from ppaux.relay.channels import Stall, mailbox
+    from ppaux.relay.pipeline import LoopbackContext
 
     links = {(a, b): mailbox() for a in range(2) for b in range(2)}
     stall = Stall(alive=2)
@@ -167,7 +167,7 @@ def test_a_loopback_rank_talks_to_each_peer_over_its_own_pair_of_queues():
 
 
 def test_loopback_ranks_get_all_gather_members_only_in_groups_of_two_or_more():
-    from ppaux.pipeline import run_loopback
+    from ppaux.relay.pipeline import run_loopback
 
     solo = run_loopback(2, 1, lambda ctx: ctx.all_gather, ())
     assert {r: (o.status, o.value) for r, o in solo.items()} == {0: ("ok", None), 1: ("ok", None)}
@@ -180,8 +180,8 @@ def test_a_rank_that_is_still_working_is_not_taken_for_stuck():
     and one of two live ranks waiting is not a stuck world."""
     import time
 
-    from ppaux.pipeline import run_loopback
-    from ppaux.wire import recv_tensor_dict, send_tensor_dict
+    from ppaux.relay.pipeline import run_loopback
+    from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
 
     def fn(ctx):
         if ctx.rank == 1:
@@ -197,7 +197,7 @@ def test_a_rank_that_is_still_working_is_not_taken_for_stuck():
 def test_all_gather_gives_up_after_the_timeout_it_is_given():
     """Rank 1 never joins the gather: rank 0 gives up after ``timeout`` (0.2 s), which rank 1
     sees as the world's failure while it still waits (for up to 20 s)."""
-    from ppaux.pipeline import run_loopback
+    from ppaux.relay.pipeline import run_loopback
 
     def fn(ctx):
         if ctx.rank == 0:
@@ -209,7 +209,7 @@ def test_all_gather_gives_up_after_the_timeout_it_is_given():
 
 
 def test_an_error_in_a_rank_is_its_outcome():
-    from ppaux.pipeline import run_loopback
+    from ppaux.relay.pipeline import run_loopback
 
     def fn(ctx):
         if ctx.rank == 1:
@@ -220,7 +220,7 @@ def test_an_error_in_a_rank_is_its_outcome():
 
 
 def test_each_loopback_rank_gets_its_own_deep_copy_of_the_plan(monkeypatch):
-    import ppaux.pipeline as pipeline
+    import ppaux.relay.pipeline as pipeline
 
     seen = []
     config = _ring(2, RecordingObserver(), outputs=[PAYLOAD])
@@ -262,8 +262,8 @@ def test_a_step_without_aux_output_reports_nothing_received():
 def test_the_last_stages_receiver_counts_itself_alive_and_waits_where_the_stall_sees_it():
     import time
 
-    from ppaux.channels import Stall
-    from ppaux.pipeline import _Receiver
+    from ppaux.relay.channels import Stall
+    from ppaux.relay.pipeline import _Receiver
 
     stall = Stall(alive=3)
     seen = []
@@ -283,8 +283,8 @@ def test_the_last_stages_receiver_counts_itself_alive_and_waits_where_the_stall_
 
 
 def test_a_receiver_error_is_raised_by_results_and_it_stops_counting_itself():
-    from ppaux.channels import Stall
-    from ppaux.pipeline import _Receiver
+    from ppaux.relay.channels import Stall
+    from ppaux.relay.pipeline import _Receiver
 
     stall = Stall(alive=1)
 
@@ -299,9 +299,9 @@ def test_a_receiver_error_is_raised_by_results_and_it_stops_counting_itself():
 
 
 def test_run_hands_its_fault_step_and_timeout_to_the_channel(monkeypatch):
-    import ppaux.pipeline as pipeline
-    from ppaux import gloo
-    from ppaux.faults import DropKey
+    import ppaux.relay.pipeline as pipeline
+    from ppaux.relay import gloo
+    from ppaux.relay.faults import DropKey
 
     calls = []
     monkeypatch.setattr(pipeline, "run_loopback", lambda n, ag, fn, args, **kw: calls.append(("loopback", n, ag, args[0].fault_step, kw)) or {})
@@ -324,7 +324,7 @@ def test_run_hands_its_fault_step_and_timeout_to_the_channel(monkeypatch):
 def test_a_rank_that_returns_leaves_the_count_of_live_threads():
     import time
 
-    from ppaux.pipeline import run_loopback
+    from ppaux.relay.pipeline import run_loopback
 
     def fn(ctx):
         if ctx.rank == 1:  # rank 0 returns at once; wait (at most 5 s) to see it counted out

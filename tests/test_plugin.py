@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ppaux.pytest_plugin import failure_details
+from ppaux.testing.results import failure_details
 
 PROPERTY = '''
 import pytest
@@ -109,7 +109,7 @@ def test_a_strict_xpass_is_recorded_as_failed_without_an_error_line(pytester):
 def test_implementations_pretty_print_as_one_line():
     from hypothesis.vendor.pretty import pretty
 
-    from ppaux.impl import load
+    from ppaux.testing.impl import load
 
     assert pretty(load(None)) == "<ppaux prefix='__sampling_observer_output__.'>"
 

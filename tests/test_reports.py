@@ -21,17 +21,17 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 
 def test_mutation_score_per_module_and_gate():
-    listing = """    ppaux.transport.xǁPPAuxTransportǁadd__mutmut_1: killed
-    ppaux.transport.xǁPPAuxTransportǁadd__mutmut_2: survived
+    listing = """    ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_1: killed
+    ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_2: survived
     ppaux.cli.x_main__mutmut_1: killed
     ppaux.cli.x_main__mutmut_2: timeout
     ppaux.cli.x_main__mutmut_3: segfault
 """
     results = parse_results(listing)
-    assert module_of("ppaux.transport.xǁPPAuxTransportǁadd__mutmut_1") == "ppaux.transport"
+    assert module_of("ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_1") == "ppaux.core.transport"
     modules = score(results)
-    assert modules["ppaux.transport"]["score"] == 50.0 and not modules["ppaux.transport"]["passes"]
-    assert modules["ppaux.transport"]["survivors"] == [{"mutant": "ppaux.transport.xǁPPAuxTransportǁadd__mutmut_2", "status": "survived"}]
+    assert modules["ppaux.core.transport"]["score"] == 50.0 and not modules["ppaux.core.transport"]["passes"]
+    assert modules["ppaux.core.transport"]["survivors"] == [{"mutant": "ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_2", "status": "survived"}]
     assert modules["ppaux.cli"] == {"total": 3, "killed": 3, "survivors": [], "score": 100.0, "gate": 95.0, "passes": True}
 
 
@@ -57,9 +57,9 @@ def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_
 
 
 def test_only_scores_the_mutants_it_names():
-    results = {"ppaux.transport.x_add__mutmut_1": "killed", "ppaux.errors.x_lookup__mutmut_1": "survived", "ppaux.cli.x_main__mutmut_1": "not checked"}
+    results = {"ppaux.core.transport.x_add__mutmut_1": "killed", "ppaux.core.errors.x_lookup__mutmut_1": "survived", "ppaux.cli.x_main__mutmut_1": "not checked"}
     assert select(results, []) == results
-    assert select(results, ["ppaux.transport*", "ppaux.errors*"]) == {"ppaux.transport.x_add__mutmut_1": "killed", "ppaux.errors.x_lookup__mutmut_1": "survived"}
+    assert select(results, ["ppaux.core.transport*", "ppaux.core.errors*"]) == {"ppaux.core.transport.x_add__mutmut_1": "killed", "ppaux.core.errors.x_lookup__mutmut_1": "survived"}
 
 
 _MARKED = (

@@ -1,5 +1,8 @@
-"""The suite against SGLang's released transport: the contract holds, and the robustness
-guarantees fail with exactly the known findings."""
+"""The suite against SGLang's released transport (opt-in: ``-m sglang``; it downloads the release).
+
+The contract holds, and the robustness guarantees fail with exactly the known findings: in the
+``ppaux check`` report, and in one pytest process beside the nested-session tests, in both test orders.
+"""
 
 from __future__ import annotations
 
@@ -7,56 +10,67 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from ppaux.core.clauses import CLAUSES
 from tests import sglang_release
+from tests.whole_suite import failed, robustness_tests, run_in_one_process
 
 pytestmark = pytest.mark.sglang
 
-ROOT = Path(__file__).resolve().parent.parent
-
-# nodeid -> the start of the error each finding produces (README: "SGLang's findings").
+# The clauses SGLang 0.5.23 breaks, and the start of the error each one's test reports.
 FINDINGS = {
-    # contract add.6: SGLang writes each item as it passes, so a bad later item leaves the earlier keys.
-    "tests/test_robustness.py::test_failed_add_leaves_dict_exactly_as_before":
-        "AssertionError: keys changed: [] -> ['__sampling_observer_output__.scores']",
-    "tests/test_stateful.py::TestRobustInterleaving::runTest": "AssertionError",
-    # contract pop.1: a non-str key in the PP dict crashes pop.
-    "tests/test_robustness.py::test_non_str_keys_are_ordinary_keys":
-        "AttributeError: 'int' object has no attribute 'startswith'",
-    # Not listed in contract.md: pop deletes by the dict it handed the observer.
-    "tests/test_robustness.py::test_observer_changing_its_dict_does_not_change_the_pp_dict":
-        "AssertionError: keys changed: ['next_token_ids'] -> ['next_token_ids', '__sampling_observer_output__.0']",
+    # add.6: SGLang writes each item as it passes, so a bad later item leaves the earlier keys.
+    "add.6": "AssertionError: keys changed:",
+    # pop.1: a non-str key in the PP dict crashes pop.
+    "pop.1": "AttributeError: 'int' object has no attribute 'startswith'",
+    # pop.4: pop deletes by the dict it handed the observer.
+    "pop.4": "AssertionError: keys changed:",
+    "no-leaked-keys": "AssertionError",
 }
 
 
 @pytest.fixture(scope="module")
-def sglang_report(tmp_path_factory):
+def sglang_path(tmp_path_factory):
     tree = sglang_release.extract(tmp_path_factory.mktemp("sglang-tree"))
-    out = tmp_path_factory.mktemp("report")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]))
+    return os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])
+
+
+@pytest.fixture(scope="module")
+def sglang_report(sglang_path, tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("empty")
     proc = subprocess.run(
-        [sys.executable, "-m", "ppaux", "check", "--impl", sglang_release.MODULE, "--report", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "ppaux", "check", "--impl", sglang_release.MODULE, "--report", "out"],
+        cwd=cwd, env=dict(os.environ, PYTHONPATH=sglang_path), capture_output=True, text=True, timeout=300,
     )
-    assert proc.returncode in (0, 1), proc.stderr
-    return json.loads((out / "conformance.json").read_text())
-
-
-def _tests(report, mark):
-    return [t for c in report["clauses"] for t in c["tests"] if mark in t["marks"]]
+    assert proc.returncode == 1, proc.stderr
+    return json.loads((cwd / "out" / "conformance.json").read_text())
 
 
 def test_sglang_keeps_the_contract(sglang_report):
-    contract = _tests(sglang_report, "contract")
+    contract = [t for c in sglang_report["clauses"] for t in c["tests"] if "contract" in t["marks"]]
     assert contract and all(t["outcome"] == "passed" for t in contract), [t["nodeid"] for t in contract if t["outcome"] != "passed"]
 
 
-def test_sglang_breaks_exactly_the_known_robustness_guarantees(sglang_report):
-    failed = {t["nodeid"]: t for t in _tests(sglang_report, "robustness") if t["outcome"] == "failed"}
-    assert set(failed) == set(FINDINGS)
-    for nodeid, error in FINDINGS.items():
-        assert failed[nodeid]["error"].startswith(error), (nodeid, failed[nodeid]["error"])
-        assert failed[nodeid]["example"], f"{nodeid} has no minimal example in the report"
+def test_sglang_breaks_exactly_the_known_clauses_each_with_its_statement_and_example(sglang_report):
+    assert sglang_report["failed_clauses"] == [c for c in CLAUSES if c in FINDINGS]
+    for clause in sglang_report["clauses"]:
+        if clause["clause"] not in FINDINGS:
+            continue
+        assert clause["statement"] == CLAUSES[clause["clause"]].statement
+        for test in clause["tests"]:
+            # A clause's contract tests pass; its robustness tests are the ones that fail.
+            assert (test["outcome"] == "failed") == ("robustness" in test["marks"]), test["nodeid"]
+            if test["outcome"] == "passed":
+                continue
+            assert test["error"].startswith(FINDINGS[clause["clause"]]), (test["nodeid"], test["error"])
+            # Every property shows its minimal example; the one plain test is an example itself.
+            assert test["example"] or "given" not in test["doc"], test["nodeid"]
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["collected order", "reversed"])
+def test_sglang_fails_exactly_the_robustness_tests_beside_nested_sessions(sglang_path, tmp_path, reverse):
+    status, rows, output = run_in_one_process(sglang_release.MODULE, tmp_path, reverse=reverse, pythonpath=sglang_path)
+    assert status == 1, output
+    assert failed(rows) == robustness_tests(rows), output

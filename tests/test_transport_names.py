@@ -9,10 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-
 from ppaux import transport
+from ppaux.conformance.support import assert_same_objects
 from ppaux_strategies import PPOutput, RecordingObserver
-from tests.support import assert_same_objects
 
 
 def test_module_functions_use_sglang_prefix_and_round_trip():

@@ -8,11 +8,18 @@ import pytest
 import torch
 from hypothesis import given
 
-from ppaux.channels import GLOO_NOT_CONTIGUOUS, ChannelHang, LoopbackChannel, ThreadAllGather, WireSizeMismatch
-from ppaux.pytest_plugin import current_implementation
-from ppaux.transport import _OUTPUT_PREFIX
-from ppaux.wire import (
-    TensorMetadata, recv_object, recv_tensor_dict, relay, send_object, send_split, send_tensor_dict, split_tensor_dict,
+from ppaux.core.transport import _OUTPUT_PREFIX
+from ppaux.core.transport import SGLANG_TRANSPORT as impl
+from ppaux.relay.channels import GLOO_NOT_CONTIGUOUS, ChannelHang, LoopbackChannel, ThreadAllGather, WireSizeMismatch
+from ppaux.relay.hop import relay
+from ppaux.relay.wire import (
+    TensorMetadata,
+    recv_object,
+    recv_tensor_dict,
+    send_object,
+    send_split,
+    send_tensor_dict,
+    split_tensor_dict,
 )
 from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
 from tests.support import DoneWork, SentLog
@@ -34,7 +41,6 @@ def _hop(d, **kw):
 def test_round_trip_through_the_wire_hands_the_observer_equal_tensors(d, payload):
     """add, relay, pop: the observer gets every aux tensor equal in value, dtype and shape, on the
     receiver's device; the other keys arrive in order with equal values; no aux key is left."""
-    impl = current_implementation()
     sent = dict(d)
     impl.add(d, PPOutput(payload))
     got = _hop(d)
@@ -88,7 +94,7 @@ def test_requires_grad_and_subclasses_are_not_preserved():
 def test_sglang_finding_non_contiguous_aux_payload_breaks_the_relay():
     """SGLang finding: add keeps a non-contiguous aux tensor as is, and the relay refuses it with gloo's error."""
     d = {"next_token_ids": torch.arange(2)}
-    current_implementation().add(d, PPOutput({"scores": torch.arange(6.0).reshape(2, 3).t()}))
+    impl.add(d, PPOutput({"scores": torch.arange(6.0).reshape(2, 3).t()}))
     ch = LoopbackChannel()
     with pytest.raises(RuntimeError) as info:
         send_tensor_dict(ch, d)
@@ -172,7 +178,7 @@ def test_sglang_finding_rank_divergent_aux_tensor_is_silently_mixed():
     got = _all_gather_hop([rank0, rank1])
     for received in got:
         obs = RecordingObserver()
-        current_implementation().pop(received, obs)
+        impl.pop(received, obs)
         assert obs.snapshots[0]["scores"].tolist() == [1.0, 2.0, 30.0, 40.0]
 
 
@@ -266,7 +272,7 @@ def test_receiver_allocates_exactly_what_the_wire_format_says():
 def test_receiver_asks_for_its_own_device_of_the_sent_type(monkeypatch):
     """Which device each tensor lands on is decided from the sent type and the receiver's own
     device (cuda:1 for a "cuda" tensor on a stage at cuda:1); recorded, as this machine may lack CUDA."""
-    from ppaux import wire
+    from ppaux.relay import wire
 
     asked = []
     real = wire._receiver_device
@@ -280,7 +286,7 @@ def test_receiver_asks_for_its_own_device_of_the_sent_type(monkeypatch):
 
 
 def test_a_receive_nobody_can_ever_answer_gives_up_with_its_reason():
-    from ppaux.channels import Stall, mailbox
+    from ppaux.relay.channels import Stall, mailbox
 
     links = mailbox()
     # One live thread, and it is this one, waiting: nothing can ever arrive.

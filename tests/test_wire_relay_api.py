@@ -1,11 +1,12 @@
-"""ppaux.wire.relay: the one-hop relay used by the plugin-author kit."""
+"""ppaux.relay.relay: the one-hop relay used by the plugin-author kit."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from ppaux.wire import relay
+from ppaux.relay import gloo, hop
+from ppaux.relay.hop import relay
 
 pytestmark = pytest.mark.wire
 
@@ -44,11 +45,9 @@ def test_relay_rejects_unknown_channel():
 
 def test_relay_hands_the_receivers_device_to_the_receiving_end(monkeypatch):
     """On a CPU-only machine every device lands as "cpu", so record what each channel is told."""
-    from ppaux import gloo, wire
-
     told = []
-    real_recv = wire.recv_tensor_dict
-    monkeypatch.setattr(wire, "recv_tensor_dict", lambda ch, **kw: told.append(("loopback", kw)) or real_recv(ch, **kw))
+    real_recv = hop.recv_tensor_dict
+    monkeypatch.setattr(hop, "recv_tensor_dict", lambda ch, **kw: told.append(("loopback", kw)) or real_recv(ch, **kw))
     monkeypatch.setattr(gloo, "relay", lambda d, **kw: told.append(("gloo", kw)) or dict(d))
     relay(SAMPLE, channel="loopback", device="cuda:1")
     relay(SAMPLE, channel="gloo", device="cuda:1")

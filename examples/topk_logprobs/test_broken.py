@@ -5,8 +5,8 @@ import pytest
 from examples.topk_logprobs import outputs
 from examples.topk_logprobs.broken import ForgetfulObserver, SlicedObserver
 from examples.topk_logprobs.plugin import TOKEN_IDS, VALUES
-from ppaux.kit_findings import message
 from ppaux.testing import KitFailure, check_observer
+from ppaux.testing.findings import message
 
 
 def test_sliced_topk_is_reported_as_non_contiguous():

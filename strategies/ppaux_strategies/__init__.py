@@ -3,6 +3,7 @@
 Import name ``ppaux_strategies`` (shipped by the ``ppaux`` distribution; the source
 lives under ``strategies/``). Every strategy takes keyword-only options, validates them
 up front with :class:`hypothesis.errors.InvalidArgument`, and says how it shrinks.
+They depend on the contract core only; strategies of relay faults are :mod:`ppaux.relay.strategies`.
 """
 
 from ppaux_strategies.doubles import (
@@ -14,7 +15,6 @@ from ppaux_strategies.doubles import (
     Rebuilt,
     RecordingObserver,
 )
-from ppaux_strategies.faults import FaultSchedule, fault_schedules, faults
 from ppaux_strategies.keys import SGLANG_PREFIX, aux_names, near_prefix_keys, prefixes, transport_dicts
 from ppaux_strategies.outputs import aux_outputs, aux_payloads, observers
 from ppaux_strategies.tensors import devices, dtypes, shapes, tensors, tensors_equal, visible_devices
@@ -28,14 +28,11 @@ __all__ = [
     "RaisingPPOutput",
     "Rebuilt",
     "RecordingObserver",
-    "FaultSchedule",
     "aux_names",
     "aux_outputs",
     "aux_payloads",
     "devices",
     "dtypes",
-    "fault_schedules",
-    "faults",
     "near_prefix_keys",
     "observers",
     "prefixes",

@@ -7,8 +7,8 @@ from typing import Any, Dict, Optional
 import torch
 from hypothesis import strategies as st
 
-from ppaux_strategies._validation import check_prefix, check_range, check_type
 from ppaux_strategies.tensors import tensors as tensors_st
+from ppaux_strategies.validation import check_prefix, check_range, check_type
 
 SGLANG_PREFIX = "__sampling_observer_output__."
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import torch
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ppaux_strategies._validation import check_prefix, check_range, check_type, check_order
 from ppaux_strategies.doubles import (
     OBSERVER_MODES,
     NotPPObserver,
@@ -19,6 +18,7 @@ from ppaux_strategies.doubles import (
 )
 from ppaux_strategies.keys import SGLANG_PREFIX, aux_names
 from ppaux_strategies.tensors import tensors as tensors_st
+from ppaux_strategies.validation import check_order, check_prefix, check_range, check_type
 
 # Values torch.is_tensor rejects, each a plausible plugin slip.
 NON_TENSORS = st.sampled_from([None, 0, 1.5, "tensor", [0.0], (1,)])
@@ -36,21 +36,30 @@ def _checked(prefix: str, min_size: int, max_size: int, tensors: Optional[st.Sea
     return tensors
 
 
-@st.composite
-def _malformed_payload(draw, prefix, max_size, tensors, collide_with):
+def _malformed_payload(prefix: str, max_size: int, tensors: st.SearchStrategy, collide_with: Optional[Mapping[Any, Any]]) -> st.SearchStrategy[Any]:
+    """Valid items, then one defective item, then any items: every draw has a defect, and the
+    valid items before it show whether add wrote anything before refusing."""
     names = aux_names(prefix=prefix)
+    defects = [st.tuples(BAD_NAMES, st.one_of(tensors, NON_TENSORS)), st.tuples(names, NON_TENSORS)]
     if collide_with:
         # Names whose reserved key is already in the dict: A5 on add.
         taken = [k[len(prefix):] for k in collide_with if isinstance(k, str) and k.startswith(prefix) and len(k) > len(prefix)]
         if taken:
-            names = st.one_of(names, st.sampled_from(taken))
-    n = draw(st.integers(1, max_size))
-    items = []
-    for _ in range(n):
-        name = draw(st.one_of(names, BAD_NAMES))
-        value = draw(st.one_of(tensors, NON_TENSORS))
-        items.append((name, value))
-    return dict(items)
+            defects.append(st.tuples(st.sampled_from(taken), tensors))
+    valid = st.lists(st.tuples(names, tensors), max_size=max_size - 1, unique_by=lambda item: item[0])
+    anything = st.tuples(st.one_of(names, BAD_NAMES), st.one_of(tensors, NON_TENSORS))
+
+    @st.composite
+    def payload(draw: Any) -> Dict[Any, Any]:
+        out = dict(draw(valid))
+        name, value = draw(st.one_of(defects))
+        # The defect always lands (replacing a valid item of the same name); later items never undo it.
+        out[name] = value
+        for name, value in draw(st.lists(anything, max_size=max_size - len(out))):
+            out.setdefault(name, value)
+        return out
+
+    return payload()
 
 
 def aux_payloads(
@@ -65,11 +74,13 @@ def aux_payloads(
     """Draw what ``to_pp_tensors()`` returns.
 
     ``valid=True``: a dict of ``min_size`` to ``max_size`` distinct non-empty ``str``
-    names (see :func:`aux_names`) to tensors. ``valid=False``: also ``{}``, ``None``,
-    non-``str`` or empty names, non-tensor values and, given ``collide_with`` (a PP dict),
-    names whose reserved key is already in it; items are mixed so that precedence shows.
+    names (see :func:`aux_names`) to tensors. ``valid=False``: also ``{}``, ``None``, and
+    payloads of at most ``max_size`` items with a defect after zero or more valid items (a
+    non-``str`` or empty name, a non-tensor value or, given ``collide_with`` (a PP dict), a
+    name whose reserved key is already in it), then any items: precedence shows, and so does
+    whatever add wrote before it refused.
 
-    Shrinks towards one short name bound to a small zero tensor.
+    Shrinks towards one short name bound to a small zero tensor (``valid=False``: towards ``{}``).
     """
     tensors = _checked(prefix, min_size, max_size, tensors)
     check_type(bool, valid, "valid")

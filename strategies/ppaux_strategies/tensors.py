@@ -8,7 +8,7 @@ from typing import Optional, Sequence, Tuple
 import torch
 from hypothesis import strategies as st
 
-from ppaux_strategies._validation import check_range, check_type, check_order
+from ppaux_strategies.validation import check_order, check_range, check_type
 
 # Ordered simplest first: Hypothesis shrinks sampled_from towards the front.
 ALL_DTYPES: Tuple[torch.dtype, ...] = tuple(

@@ -1,0 +1,133 @@
+"""``ppaux check``: run the shipped conformance suite (:mod:`ppaux.conformance`) against an
+implementation and write a conformance report (Markdown, JSON, optionally JUnit XML) with each
+clause's statement, verdict, minimal example and reproduce blob."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Dict, List
+
+import ppaux.conformance as conformance
+from ppaux.cli.usage import UsageError
+from ppaux.core.clauses import CLAUSES, statement
+from ppaux.testing.impl import DEFAULT_IMPL, ImplementationError, load
+from ppaux.testing.profiles import PROFILES
+
+SUITE = "ppaux.conformance"
+# Node ids read "ppaux/conformance/test_add.py::..." from a checkout and from a wheel alike.
+ROOT = Path(conformance.__file__).resolve().parent.parent.parent
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--impl", metavar="MODULE_OR_FILE", help="implementation to check (default: ppaux's own)")
+    parser.add_argument("--profile", default="ci", help=f"Hypothesis profile: {', '.join(PROFILES)} (default: ci)")
+    parser.add_argument("--report", default="reports/out/conformance", metavar="DIR", help="where to write conformance.md and conformance.json")
+    parser.add_argument("--marks", default="contract or robustness", metavar="EXPR", help="which tests (pytest -m expression; default: 'contract or robustness')")
+    parser.add_argument("--tests", metavar="EXPR", help="narrow further by test name (pytest -k expression)")
+    parser.add_argument("--junit", metavar="PATH", help="also write the child run's JUnit XML there")
+
+
+def build_report(rows: List[Dict[str, Any]], *, impl: str, profile: str, marks: str) -> Dict[str, Any]:
+    """Group per-test rows by contract clause, in the contract's order; a clause holds when none of its tests failed."""
+    clauses: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()
+    for row in rows:
+        key = row.get("clause") or "unclassified"
+        entry = clauses.setdefault(key, {"clause": key, "statement": statement(row.get("clause")), "marks": [], "verdict": "pass", "tests": []})
+        entry["tests"].append(row)
+        entry["marks"] = sorted(set(entry["marks"]) | set(row.get("marks", [])))
+        if row["outcome"] == "failed":
+            entry["verdict"] = "fail"
+    # In the contract's order; clauses it does not know (a user's own marks, none) after, as first seen.
+    order = {clause_id: i for i, clause_id in enumerate(CLAUSES)}
+    ordered = sorted(clauses.values(), key=lambda c: order.get(c["clause"], len(order)))
+    failed = [c for c in ordered if c["verdict"] == "fail"]
+    return {
+        "implementation": impl,
+        "profile": profile,
+        "marks": marks,
+        "verdict": "fail" if failed or not rows else "pass",
+        "counts": {o: sum(r["outcome"] == o for r in rows) for o in ("passed", "failed", "skipped")},
+        "failed_clauses": [c["clause"] for c in failed],
+        "clauses": ordered,
+    }
+
+
+def render_markdown(report: Dict[str, Any]) -> str:
+    lines = [
+        f"# Conformance report: `{report['implementation']}`",
+        "",
+        f"Verdict: **{report['verdict'].upper()}** (profile `{report['profile']}`, tests `{report['marks']}`; "
+        f"{report['counts']['passed']} passed, {report['counts']['failed']} failed, {report['counts']['skipped']} skipped)",
+    ]
+    if report["failed_clauses"]:
+        lines += ["", f"Clauses broken: {', '.join(report['failed_clauses'])}"]
+    lines += ["", "| clause | verdict | statement | marks | tests |", "| --- | --- | --- | --- | --- |"]
+    for c in report["clauses"]:
+        lines.append(f"| {c['clause']} | {c['verdict']} | {c['statement']} | {', '.join(c['marks'])} | {len(c['tests'])} |")
+    failures = [(c, t) for c in report["clauses"] for t in c["tests"] if t["outcome"] == "failed"]
+    if failures:
+        lines += ["", "## Counterexamples"]
+    for clause, test in failures:
+        lines += ["", f"### {clause['clause']}: `{test['nodeid']}`", ""]
+        if clause["statement"]:
+            lines += [f"Clause: {clause['statement']}", ""]
+        lines += [test.get("doc") or "", "", f"Error: `{test.get('error') or 'see the test output'}`", ""]
+        if test.get("example"):
+            lines += ["```", test["example"], "```", ""]
+        if test.get("blob"):
+            lines += [f"Replay: add `{test['blob']}` above the test.", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def pytest_command(args: argparse.Namespace, spec: str, results: str, ini: str) -> List[str]:
+    """The child run: the installed suite, under an empty config of its own (the caller's
+    pytest config and conftest.py are theirs, not the suite's)."""
+    cmd = [sys.executable, "-m", "pytest", "--pyargs", SUITE, "-q", "-p", "no:cacheprovider",
+           "-c", ini, "--rootdir", str(ROOT), "--confcutdir", str(ROOT / "ppaux" / "conformance"),
+           "-m", args.marks, "--hypothesis-profile", args.profile, "--ppaux-results", results]
+    if spec:
+        cmd += ["--ppaux-impl", spec]
+    if args.tests:
+        cmd += ["-k", args.tests]
+    if args.junit:
+        cmd += ["--junitxml", str(Path(args.junit).resolve())]
+    return cmd
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.profile not in PROFILES:
+        raise UsageError(f"unknown profile {args.profile!r}; choose from {', '.join(PROFILES)}")
+    spec = args.impl or ""
+    if spec and Path(spec).is_file():
+        spec = str(Path(spec).resolve())
+    try:
+        load(spec)
+    except ImplementationError as exc:
+        raise UsageError(str(exc)) from None
+    out = Path(args.report)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        results, ini = os.path.join(tmp, "results.jsonl"), os.path.join(tmp, "pytest.ini")
+        Path(ini).write_bytes(b"[pytest]\n")
+        # The caller's directory stays the working directory: their implementation module imports from it.
+        proc = subprocess.run(pytest_command(args, spec, results, ini), text=True, capture_output=True)
+        rows = [json.loads(line) for line in Path(results).read_text().splitlines()] if os.path.exists(results) else []
+    if proc.returncode not in (0, 1):
+        # Collection or usage failure inside pytest: show its own words, exit as a usage error.
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+        raise UsageError(f"the suite did not run (pytest exit {proc.returncode})")
+    report = build_report(rows, impl=args.impl or DEFAULT_IMPL, profile=args.profile, marks=args.marks)
+    (out / "conformance.json").write_text(json.dumps(report, indent=2) + "\n")
+    markdown = render_markdown(report)
+    (out / "conformance.md").write_text(markdown)
+    print(markdown)
+    written = [out / "conformance.md", out / "conformance.json"] + ([Path(args.junit)] if args.junit else [])
+    print("report written to " + ", ".join(str(p) for p in written))
+    return 0 if report["verdict"] == "pass" else 1

@@ -1,0 +1,41 @@
+"""``ppaux faults``: print the fault matrix (:mod:`ppaux.relay.matrix`) and write it as Markdown and JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from ppaux.cli.usage import UsageError
+from ppaux.relay.hop import CHANNELS
+from ppaux.relay.matrix import EXPECTED, markdown, matrix
+
+DEFAULT_REPORT = os.path.join("reports", "out", "faults")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--channel", choices=CHANNELS, default="loopback", help="loopback (threads) or gloo (processes on 127.0.0.1)")
+    parser.add_argument("--integrity", action="store_true", help="add/pop with the integrity manifest (off by default, as SGLang)")
+    parser.add_argument("--report", default=DEFAULT_REPORT, metavar="DIR", help=f"where to write faults-<channel>[-integrity].md/.json (default {DEFAULT_REPORT})")
+    parser.add_argument("--timeout", type=float, default=1.0, metavar="S", help="gloo watchdog per run, seconds (default 1)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    expected = EXPECTED[(args.channel, args.integrity)]
+    cells = matrix(channel=args.channel, integrity=args.integrity, timeout=args.timeout)
+    text = markdown(cells, channel=args.channel, integrity=args.integrity, expected=expected)
+    os.makedirs(args.report, exist_ok=True)
+    stem = os.path.join(args.report, f"faults-{args.channel}" + ("-integrity" if args.integrity else ""))
+    # Bytes, UTF-8 encoded here: the files do not depend on the locale.
+    Path(stem + ".md").write_bytes(text.encode())
+    data = {"channel": args.channel, "integrity": args.integrity, "cells": {n: {**v.as_dict(), "expected": expected[n]} for n, v in cells.items()}}
+    Path(stem + ".json").write_bytes(json.dumps(data, indent=2).encode())
+    print(text, end="")
+    differs = [n for n, v in cells.items() if v.outcome != expected[n]]
+    for n in differs:
+        print(f"ppaux faults: {n}: {cells[n].outcome}, expected {expected[n]}", file=sys.stderr)
+    return 1 if differs else 0

@@ -1,0 +1,46 @@
+"""The ``ppaux`` console script (also ``python -m ppaux``).
+
+Each subcommand has a module here with its arguments function and its run function;
+bad input is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import ppaux.cli.catalog as catalog
+import ppaux.cli.check as check
+import ppaux.cli.faults as faults
+from ppaux.cli.usage import USAGE_ERROR, OneLineParser, UsageError
+
+# name -> (add its arguments, run it, one-line help)
+SUBCOMMANDS: Dict[str, Tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]] = {
+    "check": (check.add_arguments, check.run, "run the conformance suite against an implementation and write a conformance report"),
+    "clauses": (catalog.add_clauses_arguments, catalog.run_clauses, "list the contract's clauses, the ids that reports and tests use"),
+    "errors": (catalog.add_errors_arguments, catalog.run_errors, "list the error catalog"),
+    "explain": (catalog.add_explain_arguments, catalog.run_explain, "explain one error, by code or by its message text"),
+    "faults": (faults.add_arguments, faults.run, "inject each named fault into a real PP relay and print the outcome matrix"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="ppaux", description="SGLang PP auxiliary-output transport: reference and conformance suite")
+    # Subparsers are built with the parser's own class, OneLineParser, so theirs are one line too.
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (add_arguments, run, help_text) in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        add_arguments(p)
+        p.set_defaults(_run=run)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        run: Any = args._run
+        return int(run(args))
+    except UsageError as exc:
+        print(f"ppaux: error: {exc}" if not str(exc).startswith("ppaux") else f"{exc}", file=sys.stderr)
+        return USAGE_ERROR

@@ -1,0 +1,18 @@
+"""What every ``ppaux`` subcommand shares: bad input is one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit status 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose errors are one line (a :class:`UsageError`), not a usage dump."""
+
+    def error(self, message: str) -> None:  # one line, not argparse's usage dump
+        raise UsageError(f"{self.prog}: {message}")

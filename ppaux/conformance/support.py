@@ -1,0 +1,142 @@
+"""What the conformance tests share: dict snapshots, the documented errors, the contract's oracle,
+and strategies bound to the implementation under test (the ``ppaux_impl`` fixture's)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, List, Optional, Tuple
+
+import pytest
+import torch
+from hypothesis import strategies as st
+
+from ppaux.core.errors import CATALOG, AuxiliaryPPError
+from ppaux.testing.impl import Implementation
+from ppaux_strategies import aux_outputs, observers, prefixes, transport_dicts
+
+NO_NAME = object()
+
+
+def snapshot(d: Any) -> List[Tuple[Any, Any]]:
+    """Keys in order with their value objects: what 'exactly as before' compares."""
+    return list(d.items())
+
+
+def assert_same_dict(d: Any, snap: List[Tuple[Any, Any]]) -> None:
+    now = list(d.items())
+    assert [k for k, _ in now] == [k for k, _ in snap], f"keys changed: {[k for k, _ in snap]!r} -> {[k for k, _ in now]!r}"
+    for (k, before), (_, after) in zip(snap, now):
+        assert after is before, f"value object under {k!r} was replaced"
+
+
+def assert_same_objects(got: Any, expected: Any) -> None:
+    """The observer was handed exactly ``expected``: the same names in order, each the very object.
+
+    Compares by identity, never ``==``: tensors compare element-wise, and a copy must show as one.
+    """
+    assert list(got) == list(expected), f"names handed to the observer: {list(got)!r}, expected {list(expected)!r}"
+    for name, value in expected.items():
+        assert got[name] is value, f"{name!r} was not handed over as the very object that was added"
+
+
+def assert_all_or_nothing(call: Any, d: Any, arg: Any) -> None:
+    """``call(d, arg)`` (add or pop); when it raises, for any reason, ``d`` must be exactly as before."""
+    snap = snapshot(d)
+    try:
+        call(d, arg)
+    except Exception:
+        assert_same_dict(d, snap)
+
+
+def documented_message(code: str, name: Any = NO_NAME) -> str:
+    entry = CATALOG[code]
+    assert entry.takes_name == (name is not NO_NAME), f"{code} {'needs' if entry.takes_name else 'takes no'} name"
+    return entry.message(None if name is NO_NAME else name)
+
+
+def assert_documented(impl: Implementation, exc: BaseException, code: str, name: Any = NO_NAME) -> None:
+    """``exc`` is the contract's error ``code``: a RuntimeError whose str() is exactly the catalog text."""
+    expected = documented_message(code, name)
+    assert isinstance(exc, RuntimeError), f"expected RuntimeError {expected!r}, got {type(exc).__name__}: {exc}"
+    assert str(exc) == expected, f"expected {code} {expected!r}, got {str(exc)!r}"
+    if impl.is_reference:
+        # Only ppaux promises the subclass and its code; other implementations need not.
+        assert isinstance(exc, AuxiliaryPPError) and exc.code == code
+
+
+@contextlib.contextmanager
+def raises_documented(impl: Implementation, code: str, name: Any = NO_NAME) -> Iterator[None]:
+    with pytest.raises(Exception) as info:
+        yield
+    assert_documented(impl, info.value, code, name)
+
+
+def aux_keys(d: Any, prefix: str) -> List[str]:
+    return [k for k in d if isinstance(k, str) and k.startswith(prefix)]
+
+
+def transports(impl: Implementation) -> st.SearchStrategy[Implementation]:
+    """``impl``, bound to a drawn prefix where it takes one (ppaux's own): every property must
+    hold for any reserved prefix. Shrinks towards SGLang's prefix."""
+    if impl.is_reference:
+        return prefixes().map(impl.with_prefix)
+    return st.just(impl)
+
+
+class Oracle:
+    """The contract's verdicts for one prefix."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def add_error(self, tensors: Any, output: Any) -> Optional[Tuple[str, Any]]:
+        if not hasattr(output, "to_pp_tensors"):
+            return ("A1", NO_NAME)
+        payload = output.payload
+        if not payload:
+            return ("A2", NO_NAME)
+        for name, value in payload.items():
+            if not isinstance(name, str) or name == "":
+                return ("A3", NO_NAME)
+            if not torch.is_tensor(value):
+                return ("A4", name)
+            if self.prefix + name in tensors:
+                return ("A5", name)
+        return None
+
+    def aux_items(self, tensors: Any) -> List[Tuple[str, Any]]:
+        return [(k[len(self.prefix):], v) for k, v in tensors.items() if isinstance(k, str) and k.startswith(self.prefix)]
+
+    def pop_error(self, tensors: Any, observer: Any) -> Optional[Tuple[str, Any]]:
+        items = self.aux_items(tensors)
+        if not items:
+            return None
+        if observer is None:
+            return ("P1", NO_NAME)
+        if not hasattr(observer, "from_pp_tensors"):
+            return ("P2", NO_NAME)
+        if not all(torch.is_tensor(v) for _, v in items):
+            return ("P3", NO_NAME)
+        return None
+
+
+@st.composite
+def add_cases(draw: Any, impl: Implementation, *, valid: bool) -> Tuple[Implementation, Any, Any]:
+    """(transport, PP dict, output): the output may collide with aux keys already in the dict."""
+    t = draw(transports(impl))
+    d = draw(st.one_of(transport_dicts(prefix=t.prefix), transport_dicts(prefix=t.prefix, aux=True)))
+    out = draw(aux_outputs(prefix=t.prefix, valid=valid, collide_with=d))
+    return t, d, out
+
+
+@st.composite
+def pop_cases(draw: Any, impl: Implementation, *, mutating: bool = False, non_tensors: bool = True) -> Tuple[Implementation, Any, Any]:
+    """(transport, PP dict holding aux keys, observer); the aux values may be non-tensors."""
+    t = draw(transports(impl))
+    d = draw(transport_dicts(prefix=t.prefix, aux=True))
+    if non_tensors and draw(st.booleans()):
+        key = draw(st.sampled_from(aux_keys(d, t.prefix)))
+        d[key] = draw(st.sampled_from([None, [0.5], "x"]))
+    modes = ("rebuild", "return_none", "raise") + (("drop_one", "add_one", "clear") if mutating else ())
+    obs = draw(observers(modes=modes))
+    return t, d, obs

@@ -1,0 +1,120 @@
+"""Interleaved adds and pops of several outputs, faulty ones included, on one PP dict, checked
+against a model after every step: no leaked keys.
+
+Each rule takes its output or observer as a drawn argument, so that a counterexample reads as
+the few calls that show the bug, values in each call (``state.add(output=PPOutput({...}))``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pytest
+import torch
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
+
+from ppaux.conformance.support import Oracle, assert_documented, assert_same_objects
+from ppaux.testing.impl import Implementation
+from ppaux_strategies import NotPPObserver, NotPPOutput, ObserverFailure, PPOutput, RaisingPPOutput, RecordingObserver
+
+# A small name pool so that adds collide and pops find several outputs.
+NAMES = st.sampled_from(["scores", "ids", "top.k"])
+# The machine compares tensors by identity only, so a tensor costs no choice: short steps let
+# Hypothesis delete whole steps when it shrinks (with drawn tensors a counterexample kept
+# several redundant adds).
+TENSORS = st.just(()).map(torch.zeros)
+# Short runs shrink fast; a leak shows within a few steps.
+STEPS = 12
+
+
+def outputs(max_items: int) -> st.SearchStrategy[Any]:
+    """Valid outputs, malformed ones (bad names, non-tensors, empty) and outputs add must refuse."""
+    good = st.dictionaries(NAMES, TENSORS, min_size=1, max_size=max_items)
+    bad_item = st.tuples(st.one_of(NAMES, st.sampled_from(["", 3])), st.one_of(TENSORS, st.just([0.5])))
+    bad = st.lists(bad_item, min_size=1, max_size=max_items).map(dict)
+    payloads = st.one_of(good, bad, st.just({}))
+    return st.one_of(payloads.map(PPOutput), st.builds(NotPPOutput), st.builds(RaisingPPOutput))
+
+
+def observers(modes: Sequence[str]) -> st.SearchStrategy[Any]:
+    """A recording observer in one of ``modes``, no observer, or one without PP support: one choice each."""
+    return st.sampled_from([*modes, None, "not PP"]).map(
+        lambda mode: None if mode is None else NotPPObserver() if mode == "not PP" else RecordingObserver(mode))
+
+
+def machine(max_items: int, observer_modes: Sequence[str]) -> type:
+    """A state machine over one PP dict whose model is the dict the contract says we must have:
+    ordinary keys plus the aux keys of unpopped successful adds."""
+
+    class TransportMachine(RuleBasedStateMachine):
+        def __init__(self, impl: Implementation) -> None:
+            super().__init__()
+            self.t = impl
+            # The ordinary entries SGLang's last stage always sends; every step must keep them in place.
+            self.d: dict = {"next_token_ids": torch.zeros(2), "__msg_type__": "pp_output"}
+            self.model: list = list(self.d.items())
+
+        @rule(output=outputs(max_items))
+        def add(self, output):
+            expected = None if isinstance(output, RaisingPPOutput) else Oracle(self.t.prefix).add_error(self.d, output)
+            try:
+                self.t.add(self.d, output)
+            except ObserverFailure:
+                assert isinstance(output, RaisingPPOutput)
+            except RuntimeError as exc:
+                assert expected is not None, f"add raised {exc!r} for a valid output"
+                assert_documented(self.t, exc, *expected)
+            else:
+                assert expected is None and not isinstance(output, RaisingPPOutput)
+                self.model += [(self.t.prefix + n, v) for n, v in output.payload.items()]
+            self.no_leaked_keys()
+
+        @rule(observer=observers(observer_modes))
+        def pop(self, observer):
+            aux = [(k, v) for k, v in self.model if isinstance(k, str) and k.startswith(self.t.prefix)]
+            expected = Oracle(self.t.prefix).pop_error(self.d, observer)
+            try:
+                result = self.t.pop(self.d, observer)
+            except ObserverFailure:
+                assert observer.mode == "raise"
+            except RuntimeError as exc:
+                assert_documented(self.t, exc, *(expected or ("P4",)))
+            else:
+                if not aux:
+                    assert result is None
+                else:
+                    assert result is observer.returned[0]
+                    assert_same_objects(observer.snapshots[0], {k[len(self.t.prefix):]: v for k, v in aux})
+                    self.model = [(k, v) for k, v in self.model if (k, v) not in aux]
+            self.no_leaked_keys()
+
+        def no_leaked_keys(self):
+            # Checked at the end of every step rather than as an @invariant, which Hypothesis
+            # would print as a line of its own after each step of a counterexample.
+            assert list(self.d) == [k for k, _ in self.model]
+            assert all(self.d[k] is v for k, v in self.model)
+
+    return TransportMachine
+
+
+# Only failures that the contract and SGLang agree on: one-item payloads fail before any write, observers keep their dict.
+ContractMachine = machine(max_items=1, observer_modes=("rebuild", "return_none", "raise"))
+RobustMachine = machine(max_items=3, observer_modes=("rebuild", "return_none", "raise", "drop_one", "add_one", "clear"))
+
+
+@pytest.mark.contract
+@pytest.mark.clause("no-leaked-keys")
+def test_interleaved_adds_and_pops_leak_no_key(ppaux_impl):
+    """No leaked keys: after any sequence of adds and pops of one-item outputs, valid or not, the dict holds exactly the
+    ordinary keys and the aux keys of successful adds not yet popped."""
+    run_state_machine_as_test(lambda: ContractMachine(ppaux_impl), settings=settings(stateful_step_count=STEPS))
+
+
+@pytest.mark.robustness
+@pytest.mark.clause("no-leaked-keys")
+def test_interleaved_faulty_adds_and_pops_leak_no_key(ppaux_impl):
+    """No leaked keys with any output and any observer: multi-item outputs that fail half-way and observers that change the
+    dict they are handed leave no key behind (SGLang leaks both)."""
+    run_state_machine_as_test(lambda: RobustMachine(ppaux_impl), settings=settings(stateful_step_count=STEPS))

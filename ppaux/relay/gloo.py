@@ -1,0 +1,326 @@
+"""Real ``torch.distributed`` gloo ranks: long-lived worker processes on 127.0.0.1.
+
+A :class:`GlooWorld` starts ``world_size`` processes (forkserver, torch preloaded, so a
+restart costs well under a second), each holding a CPU and a "device" gloo process group
+(both gloo on CPU-only machines, as in SGLang without accelerators) and optional all-gather
+groups, rendezvous through a :class:`torch.distributed.FileStore` in a fresh temporary
+directory (no ports to race for). The parent never joins a process group: it sends each rank
+a picklable call ``fn(ctx, *args)`` over a pipe and waits for the answers with a watchdog.
+A rank that does not answer in time is reported as ``hang`` and every rank is killed; after
+any failure the world is torn down and starts afresh on the next call, because a failed
+exchange can leave bytes in flight that would corrupt the next one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import datetime
+import io
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import types
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import torch
+
+from ppaux.relay.channels import ChannelHang, GlooAllGather, GlooChannel
+from ppaux.relay.wire import CPU_GROUP, DEVICE_GROUP, recv_tensor_dict, send_tensor_dict
+
+DEFAULT_TIMEOUT = 10.0
+# How long the other ranks may still finish once one has failed.
+FAILURE_GRACE = 0.5
+# One look at a rank's pipe: short, because the world cycles through every rank it waits for.
+REPLY_POLL = 0.005
+# A rank whose pipe has closed is exiting: how long to wait for its exit code.
+EXIT_CODE_WAIT = 1.0
+
+# Set in worker processes: faults that kill "their" process only do so there.
+IN_WORKER = False
+
+
+class RankFailure(RuntimeError):
+    """An exception raised in a rank; ``str()`` is the original message."""
+
+    def __init__(self, type_name: str, message: str, code: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.type_name = type_name
+        self.code = code
+
+
+@dataclass
+class Outcome:
+    """What one rank did with one call: ``ok`` (``value``), ``error``, ``hang`` or ``died``."""
+
+    status: str
+    value: Any = None
+    error: Optional[RankFailure] = None
+    exitcode: Optional[int] = None
+
+
+class RankContext:
+    """A rank's view of the world: its channels to peers and its all-gather group."""
+
+    def __init__(self, rank: int, cpu: Any, device: Any, all_gather: Optional[GlooAllGather]) -> None:
+        self.rank = rank
+        self.cpu = cpu
+        self.device = device
+        self.all_gather = all_gather
+
+    def channel(self, peer: int) -> GlooChannel:
+        return GlooChannel(self.cpu, self.device, peer)
+
+
+def make_context(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float) -> RankContext:
+    """Join the gloo groups of one rank (blocks until every rank has joined)."""
+    store = torch.distributed.FileStore(store_path,
+                                        world_size)  # pragma: no mutate - equivalent: FileStore uses the count only to delete its file once every rank is done
+    td = datetime.timedelta(seconds=timeout)
+
+    def group(prefix: str, r: int, n: int) -> Any:
+        prefixed = torch.distributed.PrefixStore(prefix, store)
+        return torch.distributed.ProcessGroupGloo(prefixed, r, n, td)  # pragma: no mutate - equivalent in every run that ends: td bounds only a gloo op that never completes, and the world's watchdog kills such a rank first
+
+    cpu = group(CPU_GROUP, rank, world_size)
+    device = group(DEVICE_GROUP, rank, world_size)
+    gather = None
+    if ag_size > 1:
+        # Consecutive blocks of ranks, like SGLang's attention-TP groups inside one PP stage.
+        block = rank // ag_size
+        gather = GlooAllGather(group(f"ag{block}", rank % ag_size, ag_size), rank % ag_size, ag_size)
+    return RankContext(rank, cpu, device, gather)
+
+
+def dumps(obj: Any) -> bytes:
+    """Serialise a call or a reply between parent and worker.
+
+    ``torch.save`` rather than ``pickle``: plain pickle cannot load uint16/32/64 tensors back.
+    """
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def loads(data: bytes) -> Any:
+    return torch.load(io.BytesIO(data), weights_only=False)
+
+
+def serve(conn: Any, ctx: RankContext) -> None:
+    """Run calls from the parent until it sends ``None``; report each result or exception."""
+    while True:
+        data = conn.recv_bytes()
+        try:
+            call = loads(data)
+            if call is None:
+                return
+            fn, args = call
+            reply: Tuple[Any, ...] = ("ok", fn(ctx, *args))
+        except Exception as exc:  # reported to the parent, which classifies it
+            reply = ("error", type(exc).__name__, str(exc), getattr(exc, "code", None))
+        conn.send_bytes(dumps(reply))
+
+
+def rank_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float, conn: Any) -> None:
+    """A worker's whole life (also run in threads by the tests, for coverage)."""
+    ctx = make_context(rank, world_size, store_path, ag_size, timeout)
+    conn.send_bytes(dumps(("ready",)))
+    serve(conn, ctx)
+
+
+def _process_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float, conn: Any) -> None:  # pragma: no cover - runs in the child; rank_main is covered in-process  # pragma: no mutate block - runs only in a worker process, where mutmut cannot see which tests reach it
+    global IN_WORKER
+    IN_WORKER = True
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    rank_main(rank, world_size, store_path, ag_size, timeout, conn)
+
+
+@contextlib.contextmanager
+def _bare_main() -> Iterator[None]:
+    # A worker needs only ppaux.relay.gloo; without this, multiprocessing re-runs the parent's
+    # __main__ in every worker (a script without a main guard, `python -m ppaux ...`).
+    saved = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = saved
+
+
+def rendezvous_dir() -> str:
+    """A fresh directory for one world's FileStore (removed when the world stops)."""
+    return tempfile.mkdtemp(prefix="ppaux-gloo-")
+
+
+def _context() -> Any:
+    ctx = multiprocessing.get_context("forkserver")
+    # Workers start with torch already imported (a restart costs well under a second).
+    ctx.set_forkserver_preload(["torch", "ppaux.relay.wire", "ppaux.relay.gloo"])  # pragma: no mutate - equivalent: preloading only speeds up a start; a module that fails to import is skipped
+    return ctx
+
+
+class GlooWorld:
+    """``world_size`` gloo ranks in worker processes, started on first use.
+
+    ``ag_size`` > 1 adds all-gather groups of that many consecutive ranks. ``timeout`` is the
+    watchdog for each call (and the gloo groups' own timeout).
+    """
+
+    def __init__(self, world_size: int, *, ag_size: int = 1, timeout: float = DEFAULT_TIMEOUT) -> None:
+        if world_size < 2 or world_size % ag_size:
+            raise ValueError(f"world_size={world_size} must be >= 2 and a multiple of ag_size={ag_size}")
+        self.world_size = world_size
+        self.ag_size = ag_size
+        self.timeout = timeout
+        self.procs: List[Any] = []
+        self.conns: List[Any] = []
+        self.tmp: Optional[str] = None
+        self.starts = 0
+        self._lock = threading.Lock()
+
+    @property
+    def running(self) -> bool:
+        return bool(self.procs)
+
+    def start(self) -> None:
+        if self.running:
+            return
+        mp = _context()
+        self.tmp = rendezvous_dir()
+        store = os.path.join(self.tmp, "store")  # pragma: no mutate - equivalent: any file name in the world's fresh directory serves
+        for rank in range(self.world_size):
+            parent, child = mp.Pipe()
+            p = mp.Process(target=_process_main, args=(rank, self.world_size, store, self.ag_size, self.timeout, child), daemon=True)
+            with _bare_main():
+                p.start()
+            child.close()
+            self.procs.append(p)
+            self.conns.append(parent)
+        self.starts += 1
+        ready = self._collect(range(self.world_size), self.timeout)
+        if any(o.status != "ok" for o in ready.values()):
+            self.stop()
+            raise RuntimeError(f"gloo ranks failed to start: {ready!r}")
+
+    def _collect(self, ranks: Any, timeout: float) -> Dict[int, Outcome]:
+        deadline = _now() + timeout
+        out: Dict[int, Outcome] = {}
+        waiting = list(ranks)
+        while waiting:
+            for rank in list(waiting):
+                outcome = read_reply(self.conns[rank], self.procs[rank])
+                if outcome is not None:
+                    out[rank] = outcome
+                    waiting.remove(rank)
+            if any(o.status != "ok" for o in out.values()):
+                # A peer that failed will not send what the others wait for: don't wait it out.
+                # min() keeps the grace that began when the failure was first seen.
+                deadline = min(deadline, _now() + FAILURE_GRACE)
+            if waiting and _now() > deadline:
+                for rank in waiting:
+                    out[rank] = Outcome("hang")
+                break
+        return dict(sorted(out.items()))
+
+    def run(self, calls: Dict[int, Tuple[Callable[..., Any], Tuple[Any, ...]]], *, timeout: Optional[float] = None) -> Dict[int, Outcome]:
+        """Run ``fn(ctx, *args)`` on each named rank at once; the outcome of each.
+
+        After any outcome other than ``ok`` every rank is killed (the next call restarts them).
+        """
+        with self._lock:
+            self.start()
+            for rank, call in calls.items():
+                self.conns[rank].send_bytes(dumps(call))
+            out = self._collect(sorted(calls), self.timeout if timeout is None else timeout)
+            if any(o.status != "ok" for o in out.values()):
+                self.stop()
+            return out
+
+    def stop(self) -> None:
+        """Kill and join every rank; remove the rendezvous directory."""
+        for proc in self.procs:
+            proc.kill()
+        for proc in self.procs:
+            proc.join()
+        for conn in self.conns:
+            conn.close()
+        self.procs, self.conns = [], []
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+
+def read_reply(conn: Any, proc: Any) -> Optional[Outcome]:
+    """A rank's reply, ``died`` if it is gone without one, or ``None`` while it still works."""
+    if conn.poll(REPLY_POLL):
+        try:
+            return _outcome(loads(conn.recv_bytes()))
+        except (EOFError, OSError):  # the pipe closed: the rank died before answering
+            proc.join(EXIT_CODE_WAIT)
+            return Outcome("died", exitcode=proc.exitcode)
+    if not proc.is_alive():
+        return Outcome("died", exitcode=proc.exitcode)
+    return None
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+def _outcome(reply: Tuple[Any, ...]) -> Outcome:
+    if reply[0] == "error":
+        return Outcome("error", error=RankFailure(reply[1], reply[2], reply[3]))
+    return Outcome("ok", value=reply[1] if len(reply) > 1 else None)
+
+
+_worlds: Dict[Tuple[int, int], GlooWorld] = {}
+
+
+def world(world_size: int, *, ag_size: int = 1) -> GlooWorld:
+    """The shared world of that shape (started on first use, stopped at interpreter exit)."""
+    key = (world_size, ag_size)
+    if key not in _worlds:
+        _worlds[key] = GlooWorld(world_size, ag_size=ag_size)
+    return _worlds[key]
+
+
+@atexit.register
+def stop_all() -> None:
+    for w in _worlds.values():
+        w.stop()
+
+
+def _send(ctx: RankContext, tensor_dict: Dict[Any, Any], dst: int, async_send: bool = False) -> None:
+    send_tensor_dict(ctx.channel(dst), tensor_dict, all_gather_group=ctx.all_gather, async_send=async_send)
+
+
+def _recv(ctx: RankContext, src: int, device: Any) -> Dict[Any, Any]:
+    return recv_tensor_dict(ctx.channel(src), all_gather_group=ctx.all_gather, device=device)
+
+
+def raise_failure(outcomes: Dict[int, Outcome]) -> None:
+    """Raise the first rank's exception; a hang or death as :class:`ChannelHang`/``RankFailure``."""
+    for rank in sorted(outcomes):
+        o = outcomes[rank]
+        if o.status == "error":
+            raise o.error
+    for rank in sorted(outcomes):
+        o = outcomes[rank]
+        if o.status == "died":
+            raise RankFailure("ProcessDied", f"gloo rank {rank} died with exit code {o.exitcode}")
+        if o.status == "hang":
+            raise ChannelHang(f"gloo rank {rank} did not finish: stopped by the watchdog")
+
+
+def relay(tensor_dict: Dict[Any, Any], *, device: Any = None) -> Dict[Any, Any]:
+    """One hop rank 0 -> rank 1 of the shared 2-rank world; the dict rank 1 received."""
+    if device is not None:
+        device = str(torch.device(device))
+    outcomes = world(2).run({1: (_recv, (0, device)), 0: (_send, (tensor_dict, 1))})
+    raise_failure(outcomes)
+    return outcomes[1].value

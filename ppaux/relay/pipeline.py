@@ -1,0 +1,345 @@
+"""An N-stage PP ring that relays the output dict the way SGLang's scheduler does.
+
+Stage N-1 (the last) samples: it builds ``next_token_ids`` (and optional logprobs), adds its
+observer's auxiliary output with ``add``, writes ``__msg_type__`` and sends the dict to stage 0.
+Stage 0 (the first) pops the auxiliary output with its observer and forwards the dict to stage
+1; middle stages forward it untouched; the ring closes at the last stage. Every stage may have
+``ag_size`` ranks (an attention-TP group) that use SGLang's all-gather slicing rule.
+
+The first stage's pop and its forward of the same dict object can be ordered three ways
+(``order``): ``pop_then_forward`` (what SGLang 0.5.23's scheduler does: the pop runs when the
+dict is received, the forward in the next scheduler iteration), ``forward_then_pop`` (aux keys
+travel on to every later stage), and ``overlap`` (the pop runs while the forward is iterating
+the dict, the worst case of a pop on another thread).
+
+The ranks run over either channel: ``loopback`` (threads of this process) or ``gloo`` (worker
+processes, :mod:`ppaux.relay.gloo`); the same rank function runs in both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import torch
+
+import ppaux.relay.gloo as gloo
+from ppaux.core.errors import AuxiliaryPPError
+from ppaux.core.integrity import IntegrityTransport
+from ppaux.core.transport import SGLANG_TRANSPORT, PipelineParallelSamplingObserver
+from ppaux.relay.channels import LAST_RESORT_TIMEOUT, ChannelHang, LoopbackChannel, StageKilled, Stall, ThreadAllGather, mailbox
+from ppaux.relay.gloo import Outcome
+from ppaux.relay.hop import CHANNELS
+from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
+
+ORDERS = ("pop_then_forward", "forward_then_pop", "overlap")
+
+
+@dataclass
+class Stage:
+    """One PP stage: the device its ranks receive onto and its sampling observer."""
+
+    device: str = "cpu"
+    observer: Any = None
+
+
+@dataclass
+class PipelineConfig:
+    """``stages[0]`` pops, ``stages[-1]`` samples; ``outputs[step]`` is the last stage's
+    auxiliary output payload at that step (``{name: tensor}``, or ``None`` for no output)."""
+
+    stages: Sequence[Stage]
+    outputs: Sequence[Optional[Mapping[str, torch.Tensor]]] = (None,)
+    logprobs: bool = False
+    batch_size: int = 2
+    ag_size: int = 1
+    order: str = "pop_then_forward"
+    integrity: bool = False
+
+    @property
+    def steps(self) -> int:
+        return len(self.outputs)
+
+
+class AuxOutput:
+    """The last stage's auxiliary output: a PP-capable wrapper around a payload."""
+
+    def __init__(self, payload: Mapping[str, torch.Tensor]) -> None:
+        self.payload = payload
+
+    def to_pp_tensors(self) -> Mapping[str, torch.Tensor]:
+        return self.payload
+
+
+class Witness:
+    """Wraps the first stage's observer to keep what it was handed (for the verdict)."""
+
+    def __init__(self, observer: Any) -> None:
+        self.observer = observer
+        self.received: List[Dict[str, torch.Tensor]] = []
+
+    def from_pp_tensors(self, tensors: Mapping[str, torch.Tensor]) -> Any:
+        self.received.append(dict(tensors))
+        return self.observer.from_pp_tensors(tensors)
+
+
+def check_wiring(config: PipelineConfig) -> None:
+    """Reject, before any step, a ring whose first stage cannot take the last stage's output.
+
+    Raises the catalog's P1 (first stage has no observer) or P2 (its observer is not
+    PP-capable), with the catalog's fixes attached as notes; ``ValueError`` for a ring that is
+    not a ring.
+    """
+    if len(config.stages) < 2:
+        raise ValueError(f"a PP ring needs at least 2 stages, got {len(config.stages)}")
+    if config.order not in ORDERS:
+        raise ValueError(f"order={config.order!r} must be one of {ORDERS!r}")
+    if config.ag_size < 1 or not config.outputs:
+        raise ValueError("ag_size must be >= 1 and outputs must name at least one step")
+    if all(out is None for out in config.outputs):
+        return
+    observer = config.stages[0].observer
+    code = "P1" if observer is None else ("P2" if not isinstance(observer, PipelineParallelSamplingObserver) else None)
+    if code is not None:
+        err = AuxiliaryPPError(code)
+        err.add_note(f"the last stage (stage {len(config.stages) - 1}) emits auxiliary output; stage 0 pops it")
+        for fix in err.entry.fixes:
+            err.add_note(f"fix: {fix}")
+        raise err
+
+
+@dataclass
+class Plan:
+    """What every rank needs for one run (pickled to gloo workers)."""
+
+    config: PipelineConfig
+    fault: Any = None
+    fault_step: int = 0
+
+
+@dataclass
+class StageReport:
+    stage: int
+    member: int
+    keys: List[List[Any]] = field(default_factory=list)
+    popped: List[Any] = field(default_factory=list)
+    received: List[Optional[Dict[str, torch.Tensor]]] = field(default_factory=list)
+    final: List[Dict[Any, Any]] = field(default_factory=list)
+
+
+class _PopMidway(dict):
+    """The first stage's dict while a concurrent pop lands during the forward's iteration."""
+
+    def __init__(self, data: Dict[Any, Any], pop: Any) -> None:
+        super().__init__(data)
+        self._pop = pop
+
+    def items(self):  # type: ignore[override]
+        # The dict is never empty here: the sampled entries always precede the aux ones.
+        it = iter(dict.items(self))
+        yield next(it)
+        self._pop(self)  # lands after the first entry: mid-iteration
+        yield from it
+
+
+def sample(step: int, config: PipelineConfig, device: str) -> Dict[str, Any]:
+    """The last stage's output dict before add: what it sampled at ``step``."""
+    d: Dict[str, Any] = {"next_token_ids": torch.arange(config.batch_size, device=device) + step}
+    if config.logprobs:
+        # True division makes float32 logprobs of the int64 range.
+        d["next_token_logprobs"] = -torch.arange(config.batch_size, device=device) / (step + 1)
+    return d
+
+
+# The integrity manifest around SGLang's own add/pop (stateless, so one serves every rank).
+_WITH_INTEGRITY = IntegrityTransport(SGLANG_TRANSPORT)
+
+
+def _add(config: PipelineConfig, d: Dict[Any, Any], output: Any, step: int) -> None:
+    if config.integrity:
+        _WITH_INTEGRITY.add(d, output, batch=step)
+    else:
+        SGLANG_TRANSPORT.add(d, output)
+
+
+def _pop(config: PipelineConfig, d: Dict[Any, Any], observer: Any, step: int) -> Any:
+    if config.integrity:
+        return _WITH_INTEGRITY.pop(d, observer, batch=step)
+    return SGLANG_TRANSPORT.pop(d, observer)
+
+
+def run_rank(ctx: Any, plan: Plan) -> StageReport:
+    """One rank's part of a run; ``ctx`` gives ``rank``, ``channel(peer)`` and ``all_gather``."""
+    config, fault = plan.config, plan.fault
+    n, ag = len(config.stages), config.ag_size
+    stage, member = divmod(ctx.rank, ag)
+    prev, nxt = ((stage - 1) % n) * ag + member, ((stage + 1) % n) * ag + member
+    spec = config.stages[stage]
+    report = StageReport(stage, member)
+    to_next, from_prev = ctx.channel(nxt), ctx.channel(prev)
+    gather = ctx.all_gather
+    if stage == n - 1:
+        # Receive the ring's returns while sending: with two stages, a last stage that sent
+        # every step before receiving would deadlock against the first stage's forwards
+        # (SGLang breaks the same cycle by ordering send/recv by rank parity).
+        back = _Receiver(lambda: recv_tensor_dict(from_prev, all_gather_group=gather,
+                                                  device=spec.device),  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU
+                         config.steps, getattr(ctx, "stall", None))
+        state: Dict[str, Any] = {}
+        for step, payload in enumerate(config.outputs):
+            d = sample(step, config,
+                       spec.device)  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU
+            faulty = fault is not None and step == plan.fault_step
+            if payload is not None:
+                payload = {k: v.to(spec.device)  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU
+                           for k, v in payload.items()}
+                if faulty:
+                    payload = fault.payload(payload, member)
+            _add(config, d, None if payload is None else AuxOutput(payload), step)
+            d["__msg_type__"] = "output"
+            if fault is not None:
+                fault.send(to_next, d, all_gather_group=gather, faulty=faulty, state=state)
+            else:
+                send_tensor_dict(to_next, d, all_gather_group=gather)
+        for got in back.results():
+            report.keys.append(list(got))
+            report.final.append(got)
+        return report
+    observer = Witness(spec.observer) if isinstance(spec.observer, PipelineParallelSamplingObserver) else spec.observer  # pragma: no mutate - equivalent: check_wiring has refused observers without PP support, and with no aux output pop calls none
+    for step in range(config.steps):
+        d = recv_tensor_dict(from_prev, all_gather_group=gather,
+                             device=spec.device)  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU
+        report.keys.append(list(d))
+        if stage == 0:
+            popped: List[Any] = []
+            history = observer.received if isinstance(observer, Witness) else []
+            seen = len(history)
+
+            def pop(target: Dict[Any, Any]) -> None:
+                popped.append(_pop(config, target, observer, step))
+
+            if config.order == "pop_then_forward":
+                pop(d)
+                send_tensor_dict(to_next, d, all_gather_group=gather)
+            elif config.order == "forward_then_pop":
+                send_tensor_dict(to_next, d, all_gather_group=gather)
+                pop(d)
+            else:
+                d = _PopMidway(d, pop)
+                send_tensor_dict(to_next, d, all_gather_group=gather)
+            report.popped.append(popped[0])
+            report.received.append(history[-1] if len(history) > seen else None)
+        else:
+            send_tensor_dict(to_next, d, all_gather_group=gather)
+        report.final.append(dict(d))
+    return report
+
+
+class _Receiver:
+    """``count`` calls of ``recv`` on a thread of their own; :meth:`results` re-raises its error."""
+
+    def __init__(self, recv: Any, count: int, stall: Optional[Stall]) -> None:
+        self.values: List[Any] = []
+        self.error: Optional[BaseException] = None
+        self.stall = stall
+        if stall is not None:
+            with stall.lock:
+                stall.alive += 1
+        self.thread = threading.Thread(target=self._run, args=(recv, count), daemon=True)
+        self.thread.start()
+
+    def _run(self, recv: Any, count: int) -> None:
+        try:
+            for _ in range(count):
+                self.values.append(recv())
+        except BaseException as exc:  # handed to the rank's own thread
+            self.error = exc
+        if self.stall is not None:
+            with self.stall.lock:
+                self.stall.alive -= 1
+
+    def results(self) -> List[Any]:
+        # Joining is waiting too: the rank can do nothing more until its receiver is done.
+        with self.stall.waiting() if self.stall is not None else contextlib.nullcontext():
+            self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.values
+
+
+class LoopbackContext:
+    """A rank of an in-process world: loopback channels to every peer, threads for ranks."""
+
+    def __init__(self, rank: int, links: Dict[Any, Dict[str, "queue.Queue"]], all_gather: Any, stall: Stall, timeout: float) -> None:
+        self.rank = rank
+        self.links = links
+        self.all_gather = all_gather
+        self.stall = stall
+        self.timeout = timeout
+
+    def channel(self, peer: int) -> LoopbackChannel:
+        return LoopbackChannel(self.links[(self.rank, peer)], self.links[(peer, self.rank)], stall=self.stall, timeout=self.timeout)
+
+
+def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout: float = LAST_RESORT_TIMEOUT) -> Dict[int, Outcome]:
+    """Run ``fn(ctx, *args)`` on every rank, each in a thread of this process.
+
+    A rank stuck for good (every thread waiting, nothing in flight, or a peer failed) is
+    reported as ``hang`` without waiting out ``timeout``.
+    """
+    links = {(a, b): mailbox() for a in range(world_size) for b in range(world_size)}
+    groups = [ThreadAllGather(ag_size, timeout=timeout) for _ in range(world_size // ag_size)]
+    stall = Stall(alive=world_size)
+    out: Dict[int, Outcome] = {}
+
+    def target(rank: int) -> None:
+        gather = groups[rank // ag_size].member(rank % ag_size) if ag_size > 1 else None
+        ctx = LoopbackContext(rank, links, gather, stall, timeout)
+        try:
+            out[rank] = Outcome("ok", value=fn(ctx, *args))
+        except (ChannelHang, threading.BrokenBarrierError):
+            out[rank] = Outcome("hang")
+        except StageKilled:
+            out[rank] = Outcome("died")
+        except Exception as exc:
+            out[rank] = Outcome("error", error=exc)
+        if out[rank].status != "ok":
+            stall.failed.set()
+            for g in groups:
+                g.abort()
+        with stall.lock:
+            stall.alive -= 1
+
+    # Joined below, so they need not be daemons: a rank stuck for good is reported, not waited for.
+    threads = [threading.Thread(target=target, args=(rank,)) for rank in range(world_size)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+def run(config: PipelineConfig, *, channel: str = "loopback", fault: Any = None, fault_step: int = 0, timeout: Optional[float] = None) -> Dict[int, Outcome]:
+    """Check the wiring, then run every step of ``config`` over ``channel``; each rank's outcome.
+
+    A rank's value is its :class:`StageReport`. The gloo world for this shape is shared and
+    long-lived (see :func:`ppaux.relay.gloo.world`).
+    """
+    check_wiring(config)
+    world_size = len(config.stages) * config.ag_size
+    plan = Plan(config, fault, fault_step)
+    if channel == "loopback":
+        # Each rank gets its own copy, as each gloo worker unpickles its own.
+        return run_loopback(world_size, config.ag_size, _run_copy, (plan,), **({} if timeout is None else {"timeout": timeout}))
+    if channel == "gloo":
+        w = gloo.world(world_size, ag_size=config.ag_size)
+        return w.run({rank: (run_rank, (plan,)) for rank in range(world_size)}, timeout=timeout)
+    raise ValueError(f"channel={channel!r} must be one of {CHANNELS!r}")
+
+
+def _run_copy(ctx: Any, plan: Plan) -> StageReport:
+    return run_rank(ctx, copy.deepcopy(plan))

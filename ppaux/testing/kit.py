@@ -1,0 +1,257 @@
+"""The observer conformance kit: does a plugin's output/observer pair survive a PP relay?
+
+A plugin's test is three lines::
+
+    from ppaux.testing import check_observer
+    from my_plugin import MyObserver, outputs
+    def test_pp_relay(): check_observer(MyObserver, outputs())
+
+For every output drawn, the kit adds it to a PP dict shaped like SGLang's last stage
+builds, checks what would break on the wire, relays the dict, pops it with a fresh
+observer and compares. A failure is a :class:`KitFailure` whose message is the
+finding and its fixes (:mod:`ppaux.testing.findings`, catalog errors with the catalog's
+fixes); Hypothesis adds the minimal output that shows it.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+
+import torch
+from hypothesis import given
+from hypothesis import settings as Settings
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+from torch.multiprocessing.reductions import StorageWeakRef
+
+from ppaux.core.errors import CATALOG
+from ppaux.core.transport import PipelineParallelAuxiliaryOutput
+from ppaux.relay.hop import CHANNELS, relay
+from ppaux.testing.findings import GLOO_REJECTED_DTYPES, collision, message
+from ppaux.testing.impl import Implementation, ImplementationError, load
+from ppaux_strategies.tensors import tensors_equal, visible_devices
+
+
+class KitFailure(AssertionError):
+    """A pair that would break in a PP relay; ``code`` is a kit (K*) or catalog code."""
+
+    def __init__(self, code: str, *, name: object = None, **fields: str) -> None:
+        self.code = code
+        self.name = name
+        super().__init__(message(code, name=name, **fields))
+
+
+def check_observer(
+    observer_factory: Callable[[], Any],
+    outputs: st.SearchStrategy[Any],
+    *,
+    equal: Optional[Callable[[Any, Any], bool]] = None,
+    channel: str = "loopback",
+    devices: Union[str, Sequence[Union[str, torch.device]]] = "auto",
+    settings: Optional[Settings] = None,
+    impl: Union[Implementation, str, None] = None,
+) -> None:
+    """Check, for every output ``outputs`` draws, that add -> relay -> pop with
+    ``observer_factory()`` rebuilds an equal output, on each receiving device.
+
+    ``equal(original, rebuilt)`` defaults to comparing both outputs' ``to_pp_tensors()``
+    by name, dtype, shape and value. ``channel`` is ``"loopback"`` (in-process) or
+    ``"gloo"`` (real processes). ``devices``: where the receiving stage allocates;
+    ``"auto"`` is cpu and every visible cuda device. ``settings`` are Hypothesis settings
+    (``max_examples``, ``database``, ...); the kit always runs without a deadline.
+    ``impl`` is the add/pop to relay with: an :class:`~ppaux.testing.impl.Implementation`,
+    a module name or ``.py`` path, or ``None`` for ppaux's reference (the pytest fixture
+    ``ppaux_observer_check`` passes the run's ``--ppaux-impl``). Raises :class:`KitFailure`.
+    """
+    if not callable(observer_factory):
+        raise InvalidArgument(f"observer_factory={observer_factory!r} must be callable (e.g. the observer class)")
+    if not isinstance(outputs, st.SearchStrategy):
+        raise InvalidArgument(f"outputs={outputs!r} must be a Hypothesis strategy of your output objects")
+    if equal is not None and not callable(equal):
+        raise InvalidArgument(f"equal={equal!r} must be None or a callable (original, rebuilt) -> bool")
+    if channel not in CHANNELS:
+        raise InvalidArgument(f"channel={channel!r} must be one of {CHANNELS!r}")
+    if settings is not None and not isinstance(settings, Settings):
+        raise InvalidArgument(f"settings={settings!r} must be None or hypothesis.settings")
+    targets = _receiving_devices(devices)
+    impl = _implementation(impl)
+
+    # Named like the public function so that Hypothesis prints
+    # "Falsifying example: check_observer(output=...)".
+    def check_observer(output: Any) -> None:
+        for device in targets:
+            _round_trip(impl, observer_factory, output, equal, channel, device)
+
+    run = given(output=outputs)(check_observer)
+    # One failing output is one message: never an ExceptionGroup of several. No deadline, even
+    # with the caller's settings: the first gloo hop starts the worker processes.
+    run = Settings(settings, deadline=None, report_multiple_bugs=False)(run)
+    # Without this every plugin's check would share one entry in the example database.
+    run.hypothesis.inner_test._hypothesis_internal_add_digest = database_key(observer_factory, outputs).encode()
+    run()
+
+
+def database_key(observer_factory: Any, outputs: st.SearchStrategy[Any]) -> str:
+    """The key of a check's failures in the example database: the factory's module and
+    qualified name and the strategy's repr. Names, not reprs with addresses, so that a failure
+    saved by one run replays on the next."""
+    name = getattr(observer_factory, "__qualname__", None) or type(observer_factory).__qualname__
+    return f"{getattr(observer_factory, '__module__', None) or ''}.{name}:{outputs!r}"
+
+
+def _implementation(impl: Any) -> Implementation:
+    if isinstance(impl, Implementation):
+        return impl
+    if impl is not None and not isinstance(impl, str):
+        raise InvalidArgument(f"impl={impl!r} must be None, an Implementation, or a module name or .py path")
+    try:
+        return load(impl)
+    except ImplementationError as exc:
+        raise InvalidArgument(f"impl={impl!r}: {exc}") from None
+
+
+def _receiving_devices(devices: Any) -> Tuple[torch.device, ...]:
+    if isinstance(devices, str) and devices == "auto":
+        return tuple(torch.device(d) for d in visible_devices())
+    if isinstance(devices, (str, torch.device)) or not isinstance(devices, Sequence) or not devices:
+        raise InvalidArgument(f"devices={devices!r} must be 'auto' or a non-empty sequence of devices")
+    try:
+        return tuple(torch.device(d) for d in devices)
+    except (RuntimeError, TypeError) as exc:
+        raise InvalidArgument(f"devices={devices!r}: {exc}") from None
+
+
+def _sglang_dict() -> Dict[str, Any]:  # pragma: no mutate block - equivalent: SGLang 0.5.23's ordinary entries ride along for realism; the kit judges only the aux keys
+    # The ordinary keys SGLang's last stage sends next to the aux keys (0.5.23).
+    return {
+        "next_token_ids": torch.arange(2),
+        "next_token_logprobs": torch.zeros(2),
+        "extend_input_len_per_req": [1, 1],
+        "__msg_type__": "output",
+    }
+
+
+def _round_trip(impl: Any, factory: Callable[[], Any], output: Any, equal: Any, channel: str, device: torch.device) -> None:
+    sent = _sglang_dict()
+    ordinary = set(sent)
+    _catalog_call("add", impl.add, sent, output)
+    names = [key[len(impl.prefix):] for key in sent if key not in ordinary]
+    for name in names:
+        _check_wire(name, sent[impl.prefix + name])
+        clash = collision(name, impl.prefix)
+        if clash:
+            raise KitFailure("K5", name=name, detail=clash)
+    try:
+        received = _relay(sent, channel, device)
+    except Exception as exc:
+        raise KitFailure("K6", detail=channel) from exc
+    weak = {name: StorageWeakRef(received[impl.prefix + name].untyped_storage()) for name in names}
+    # Where they really landed: a tensor keeps its device type, only the index is the receiver's.
+    landed = ", ".join(  # pragma: no mutate - equivalent without CUDA: every received tensor lands on the one CPU device
+        sorted({str(received[impl.prefix + name].device) for name in names}))
+    observer = factory()
+    try:
+        rebuilt = _catalog_call("pop", impl.pop, received, observer)
+    except KitFailure:
+        raise
+    except KeyError as exc:
+        if exc.args and exc.args[0] not in names:
+            raise KitFailure("K7", name=exc.args[0]) from exc
+        raise KitFailure("K8", detail=f"KeyError: {exc}", device=landed) from exc
+    except Exception as exc:
+        raise KitFailure("K8", detail=f"{type(exc).__name__}: {exc}", device=landed) from exc
+    _compare(equal, output, rebuilt)
+    del received, rebuilt
+    _check_released(weak, observer)
+
+
+def _catalog_call(stage: str, fn: Callable[[Any, Any], Any], tensors: Any, arg: Any) -> Any:
+    """``fn(tensors, arg)``, a documented error of ``stage`` turned into its KitFailure."""
+    try:
+        return fn(tensors, arg)
+    except RuntimeError as exc:
+        text = str(exc)
+        for entry in CATALOG.values():
+            if entry.raised_by == stage and entry.matches(text):
+                raise KitFailure(entry.code, name=entry.name_in(text)) from exc
+        raise
+
+
+def _check_wire(name: str, tensor: torch.Tensor) -> None:
+    """What SGLang's send_tensor_dict over gloo would refuse or lose."""
+    if type(tensor) is not torch.Tensor:
+        raise KitFailure("K3", name=name, detail=type(tensor).__name__)
+    if tensor.layout != torch.strided:
+        raise KitFailure("K4", name=name, detail=str(tensor.layout))
+    if tensor.dtype in GLOO_REJECTED_DTYPES:
+        raise KitFailure("K2", name=name, detail=str(tensor.dtype))
+    if not tensor.is_contiguous():
+        raise KitFailure("K1", name=name)
+
+
+def _relay(tensors: Dict[str, Any], channel: str, device: torch.device) -> Dict[str, Any]:
+    """The dict the receiving stage gets after one hop of SGLang's send/recv over ``channel``."""
+    return relay(tensors, channel=channel, device=device)
+
+
+def _compare(equal: Any, original: Any, rebuilt: Any) -> None:
+    if equal is not None:
+        if not equal(original, rebuilt):
+            raise KitFailure("K9", detail="equal(original, rebuilt) returned False")
+        return
+    difference = _payload_difference(original, rebuilt)
+    if difference:
+        raise KitFailure("K9", detail=difference)
+
+
+def _payload_difference(original: Any, rebuilt: Any) -> Optional[str]:
+    if not isinstance(rebuilt, PipelineParallelAuxiliaryOutput):
+        return f"the rebuilt {type(rebuilt).__name__} has no to_pp_tensors() to compare; pass equal="
+    before = dict(original.to_pp_tensors())
+    after = dict(rebuilt.to_pp_tensors())
+    if set(before) != set(after):
+        return f"names {sorted(before)} became {sorted(after)}"
+    for name, x in before.items():
+        y = after[name]
+        if not torch.is_tensor(y):
+            return f"{name!r} became a {type(y).__name__}"
+        if x.dtype != y.dtype:
+            return f"{name!r} dtype {x.dtype} became {y.dtype}"
+        if x.shape != y.shape:
+            return f"{name!r} shape {tuple(x.shape)} became {tuple(y.shape)}"
+        if not tensors_equal(x, y):
+            return f"{name!r} values differ"
+    return None
+
+
+def _check_released(weak: Dict[str, StorageWeakRef], observer: Any) -> None:
+    """Once the rebuilt output is dropped, nothing may keep the received tensors alive."""
+    if any(not ref.expired() for ref in weak.values()):
+        # Only a reference cycle can still free them; a full collection costs tens of ms with torch loaded.
+        gc.collect()
+    for name, ref in weak.items():
+        if not ref.expired():
+            raise KitFailure("K10", name=name, detail=_holder(observer, ref.cdata))
+
+
+def _holder(observer: Any, cdata: int) -> str:
+    for attr, value in getattr(observer, "__dict__", {}).items():
+        if _reaches(value, cdata, depth=3):
+            return f"the observer's attribute {attr!r} holds it"
+    return "something outside the rebuilt output holds it (the observer, or a cache it writes)"
+
+
+def _reaches(value: Any, cdata: int, depth: int) -> bool:
+    """Whether ``value`` is, or holds within ``depth`` levels, a tensor on that storage."""
+    if torch.is_tensor(value):
+        return value.untyped_storage()._cdata == cdata
+    if depth == 0:
+        return False
+    if isinstance(value, Mapping):
+        items = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        items = list(getattr(value, "__dict__", {}).values())
+    return any(_reaches(item, cdata, depth - 1) for item in items)

@@ -1,0 +1,76 @@
+"""The documentation: a short README, links and anchors that resolve inside the repository, the
+contract's tables generated from the code, and a conformance test for every clause."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from ppaux.conformance import test_add, test_pop, test_properties, test_robustness, test_sglang_cases, test_stateful
+from ppaux.core.clauses import CLAUSES, markdown_table
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def anchors(page: Path) -> set:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    found = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            text = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", text).replace(" ", "-"))
+    return found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_and_anchor_resolves(page):
+    broken = []
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+://", target):
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists() or ROOT not in dest.parents and dest != ROOT:
+            broken.append(target)
+        elif anchor and anchor not in anchors(dest):
+            broken.append(target)
+    assert broken == []
+
+
+def test_the_readme_is_a_front_door():
+    assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 200
+
+
+def test_the_clause_table_is_generated_from_the_clauses():
+    assert markdown_table() in (ROOT / "docs" / "contract.md").read_text(encoding="utf-8"), \
+        "docs/contract.md's clause table is stale: paste `ppaux clauses --markdown`"
+
+
+def _clause_marks():
+    """(clause id, kind mark) for every test of the shipped suite."""
+    for module in (test_add, test_pop, test_properties, test_robustness, test_sglang_cases, test_stateful):
+        module_mark = getattr(module, "pytestmark", None)
+        module_marks = [module_mark.name] if module_mark else []
+        for name, fn in inspect.getmembers(module, inspect.isfunction):
+            if not name.startswith("test_"):
+                continue
+            marks = getattr(fn, "pytestmark", [])
+            kinds = {m.name for m in marks} | set(module_marks)
+            for mark in marks:
+                if mark.name == "clause":
+                    yield mark.args[0], "robustness" if "robustness" in kinds else "contract"
+
+
+def test_every_clause_has_a_test_and_every_test_a_known_clause():
+    marks = list(_clause_marks())
+    assert {clause for clause, _ in marks} == set(CLAUSES)
+
+
+def test_robustness_tests_are_the_clauses_where_sglang_differs():
+    robust = {clause for clause, kind in _clause_marks() if kind == "robustness"}
+    assert robust == {c.id for c in CLAUSES.values() if c.sglang_differs}
