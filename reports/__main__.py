@@ -16,7 +16,9 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="gather every report under reports/out/ into reports/index.html")
     b.add_argument("--out", default="reports/out", metavar="DIR", help="where the generated reports are (default reports/out)")
     b.add_argument("--index", default="reports/index.html", metavar="FILE", help="the page to write (default reports/index.html)")
-    m = sub.add_parser("mutation", help="mutmut over ppaux/ from a clean mutants/, score per module, gate")
+    m = sub.add_parser("mutation", help="mutmut over a scope of ppaux/ in a scratch copy: score per module, gate")
+    m.add_argument("--scope", choices=("contract", "package"), default="contract",
+                   help="contract: the modules that carry the contract, gated at 100%% (default); package: all of ppaux/, score reported")
     m.add_argument("--out", default="reports/out/mutation", metavar="DIR", help="report directory (default reports/out/mutation)")
     m.add_argument("--max-children", type=int, default=None, metavar="N", help="mutmut worker processes (default: CPU count)")
     m.add_argument("--only", action="append", default=[], metavar="PATTERN",
@@ -36,7 +38,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return build(args.out, args.index)
     from reports.mutation import run
 
-    return run(args.out, args.max_children, args.only)
+    return run(args.out, args.max_children, args.only, args.scope)
 
 
 if __name__ == "__main__":

@@ -116,10 +116,12 @@ def _bar_chart(modules: Dict[str, Dict[str, Any]]) -> str:
         y = 10 + 26 * i
         w = 4.2 * m["score"]
         colour = "#2e7d32" if m["passes"] else "#c62828"
-        gx = 190 + 4.2 * m["gate"]
+        # A module with a gate shows it as a dashed line; a reported-only one has none.
+        gate = "" if m.get("gate") is None else (
+            f'<line x1="{190 + 4.2 * m["gate"]:.1f}" x2="{190 + 4.2 * m["gate"]:.1f}" y1="{y - 2}" y2="{y + 20}" '
+            'stroke="#000" stroke-dasharray="3,2"/>')
         rows.append(f'<text x="185" y="{y + 14}" text-anchor="end">{E(name)}</text>'
-                    f'<rect x="190" y="{y}" width="{w:.1f}" height="18" fill="{colour}"/>'
-                    f'<line x1="{gx:.1f}" x2="{gx:.1f}" y1="{y - 2}" y2="{y + 20}" stroke="#000" stroke-dasharray="3,2"/>'
+                    f'<rect x="190" y="{y}" width="{w:.1f}" height="18" fill="{colour}"/>{gate}'
                     f'<text x="{195 + w:.1f}" y="{y + 14}">{m["score"]}% ({m["killed"]}/{m["total"]})</text>')
     return (f'<svg class="chart" role="img" aria-label="mutation score per module" width="720" height="{h}" '
             f'viewBox="0 0 720 {h}" xmlns="http://www.w3.org/2000/svg">{"".join(rows)}</svg>')
@@ -131,13 +133,44 @@ def section_mutation(page: Page) -> None:
     if not isinstance(data, dict):
         return page.add("mutation", "Mutation testing", "missing", _missing("python -m reports mutation"))
     surv = data.get("survivors", [])
+    scope = data.get("scope", "contract")
     body = (f"<p class='big'>{data['score']}% killed ({data['killed']}/{data['total']} mutants), {data['wall_s']} s; "
-            f"gate {'pass' if data['passes'] else 'FAIL'} (100% on transport and errors, 95% elsewhere).</p>"
+            f"gate {'pass' if data['passes'] else 'FAIL'} (scope <code>{E(scope)}</code>: {E(data.get('scope_doc', ''))}).</p>"
             + _bar_chart(data["modules"])
             + f"<p>{len(surv)} surviving mutants. {page.link(md, 'mutation.md (every diff)')} {page.link(js, 'mutation.json')}</p>"
             + ("<details><summary>surviving mutants</summary>" + "".join(
                 f"<h4><code>{E(s['mutant'])}</code> ({E(s['status'])})</h4><pre>{E(s['diff'])}</pre>" for s in surv) + "</details>" if surv else ""))
     page.add("mutation", "Mutation testing", "pass" if data["passes"] else "fail", body)
+
+
+def _side_by_side_chart(sides: Dict[str, int]) -> str:
+    """One bar per kind of mutant: killed by both, by ppaux's suite only, by the baseline only, by neither."""
+    total = max(sum(sides.values()), 1)
+    colours = {"both": "#2e7d32", "only ppaux": "#1565c0", "only the baseline": "#ef6c00", "neither": "#c62828"}
+    rows = []
+    for i, (kind, n) in enumerate(sides.items()):
+        y, w = 10 + 26 * i, 420 * n / total
+        rows.append(f'<text x="185" y="{y + 14}" text-anchor="end">killed by {E(kind)}</text>'
+                    f'<rect x="190" y="{y}" width="{w:.1f}" height="18" fill="{colours.get(kind, "#555")}"/>'
+                    f'<text x="{195 + w:.1f}" y="{y + 14}">{n}</text>')
+    h = 26 * len(sides) + 20
+    return (f'<svg class="chart" role="img" aria-label="mutants killed by ppaux and by the baseline" width="720" height="{h}" '
+            f'viewBox="0 0 720 {h}" xmlns="http://www.w3.org/2000/svg">{"".join(rows)}</svg>')
+
+
+def section_mutate(page: Page) -> None:
+    js, md = page.out / "mutate" / "mutate.json", page.out / "mutate" / "mutate.md"
+    data = _load(js)
+    if not isinstance(data, dict):
+        return page.add("mutate", "ppaux mutate", "missing", _missing("ppaux mutate --impl MODULE_OR_FILE [--baseline COMMAND]"))
+    counted = data["total"] - data["equivalent"]
+    body = (f"<p class='big'><code>{E(data['implementation'])}</code>: ppaux's suite kills {data['score']}% "
+            f"({data['killed']}/{counted}); gate {data['gate']}% {'pass' if data['passes'] else 'FAIL'}, {data['wall_s']} s.</p>")
+    if "baseline" in data:
+        b = data["baseline"]
+        body += f"<p>Beside <code>{E(b['command'])}</code>, which kills {b['score']}%:</p>" + _side_by_side_chart(b["side_by_side"])
+    body += f"<p>{page.link(md, 'mutate.md (every survivor with its diff)')} {page.link(js, 'mutate.json')}</p>"
+    page.add("mutate", "ppaux mutate", "pass" if data["passes"] else "fail", body)
 
 
 def _fuzz_chart(timeline: List[List[float]], budget: float) -> str:
@@ -234,7 +267,7 @@ SECTIONS: List[Callable[[Page], None]] = [
     section_tests,
     lambda p: section_json_md(p, "conformance", "Conformance", "conformance", "conformance", "python -m ppaux check"),
     section_faults,
-    section_coverage, section_mutation, section_fuzz, section_bench,
+    section_coverage, section_mutation, section_mutate, section_fuzz, section_bench,
 ]
 STYLE = """body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:980px;padding:1em 2em;color:#222}
 nav a{margin-right:.8em}.tile{display:inline-block;padding:.3em .7em;margin:.2em;border-radius:4px;color:#fff}

@@ -1,8 +1,10 @@
-"""Mutation testing as routine: mutmut 3 over ppaux/ from a clean ``mutants/``, the score per
-module, every surviving mutant's diff, and the gate.
+"""ppaux's own mutation runs: mutmut 3 over part of ppaux/ (a scope) in a scratch copy of the
+checkout, the score per module, every surviving mutant's diff, every equivalence marking, the gate.
 
-mutmut's own exit status says nothing (0 with survivors) and its cache outlives test edits,
-so this always starts clean and reads the verdicts from ``mutmut results --all true``.
+Two scopes, one source of truth (:data:`SCOPES`): ``contract`` (the modules that carry the
+contract, every mutant killed; ``.ci/run``) and ``package`` (all of ppaux/, score reported; the
+nightly job). mutmut's own exit status says nothing (0 with survivors) and its cache outlives test
+edits, so every run starts from a fresh copy and reads the verdicts from ``mutmut results``.
 """
 
 from __future__ import annotations
@@ -11,29 +13,55 @@ import fnmatch
 import json
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
+from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from ppaux.testing.mutation import MutmutProject, Progress, is_killed, module_of, mutmut_table, verdicts
+
 ROOT = Path(__file__).resolve().parents[1]
-# Per-module gate (percent of mutants killed). The transport and the error catalog are the
-# contract itself: every mutant there must die.
-GATES = {"ppaux.core.transport": 100.0, "ppaux.core.errors": 100.0}
-DEFAULT_GATE = 95.0
-# A mutant whose tests crash the test process (mutmut says "segfault": killed by a signal, e.g.
-# gloo aborting on a corrupt rendezvous) was detected as surely as one that fails a test.
-KILLED = {"killed", "timeout", "caught by type check", "segfault"}
-# mutmut files any exit code it has no name for as "suspicious", SIGABRT included (gloo aborting
-# in a rank thread of the test process). Its meta files keep the code: a death by a signal is
-# reported as "crashed (SIGNAME)" and counted with the crashes above.
-SUSPICIOUS = "suspicious"
-CRASHED = "crashed"
 CLEAN_RUN_FAILED = "Failed to run clean test"
-_LINE = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>.+?)\s*$")
+# What the scratch copy holds: the package, its tests and what they read.
+COPIED = ("ppaux", "strategies", "tests", "examples", "docs", "fuzz", "reports", "README.md", "CHANGELOG.md", "LICENSE",
+          "ppaux_pytest.py", "pyproject.toml")
+# -o addopts= and no xdist: mutmut runs the tests in its own process. The fuzz/, reports/, binding
+# and SGLang-release tests run ppaux in subprocesses, where no mutant of this process lives.
+PYTEST_ARGS = ("-o", "addopts=", "--strict-markers", "-p", "no:cacheprovider", "--hypothesis-profile=mutation", "-q",
+               "-p", "no:randomly", "-m", "not sglang", "--ignore=tests/test_fuzz.py", "--ignore=tests/test_reports.py",
+               "--ignore=tests/test_binding.py", "--ignore=tests/test_sglang_conformance.py")
+CONTRACT_MODULES = ("ppaux/core/transport.py", "ppaux/core/errors.py", "ppaux/core/integrity.py", "ppaux/relay/wire.py")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one kind of run mutates, which tests may kill, and the gate (``None``: reported only)."""
+
+    mutate: Tuple[str, ...]
+    tests: Tuple[str, ...]
+    gate: Optional[float]
+    doc: str
+
+
+SCOPES: Dict[str, Scope] = {
+    "contract": Scope(
+        mutate=CONTRACT_MODULES,
+        # The shipped suite and the tests of these modules: every mutant of the contract must die here.
+        tests=("ppaux/conformance/", "tests/test_catalog.py", "tests/test_integrity.py", "tests/test_transport_names.py",
+               "tests/test_wire.py", "tests/test_wire_relay_api.py", "tests/test_pipeline.py", "tests/test_faults.py"),
+        gate=100.0,
+        doc="the modules that carry the contract (transport, errors, integrity, the wire model), every mutant killed",
+    ),
+    "package": Scope(
+        mutate=("ppaux/*",),
+        tests=("ppaux/conformance/", "tests/"),
+        gate=None,
+        doc="all of ppaux/, the score per module reported (the contract modules still gated at 100%)",
+    ),
+}
 
 
 _PRAGMA = re.compile(r"#\s*pragma:\s*no mutate(?: (?P<kind>block|start|end))?(?:\s+-\s+(?P<reason>\S.*?))?\s*$")
@@ -66,19 +94,11 @@ def equivalents(source: Path = ROOT / "ppaux") -> List[Dict[str, object]]:
     return found
 
 
-def gate_for(module: str) -> float:
-    return GATES.get(module, DEFAULT_GATE)
-
-
-def module_of(mutant: str) -> str:
-    # ppaux.errors.xǁCatalogEntryǁmessage__mutmut_3 -> ppaux.errors ; ppaux.cli.x_main__mutmut_1 -> ppaux.cli
-    head = mutant.split("__mutmut_")[0]
-    parts = head.split(".")
-    return ".".join(p for p in parts[:-1])
-
-
-def parse_results(text: str) -> Dict[str, str]:
-    return {m["name"]: m["status"] for m in map(_LINE.match, text.splitlines()) if m}
+def gate_for(module: str, scope: Scope) -> Optional[float]:
+    """The contract modules are gated at 100% in every scope; the others at the scope's gate."""
+    if module.replace(".", "/") + ".py" in CONTRACT_MODULES:
+        return 100.0
+    return scope.gate
 
 
 def select(results: Dict[str, str], only: List[str]) -> Dict[str, str]:
@@ -88,39 +108,7 @@ def select(results: Dict[str, str], only: List[str]) -> Dict[str, str]:
     return {name: status for name, status in results.items() if any(fnmatch.fnmatch(name, p) for p in only)}
 
 
-def crashes(mutants: Path) -> Dict[str, str]:
-    """``{mutant: "crashed (SIGNAME)"}`` for each mutant whose test process died by a signal,
-    read from the exit codes in mutmut's ``*.meta`` files under ``mutants``."""
-    found = {}
-    for meta in sorted(mutants.rglob("*.meta")):
-        try:
-            codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
-        except (OSError, ValueError):
-            continue
-        for name, code in codes.items():
-            if isinstance(code, int) and code < 0:
-                try:
-                    found[name] = f"{CRASHED} ({signal.Signals(-code).name})"
-                except ValueError:
-                    found[name] = f"{CRASHED} (signal {-code})"
-    return found
-
-
-def name_crashes(results: Dict[str, str], crashed: Dict[str, str]) -> Dict[str, str]:
-    """``results`` with each "suspicious" verdict that was a death by a signal named as such."""
-    return {name: crashed.get(name, status) if status == SUSPICIOUS else status for name, status in results.items()}
-
-
-def is_killed(status: str) -> bool:
-    return status in KILLED or status.startswith(f"{CRASHED} (")
-
-
-def verdicts(results: Dict[str, str]) -> Dict[str, int]:
-    """How many mutants got each verdict, most common first: how the killed ones were killed."""
-    return dict(sorted(Counter(results.values()).items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-def score(results: Dict[str, str]) -> Dict[str, Dict[str, object]]:
+def score(results: Dict[str, str], scope: Scope) -> Dict[str, Dict[str, object]]:
     modules: Dict[str, Dict[str, object]] = defaultdict(lambda: {"total": 0, "killed": 0, "survivors": []})
     for name, status in sorted(results.items()):
         entry = modules[module_of(name)]
@@ -132,42 +120,34 @@ def score(results: Dict[str, str]) -> Dict[str, Dict[str, object]]:
     out = {}
     for module, entry in sorted(modules.items()):
         pct = 100.0 * entry["killed"] / entry["total"] if entry["total"] else 100.0
-        out[module] = {**entry, "score": round(pct, 2), "gate": gate_for(module), "passes": pct >= gate_for(module)}
+        gate = gate_for(module, scope)
+        out[module] = {**entry, "score": round(pct, 2), "gate": gate, "passes": gate is None or pct >= gate}
     return out
 
 
-def _mutmut(*args: str, log: Optional[Path] = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "mutmut", *args]
-    if log is None:
-        return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    with open(log, "w") as fh:
-        return subprocess.run(cmd, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, text=True)
-
-
-def _source_path(mutant: str) -> str:
-    return module_of(mutant).replace(".", "/") + ".py"
-
-
-_DIFF_SCRIPT = """
-import json, sys
-from mutmut.mutation.diff_apply import get_diff_for_mutant
-out = {}
-for name, path in json.load(sys.stdin):
-    try:
-        out[name] = get_diff_for_mutant(name, path=path)
-    except Exception as exc:
-        out[name] = f"(no diff: {type(exc).__name__}: {exc})"
-print(json.dumps(out))
-"""
-
-
-def _diffs(pairs: List[Tuple[str, str]]) -> Dict[str, str]:
-    """Every survivor's diff in one process: ``mutmut show`` per mutant costs ~0.5 s each."""
-    if not pairs:
-        return {}
-    proc = subprocess.run([sys.executable, "-c", _DIFF_SCRIPT], cwd=ROOT, input=json.dumps(pairs),
-                          capture_output=True, text=True)
-    return json.loads(proc.stdout) if proc.returncode == 0 else {}
+def project(scope: Scope, dest: Path) -> MutmutProject:
+    """A scratch copy of the checkout whose ``[tool.mutmut]`` table is the scope's."""
+    for name in COPIED:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "out", "index.html", "mutants"))
+        else:
+            shutil.copy2(src, dest / name)
+    config = {
+        "source_paths": ["ppaux/"],
+        "only_mutate": list(scope.mutate),
+        "do_not_mutate": ["ppaux/conformance/*"],
+        "also_copy": [n + ("/" if (ROOT / n).is_dir() else "") for n in COPIED if n not in ("ppaux", "pyproject.toml")],
+        "pytest_add_cli_args": list(PYTEST_ARGS),
+        "pytest_add_cli_args_test_selection": list(scope.tests),
+        # Fork every mutant from a server that has already imported torch and collected the suite:
+        # forking from mutmut's own process re-imports torch and every test module per mutant (~2 s each).
+        "process_isolation": "forkserver",
+        "forkserver_warmup": "collect",
+    }
+    pyproject = (dest / "pyproject.toml").read_text(encoding="utf-8")
+    (dest / "pyproject.toml").write_text(pyproject.rstrip() + "\n\n" + mutmut_table(config), encoding="utf-8")
+    return MutmutProject(dest)
 
 
 def _marking_line(marking: Dict[str, object]) -> str:
@@ -179,17 +159,20 @@ def _marking_line(marking: Dict[str, object]) -> str:
 def write(report: Dict[str, object], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "mutation.json").write_text(json.dumps(report, indent=2) + "\n")
+    scope = report.get("scope", "contract")
     lines = ["# Mutation testing", "",
+             f"- scope `{scope}`: {report.get('scope_doc', SCOPES[scope].doc)}",
              f"- score: **{report['score']}%** ({report['killed']}/{report['total']} mutants killed); "
              f"gate: {'**pass**' if report['passes'] else '**FAIL**'}",
-             f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; command: `python -m reports mutation"
+             f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; command: `python -m reports mutation --scope {scope}"
              + "".join(f" --only '{p}'" for p in report.get("only", [])) + "`"]
     if report.get("verdicts"):
         lines.append("- verdicts: " + ", ".join(f"{status} {n}" for status, n in report["verdicts"].items()))
     lines += ["",
              "| module | mutants | killed | score | gate | verdict |", "| --- | --- | --- | --- | --- | --- |"]
     for module, m in report["modules"].items():
-        lines.append(f"| {module} | {m['total']} | {m['killed']} | {m['score']}% | {m['gate']}% | {'pass' if m['passes'] else 'FAIL'} |")
+        gate = "reported" if m["gate"] is None else f"{m['gate']}%"
+        lines.append(f"| {module} | {m['total']} | {m['killed']} | {m['score']}% | {gate} | {'pass' if m['passes'] else 'FAIL'} |")
     lines += ["", "## Marked equivalent (`# pragma: no mutate`)", ""]
     lines += [_marking_line(e) for e in report.get("equivalents", [])]
     lines += ["", "## Surviving mutants", ""]
@@ -200,45 +183,44 @@ def write(report: Dict[str, object], out: Path) -> None:
     (out / "mutation.md").write_text("\n".join(lines))
 
 
-def run(out_dir: str, max_children: Optional[int], only: Optional[List[str]] = None) -> int:
+def run(out_dir: str, max_children: Optional[int], only: Optional[List[str]] = None, scope_name: str = "contract") -> int:
+    scope = SCOPES[scope_name]
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(ROOT / "mutants", ignore_errors=True)
+    scratch = out / "project"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    mutmut = project(scope, scratch)
     start = time.monotonic()
     only = list(only or [])
-    args = ["run"] + ([f"--max-children={max_children}"] if max_children else []) + only
-    proc = _mutmut(*args, log=out / "mutmut-run.log")
-    if proc.returncode != 0 and CLEAN_RUN_FAILED in (out / "mutmut-run.log").read_text(errors="replace"):
+    code = mutmut.run(max_children=max_children, only=only, log=out / "mutmut-run.log", progress=Progress())
+    if code != 0 and CLEAN_RUN_FAILED in (out / "mutmut-run.log").read_text(errors="replace"):
         # mutmut forks its clean run from the process that has just run the whole suite for its
         # stats (gloo groups and threads included), and that fork now and then fails with no
         # output. Run again: mutmut loads the stats it saved and forks from a fresh process.
         # A test that really fails the clean run fails it again here.
         print("reports: mutmut's clean run failed; running mutmut again on the stats it saved", file=sys.stderr)
-        proc = _mutmut(*args, log=out / "mutmut-run-again.log")
+        code = mutmut.run(max_children=max_children, only=only, log=out / "mutmut-run-again.log", progress=Progress())
     wall = round(time.monotonic() - start, 1)
-    listing = _mutmut("results", "--all", "true")
-    results = name_crashes(select(parse_results(listing.stdout), only), crashes(ROOT / "mutants"))
-    if proc.returncode != 0 or not results:
-        print(f"reports: error: mutmut run failed (exit {proc.returncode}); see {out / 'mutmut-run.log'}", file=sys.stderr)
+    results = select(mutmut.results(), only)
+    if code != 0 or not results:
+        print(f"reports: error: mutmut run failed (exit {code}); see {out / 'mutmut-run.log'}", file=sys.stderr)
         return 1
-    modules = score(results)
+    modules = score(results, scope)
     survivors = [s for module in modules.values() for s in module["survivors"]]
-    diffs = _diffs([(s["mutant"], _source_path(s["mutant"])) for s in survivors])
+    diffs = mutmut.diffs([s["mutant"] for s in survivors], lambda name: module_of(name).replace(".", "/") + ".py")
     survivors = [{**s, "diff": diffs.get(s["mutant"], "")} for s in survivors]
     killed = sum(m["killed"] for m in modules.values())
     total = sum(m["total"] for m in modules.values())
-    from importlib.metadata import version as _version
-
-    version = _version("mutmut")
     marked = equivalents()
-    report = {"kind": "mutation", "wall_s": wall, "mutmut": version, "total": total, "killed": killed,
-              "score": round(100.0 * killed / total, 2) if total else 100.0,
+    report = {"kind": "mutation", "scope": scope_name, "scope_doc": scope.doc, "wall_s": wall, "mutmut": version("mutmut"),
+              "total": total, "killed": killed, "score": round(100.0 * killed / total, 2) if total else 100.0,
               "passes": all(m["passes"] for m in modules.values()) and not any(e["problem"] for e in marked),
               "verdicts": verdicts(results), "only": only, "modules": modules, "survivors": survivors,
               "equivalents": marked}
     write(report, out)
-    print(f"mutation: {report['score']}% ({killed}/{total} killed) in {wall} s; gate {'pass' if report['passes'] else 'FAIL'}; "
-          f"report {out / 'mutation.md'}")
+    print(f"mutation ({scope_name}): {report['score']}% ({killed}/{total} killed) in {wall} s; "
+          f"gate {'pass' if report['passes'] else 'FAIL'}; report {out / 'mutation.md'}")
     for module, m in modules.items():
         if not m["passes"]:
             print(f"  {module}: {m['score']}% < {m['gate']}% ({len(m['survivors'])} survivors)")

@@ -1,4 +1,4 @@
-"""ppaux's own test run: nested sessions, SGLang-release tests only when asked, no process left behind."""
+"""ppaux's own test run: nested sessions, SGLang-release and slow end-to-end tests only when asked, no process left behind."""
 
 from __future__ import annotations
 
@@ -13,18 +13,27 @@ from ppaux.relay import gloo
 
 pytest_plugins = ["pytester"]
 
-# `-m sglang` (or any -m expression that names the mark without negating it) opts in.
-_ASKS_FOR_SGLANG = re.compile(r"(?<!not )\bsglang\b")
+# Marks whose tests run only when asked for: `-m MARK` (any -m expression that names the mark
+# without negating it) or the environment variable.
+OPT_IN = {
+    "sglang": ("PPAUX_SGLANG", "downloads an SGLang release"),
+    "slow": ("PPAUX_SLOW", "an end-to-end run of the fuzz job or of mutmut (half a minute or more)"),
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"slow: {OPT_IN['slow'][1]}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
-    """Tests that download an SGLang release run only when asked for: `-m sglang` or PPAUX_SGLANG=1."""
-    if _ASKS_FOR_SGLANG.search(config.getoption("markexpr") or "") or os.environ.get("PPAUX_SGLANG") == "1":
-        return
-    skip = pytest.mark.skip(reason="downloads an SGLang release: run with -m sglang (or PPAUX_SGLANG=1)")
-    for item in items:
-        if item.get_closest_marker("sglang"):
-            item.add_marker(skip)
+    markexpr = config.getoption("markexpr") or ""
+    for mark, (variable, why) in OPT_IN.items():
+        if re.search(rf"(?<!not )\b{mark}\b", markexpr) or os.environ.get(variable) == "1":
+            continue
+        skip = pytest.mark.skip(reason=f"{why}: run with -m {mark} (or {variable}=1)")
+        for item in items:
+            if item.get_closest_marker(mark):
+                item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

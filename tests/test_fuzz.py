@@ -140,6 +140,7 @@ def _find_save_replay(db: str, report: Path, *, replay_fixed: bool) -> None:
     assert replay["still_failing"] == [] and [r["nodeid"] for r in replay["no_longer_failing"]] == [BROKEN_TEST]
 
 
+@pytest.mark.slow
 def test_planted_failure_is_found_saved_and_replayed_from_a_directory(tmp_path):
     _find_save_replay(str(tmp_path / "db"), tmp_path / "report", replay_fixed=True)
     assert any((tmp_path / "db").iterdir())
@@ -176,6 +177,7 @@ def redis_url(tmp_path):
             proc.wait()
 
 
+@pytest.mark.slow
 def test_planted_failure_is_found_saved_and_replayed_from_a_real_redis(redis_url, tmp_path):
     url, client = redis_url
     _find_save_replay(url, tmp_path / "report", replay_fixed=False)

@@ -16,7 +16,7 @@ def test_default_is_the_reference_through_sglang_names():
     ref = impl.load(None)
     assert ref.is_reference and ref.prefix == transport._OUTPUT_PREFIX
     assert ref.add is transport.add_auxiliary_output_to_pp_tensors and ref.pop is transport.pop_auxiliary_output_from_pp_tensors
-    assert impl.load("ppaux.transport").add is ref.add
+    assert impl.load("ppaux.transport").add is ref.add and impl.load("ppaux.core.transport").is_reference
     assert repr(ref) == "<ppaux prefix='__sampling_observer_output__.'>"
 
 

@@ -11,11 +11,12 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from ppaux.testing.mutation import crashes, module_of, name_crashes, parse_results, verdicts
 from reports.build import build
-from reports.mutation import NO_REASON, REGION_AFTER_CODE, crashes, equivalents, module_of, name_crashes, parse_results, score, select, verdicts, write
+from reports.mutation import NO_REASON, REGION_AFTER_CODE, SCOPES, equivalents, score, select, write
 
 ROOT = Path(__file__).resolve().parents[1]
-SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "fuzz", "benchmarks")
+SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "mutate", "fuzz", "benchmarks")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -29,10 +30,14 @@ def test_mutation_score_per_module_and_gate():
 """
     results = parse_results(listing)
     assert module_of("ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_1") == "ppaux.core.transport"
-    modules = score(results)
+    modules = score(results, SCOPES["package"])
     assert modules["ppaux.core.transport"]["score"] == 50.0 and not modules["ppaux.core.transport"]["passes"]
     assert modules["ppaux.core.transport"]["survivors"] == [{"mutant": "ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_2", "status": "survived"}]
-    assert modules["ppaux.cli"] == {"total": 3, "killed": 3, "survivors": [], "score": 100.0, "gate": 95.0, "passes": True}
+    # Outside the contract modules the package scope reports a score and gates nothing.
+    assert modules["ppaux.cli"] == {"total": 3, "killed": 3, "survivors": [], "score": 100.0, "gate": None, "passes": True}
+    partly = score({**results, "ppaux.cli.x_main__mutmut_4": "survived"}, SCOPES["package"])["ppaux.cli"]
+    assert (partly["score"], partly["passes"]) == (75.0, True)
+    assert score(results, SCOPES["contract"])["ppaux.cli"]["gate"] == 100.0
 
 
 def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_path):
@@ -52,7 +57,7 @@ def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_
     assert named == {**results, "ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)"}
     assert verdicts(named) == {"crashed (SIGABRT)": 1, "killed": 1, "segfault": 1, "suspicious": 1}
     assert verdicts({**named, "ppaux.gloo.x_a__mutmut_7": "killed"})["killed"] == 2
-    gloo = score(named)["ppaux.gloo"]
+    gloo = score(named, SCOPES["package"])["ppaux.gloo"]
     assert (gloo["killed"], gloo["survivors"]) == (3, [{"mutant": "ppaux.gloo.x_a__mutmut_4", "status": "suspicious"}])
 
 
@@ -94,7 +99,7 @@ def test_equivalence_markings_are_listed_with_their_reasons_and_problems(tmp_pat
               "verdicts": {"killed": 3, "crashed (SIGABRT)": 1}, "modules": {}, "survivors": [], "equivalents": found}
     write(report, tmp_path / "out")
     text = (tmp_path / "out" / "mutation.md").read_text()
-    assert "command: `python -m reports mutation`\n- verdicts: killed 3, crashed (SIGABRT) 1\n\n| module |" in text
+    assert "command: `python -m reports mutation --scope contract`\n- verdicts: killed 3, crashed (SIGABRT) 1\n\n| module |" in text
     assert ("## Marked equivalent (`# pragma: no mutate`)\n\n"
             "- `pkg/m.py:2`: equivalent: same codec\n"
             "- `pkg/m.py:3` (block): runs in a child\n"
@@ -136,6 +141,12 @@ def _inputs(out: Path) -> None:
         "score": 97.5, "killed": 39, "total": 40, "wall_s": 50, "passes": False, "survivors": [
             {"mutant": "ppaux.cli.x_main__mutmut_2", "status": "survived", "diff": "-a\n+b"}],
         "modules": {"ppaux.cli": {"total": 40, "killed": 39, "score": 97.5, "gate": 100.0, "passes": False, "survivors": []}}}))
+    (out / "mutate").mkdir()
+    (out / "mutate" / "mutate.json").write_text(json.dumps({
+        "implementation": "sglang.srt.sampling.sampling_observer_pp", "score": 100.0, "killed": 53, "total": 53, "equivalent": 0,
+        "gate": 100.0, "passes": True, "wall_s": 42.0, "baseline": {"command": "pytest t.py", "score": 67.92, "side_by_side": {
+            "both": 36, "only ppaux": 17, "only the baseline": 0, "neither": 0}}}))
+    (out / "mutate" / "mutate.md").write_text("# Mutation testing\n")
     (out / "junit.xml").write_text('<testsuites><testsuite tests="2" failures="0" errors="0" skipped="0" time="1.5">'
                                    '<testcase classname="t" name="a"/><testcase classname="t" name="b"/></testsuite></testsuites>')
 
@@ -162,6 +173,8 @@ def test_page_has_every_section_a_fuzz_chart_a_mutation_chart_and_no_broken_link
     page = index.read_text()
     assert 'aria-label="fuzz run: examples over time and failures"' in page and "failure 1" in page
     assert 'aria-label="mutation score per module"' in page and "97.5% (39/40)" in page
+    assert 'aria-label="mutants killed by ppaux and by the baseline"' in page and ">killed by only ppaux</text>" in page
+    assert "ppaux's suite kills 100.0% (53/53)" in page and "which kills 67.92%" in page
     assert "tests/t.py::t" in page and "@reproduce_failure(&#x27;x&#x27;, b&#x27;y&#x27;)" in page
     assert "2 tests, 0 failed" in page
     for href in _links(page):
@@ -217,21 +230,39 @@ def test_fault_matrices_show_each_channel_and_mode_against_the_expectation(tmp_p
 def test_a_clean_run_that_fails_once_is_run_again_on_the_saved_stats(tmp_path, monkeypatch, capsys):
     import reports.mutation as mutation
 
-    calls = []
+    runs = []
 
-    def fake_mutmut(*args, log=None):
-        calls.append((args, log.name if log else None))
-        if args[0] == "results":
-            return subprocess.CompletedProcess(args, 0, "    ppaux.cli.x_main__mutmut_1: killed\n", "")
-        first = len([c for c in calls if c[0][0] == "run"]) == 1
-        log.write_text("Running clean tests\n" + (mutation.CLEAN_RUN_FAILED + "\n" if first else "done\n"))
-        return subprocess.CompletedProcess(args, 1 if first else 0)
+    class FakeMutmut:
+        def __init__(self, root):
+            self.root = root
 
-    monkeypatch.setattr(mutation, "ROOT", tmp_path)
-    monkeypatch.setattr(mutation, "_mutmut", fake_mutmut)
+        def run(self, *, max_children, only, log, progress):
+            runs.append((tuple(only), log.name))
+            log.write_text("Running clean tests\n" + (mutation.CLEAN_RUN_FAILED + "\n" if len(runs) == 1 else "done\n"))
+            return 1 if len(runs) == 1 else 0
+
+        def results(self):
+            return {"ppaux.cli.x_main__mutmut_1": "killed"}
+
+        def diffs(self, names, source_of):
+            return {}
+
+    monkeypatch.setattr(mutation, "project", lambda scope, dest: FakeMutmut(dest))
     assert mutation.run(str(tmp_path / "out"), None, ["ppaux.cli*"]) == 0
-    assert calls == [(("run", "ppaux.cli*"), "mutmut-run.log"), (("run", "ppaux.cli*"), "mutmut-run-again.log"),
-                     (("results", "--all", "true"), None)]
+    assert runs == [(("ppaux.cli*",), "mutmut-run.log"), (("ppaux.cli*",), "mutmut-run-again.log")]
     err = capsys.readouterr().err
     assert err == "reports: mutmut's clean run failed; running mutmut again on the stats it saved\n"
     assert json.loads((tmp_path / "out" / "mutation.json").read_text())["score"] == 100.0
+
+
+def test_the_scratch_project_carries_the_scopes_mutmut_table(tmp_path):
+    import tomllib
+
+    import reports.mutation as mutation
+
+    mutation.project(SCOPES["contract"], tmp_path)
+    table = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["mutmut"]
+    assert table["only_mutate"] == list(mutation.CONTRACT_MODULES) and table["do_not_mutate"] == ["ppaux/conformance/*"]
+    assert table["pytest_add_cli_args_test_selection"] == list(SCOPES["contract"].tests)
+    assert all((tmp_path / path.rstrip("/")).exists() for path in table["also_copy"])
+    assert (tmp_path / "ppaux" / "core" / "transport.py").read_bytes() == (ROOT / "ppaux" / "core" / "transport.py").read_bytes()

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import ppaux.cli.catalog as catalog
 import ppaux.cli.check as check
 import ppaux.cli.faults as faults
+import ppaux.cli.mutate as mutate
 from ppaux.cli.usage import USAGE_ERROR, OneLineParser, UsageError
 
 # name -> (add its arguments, run it, one-line help)
@@ -22,6 +23,7 @@ SUBCOMMANDS: Dict[str, Tuple[Callable[[argparse.ArgumentParser], None], Callable
     "errors": (catalog.add_errors_arguments, catalog.run_errors, "list the error catalog"),
     "explain": (catalog.add_explain_arguments, catalog.run_explain, "explain one error, by code or by its message text"),
     "faults": (faults.add_arguments, faults.run, "inject each named fault into a real PP relay and print the outcome matrix"),
+    "mutate": (mutate.add_arguments, mutate.run, "mutation-test an implementation with the conformance suite, beside its own tests"),
 }
 
 

@@ -15,7 +15,6 @@ from ppaux.conformance.support import (
     assert_all_or_nothing,
     assert_same_dict,
     assert_same_objects,
-    pop_cases,
     snapshot,
     transports,
 )
@@ -59,7 +58,8 @@ def test_non_str_keys_are_ordinary_keys(ppaux_impl, data):
 def test_observer_changing_its_dict_does_not_change_the_pp_dict(ppaux_impl, data, mode):
     """pop.4/pop.7: an observer that changes the dict it was given changes nothing in the PP dict: pop still removes exactly the aux keys
     (SGLang deletes by the observer's dict: a dropped name leaks its key, an added name raises KeyError mid-deletion)."""
-    t, d, _ = data.draw(pop_cases(ppaux_impl, non_tensors=False), label="case")
+    t = data.draw(transports(ppaux_impl), label="transport")
+    d = data.draw(transport_dicts(prefix=t.prefix, aux=True), label="d")
     keep = [(k, v) for k, v in d.items() if not (isinstance(k, str) and k.startswith(t.prefix))]
     obs = RecordingObserver(mode)
     assert t.pop(d, obs) is obs.returned[0]

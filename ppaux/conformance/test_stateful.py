@@ -93,8 +93,10 @@ def machine(max_items: int, observer_modes: Sequence[str]) -> type:
         def no_leaked_keys(self):
             # Checked at the end of every step rather than as an @invariant, which Hypothesis
             # would print as a line of its own after each step of a counterexample.
-            assert list(self.d) == [k for k, _ in self.model]
-            assert all(self.d[k] is v for k, v in self.model)
+            expected = [k for k, _ in self.model]
+            assert list(self.d) == expected, f"the dict holds {list(self.d)!r}; the contract leaves {expected!r}"
+            for k, v in self.model:
+                assert self.d[k] is v, f"the value object under {k!r} was replaced"
 
     return TransportMachine
 

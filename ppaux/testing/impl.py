@@ -14,6 +14,8 @@ import ppaux.core.transport as reference_module
 from ppaux.core.transport import PPAuxTransport
 
 DEFAULT_IMPL = "ppaux.transport"
+# The names of ppaux's reference: the drop-in module and the module that defines it.
+REFERENCE_NAMES = (DEFAULT_IMPL, reference_module.__name__)
 REQUIRED_NAMES = (
     "_OUTPUT_PREFIX",
     "PipelineParallelAuxiliaryOutput",
@@ -94,7 +96,7 @@ def _import_name(name: str) -> ModuleType:
 
 def load(spec: Optional[str] = None) -> Implementation:
     """The implementation named by ``spec`` (module name or ``.py`` path); ppaux's own when empty."""
-    if not spec or spec == DEFAULT_IMPL:
+    if not spec or spec in REFERENCE_NAMES:
         return reference()
     path = Path(spec)
     if spec.endswith(".py") or path.is_file():

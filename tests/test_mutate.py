@@ -1,0 +1,362 @@
+"""``ppaux mutate``: bad input is one line and exit 2, the report says what killed what, and a real
+mutmut run over a small implementation scores it against the gate, beside a baseline command."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ppaux.cli import mutate
+from ppaux.cli.main import main
+from ppaux.testing import mutation
+from ppaux.testing.mutation import Progress, Target, changed_line, parse_results, resolve, scratch_package_init
+
+IMPLS = Path(__file__).resolve().parent / "impls"
+ROOT = IMPLS.parent.parent
+
+# An implementation of its own whose pop is a copy of the reference's; add is the reference's.
+OWN_POP = '''
+import torch
+from ppaux.core.errors import AuxiliaryPPError
+from ppaux.transport import (  # noqa: F401 - the names an implementation must provide
+    _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors,
+)
+
+
+def pop_auxiliary_output_from_pp_tensors(tensors, observer):
+    keys = [k for k in tensors if isinstance(k, str) and k.startswith(_OUTPUT_PREFIX)]
+    if not keys:
+        return None
+    if observer is None:
+        raise AuxiliaryPPError("P1")
+    if not isinstance(observer, PipelineParallelSamplingObserver):
+        raise AuxiliaryPPError("P2")
+    received = {k[len(_OUTPUT_PREFIX):]: tensors[k] for k in keys}
+    if not all(torch.is_tensor(v) for v in received.values()):
+        raise AuxiliaryPPError("P3")
+    output = observer.from_pp_tensors(received)
+    if output is None:
+        raise AuxiliaryPPError("P4")
+    for name in received:  # as SGLang 0.5.23: by the dict the observer was handed (fails pop.4's robustness test)
+        del tensors[_OUTPUT_PREFIX + name]
+    return output
+'''
+
+# A baseline of the kind a project keeps: one example test, of P1 only.
+BASELINE = '''
+import own_pop
+try:
+    own_pop.pop_auxiliary_output_from_pp_tensors({own_pop._OUTPUT_PREFIX + "s": 1}, None)
+except RuntimeError as exc:
+    assert str(exc) == "received auxiliary PP output without a sampling observer"
+else:
+    raise AssertionError("no P1")
+'''
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--impl", "ppaux.transport"], "ppaux: error: implementation 'ppaux.transport' defines neither add_auxiliary_output_to_pp_tensors "
+                                        "nor pop_auxiliary_output_from_pp_tensors (they come from ppaux.core.transport); point --impl at the "
+                                        "module that defines them\n"),
+        (["--impl", "no_such_impl_module"], "ppaux: error: cannot import implementation module 'no_such_impl_module': ModuleNotFoundError: "
+                                            "No module named 'no_such_impl_module'\n"),
+        (["--impl", "ppaux.core.transport", "--gate", "101"], "ppaux: error: --gate must be between 0 and 100, got 101.0\n"),
+        (["--impl", "ppaux.core.transport", "--profile", "fast"], "ppaux: error: unknown profile 'fast'; choose from ci, dev, nightly, mutation\n"),
+        (["--impl", "ppaux.core.transport", "--baseline", ""], "ppaux: error: --baseline needs a command\n"),
+        (["--impl", "ppaux.core.transport", "--baseline", "no-such-command-xyz --flag"], "ppaux: error: baseline command not found: 'no-such-command-xyz'\n"),
+        ([], "ppaux mutate: the following arguments are required: --impl\n"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    assert run_cli(capsys, "mutate", *argv) == (2, "", message)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("[1]", "must be a JSON object {mutant: reason} with a reason for each"),
+        ('{"m": " "}', "must be a JSON object {mutant: reason} with a reason for each"),
+        ("{", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+    ],
+)
+def test_an_equivalents_file_needs_a_reason_for_each_mutant(capsys, tmp_path, content, message):
+    path = tmp_path / "eq.json"
+    path.write_text(content)
+    code, _, err = run_cli(capsys, "mutate", "--impl", "ppaux.core.transport", "--equivalents", str(path))
+    assert (code, err) == (2, f"ppaux: error: --equivalents {str(path)!r}" + (": " if content == "{" else " ") + message + "\n")
+
+
+def test_without_mutmut_it_says_how_to_install_it(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "mutmut", None)
+    assert run_cli(capsys, "mutate", "--impl", "ppaux.core.transport") == (
+        2, "", "ppaux: error: mutmut 3 is not installed, and mutate needs it: pip install 'ppaux[mutate]'\n")
+
+
+def test_a_file_must_be_named_like_a_module(tmp_path):
+    path = tmp_path / "my-transport.py"
+    path.write_text(OWN_POP)
+    with pytest.raises(mutation.ImplementationError) as info:
+        resolve(str(path))
+    assert str(info.value) == f"implementation file {str(path)!r}: 'my-transport' is not a module name; rename the file"
+
+
+def test_a_module_is_mutated_in_its_parent_packages():
+    target = resolve("ppaux.core.transport")
+    assert (target.module, target.relative_path) == ("ppaux.core.transport", Path("ppaux/core/transport.py"))
+    assert target.packages == (("ppaux", (str(ROOT / "ppaux"),)), ("ppaux.core", (str(ROOT / "ppaux" / "core"),)))
+
+
+def test_a_scratch_package_finds_the_copy_first_and_everything_else_in_the_original(tmp_path, monkeypatch):
+    original = tmp_path / "original" / "pkg_under_test"
+    original.mkdir(parents=True)
+    (original / "__init__.py").write_text("MARK = 'original init ran'\n")
+    (original / "sibling.py").write_text("WHERE = 'original'\n")
+    (original / "target.py").write_text("WHERE = 'original'\n")
+    scratch = tmp_path / "scratch" / "pkg_under_test"
+    scratch.mkdir(parents=True)
+    (scratch / "__init__.py").write_text(scratch_package_init([str(original)]))
+    (scratch / "target.py").write_text("WHERE = 'copy'\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "scratch"))
+    for name in ("pkg_under_test", "pkg_under_test.target", "pkg_under_test.sibling"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import pkg_under_test.sibling
+    import pkg_under_test.target
+
+    assert (pkg_under_test.target.WHERE, pkg_under_test.sibling.WHERE, pkg_under_test.MARK) == ("copy", "original", "original init ran")
+
+
+def test_mutmuts_listing_and_a_diff_read_back():
+    listing = "    a.b.x_f__mutmut_1: killed\n    a.b.xǁCǁm__mutmut_2: survived\nnoise\n"
+    assert parse_results(listing) == {"a.b.x_f__mutmut_1": "killed", "a.b.xǁCǁm__mutmut_2": "survived"}
+    diff = "--- a.py\n+++ a.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"
+    assert changed_line(diff) == "return 1 -> return 2"
+    assert changed_line("") == ""
+
+
+def test_progress_rewrites_one_line_on_a_terminal_and_prints_lines_otherwise():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    p = Progress(stream=tty, every=0)
+    p.update(1, 4, 1, 0)
+    p.update(4, 4, 3, 1, force=True)
+    p.update(4, 4, 3, 1, force=True)  # the same counts again: nothing new to say
+    lines = tty.getvalue().split("\r")[1:]
+    assert len(lines) == 2 and lines[0].startswith("mutants 1/4  killed 1  survived 0  elapsed ")
+    assert lines[1].startswith("mutants 4/4  killed 3  survived 1  elapsed ") and lines[1].endswith("ETA 0 s\x1b[K\n")
+    plain = io.StringIO()
+    p = Progress(stream=plain, every=3600)
+    p.update(1, 4, 1, 0)
+    p.update(2, 4, 2, 0)  # within `every`: no line
+    p.update(4, 4, 3, 1, force=True)
+    assert [line.split("  elapsed")[0] for line in plain.getvalue().splitlines()] == [
+        "mutants 1/4  killed 1  survived 0", "mutants 4/4  killed 3  survived 1"]
+
+
+def _args(**kw):
+    base = dict(impl="m.py", profile="mutation", marks="contract", tests=None, gate=100.0, baseline="pytest t.py")
+    return argparse.Namespace(**{**base, **kw})
+
+
+SUITE = {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "survived", "m.x_f__mutmut_3": "timeout", "m.x_f__mutmut_4": "survived"}
+BASELINE_RESULTS = {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "killed", "m.x_f__mutmut_3": "survived", "m.x_f__mutmut_4": "survived"}
+
+
+def test_the_report_puts_the_suite_and_the_baseline_side_by_side(monkeypatch):
+    monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
+    diffs = {n: f"-    return {i}\n+    return {i + 1}\n" for i, n in enumerate(SUITE)}
+    clean = {"passed": ["t::a", "t::b"], "left_out": ["t::robust"]}
+    report = mutate.build_report(_args(), Target("m", Path("m.py")), SUITE, BASELINE_RESULTS, diffs, clean,
+                                 {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"}, 12.5)
+    assert (report["total"], report["equivalent"], report["killed"], report["score"], report["passes"]) == (4, 1, 2, 66.67, False)
+    assert report["baseline"]["side_by_side"] == {"both": 1, "only ppaux": 1, "only the baseline": 1, "neither": 1}
+    assert report["baseline"]["score"] == 50.0 and report["stale_equivalents"] == ["m.x_f__mutmut_1"]
+    shown = {m["mutant"]: m for m in report["mutants"] if "diff" in m}
+    assert sorted(shown) == ["m.x_f__mutmut_2", "m.x_f__mutmut_3", "m.x_f__mutmut_4"]
+    assert shown["m.x_f__mutmut_2"]["line"] == "return 1 -> return 2"
+    text = mutate.render_markdown(report)
+    assert "| only the baseline | 1 |" in text and "(survives ppaux's suite, killed by the baseline)" in text
+    assert "Judged equivalent: no caller sees it" in text and "- `m.x_f__mutmut_1`" in text
+    assert "left out of the kill set (robustness tests that fail on the unmutated module): `t::robust`" in text
+
+
+def test_a_report_without_survivors_says_so():
+    report = mutate.build_report(_args(baseline=None), Target("m", Path("m.py")), {"m.x_f__mutmut_1": "killed"}, None, {},
+                                 {"passed": ["t::a"], "left_out": []}, {}, 1.0)
+    assert (report["score"], report["passes"], "baseline" in report) == (100.0, True, False)
+    assert mutate.render_markdown(report).endswith("## Survivors\n\nNone.\n")
+
+
+@pytest.mark.slow
+def test_a_real_run_scores_a_weak_suite_below_the_gate_beside_a_baseline(tmp_path, monkeypatch, capsys):
+    """mutmut mutates the implementation's own pop; one conformance test kills only some mutants, the
+    project's one-example baseline others: exit 1, and the report counts each kind."""
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    # Not beside own_pop.py: a script's own directory comes first on its path and would shadow the mutated copy.
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "baseline.py").write_text(BASELINE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    (tmp_path / "eq.json").write_text('{"own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_999": "no such mutant"}')
+    code = main(["mutate", "--impl", "own_pop.py", "--tests", "test_observer_returning_none_is_p4 or test_observer_changing_its_dict",
+                 "--max-children", "2", "--baseline", f"{sys.executable} project/baseline.py", "--report", "out",
+                 "--equivalents", "eq.json"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    report = json.loads((tmp_path / "out" / "mutate.json").read_text())
+    assert report["module"] == "own_pop" and report["kill_set"] == 1
+    assert report["left_out"] == ["tests/test_robustness.py::test_observer_changing_its_dict_does_not_change_the_pp_dict"]
+    assert "ppaux mutate: 1 robustness test(s) fail on the unmutated module and are left out of the kill set" in err
+    assert "ppaux mutate: stale equivalence entry (killed, or no such mutant): own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_999" in err
+    assert all(m["mutant"].startswith("own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_") for m in report["mutants"])
+    assert 0 < report["killed"] < report["total"] and not report["passes"]
+    sides = report["baseline"]["side_by_side"]
+    assert sum(sides.values()) == report["total"] and sides["only ppaux"] > 0 and sides["only the baseline"] > 0
+    assert "ppaux mutate: " in err and "; gate 100.0% FAIL; report " in err
+    text = (tmp_path / "out" / "mutate.md").read_text()
+    assert text.startswith("# Mutation testing: `own_pop.py`\n") and "## Side by side with `" in text
+    assert textwrap.dedent("""\
+        | killed by | mutants |
+        | --- | --- |""") in text
+
+
+def test_a_baseline_that_does_not_import_the_copy_is_bad_input(tmp_path, monkeypatch, capsys):
+    """Beside the original module the baseline imports that, not the mutated copy: it could kill nothing."""
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    (tmp_path / "baseline.py").write_text(BASELINE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    code = main(["mutate", "--impl", "own_pop.py", "--tests", "test_observer_returning_none_is_p4", "--max-children", "2",
+                 "--baseline", f"{sys.executable} baseline.py", "--report", "out"])
+    assert code == 2
+    assert capsys.readouterr().err.endswith(
+        "ppaux: error: the baseline command passes even when the module under mutation cannot be imported: "
+        f"it does not import the copy ({sys.executable} baseline.py)\n")
+
+
+def _mutate(tmp_path, monkeypatch, *argv):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    return main(["mutate", *argv, "--report", "out"])
+
+
+def test_an_implementation_that_breaks_the_contract_cannot_be_mutation_tested(tmp_path, monkeypatch, capsys):
+    """Its red contract tests would "kill" every mutant: bad input, naming them."""
+    assert _mutate(tmp_path, monkeypatch, "--impl", str(IMPLS / "unstripped_names.py"), "--tests", "round_trip or compose",
+                   "--profile", "ci") == 2
+    assert capsys.readouterr().err == (
+        "ppaux: error: the unmutated module fails 2 contract test(s), so they cannot kill mutants: "
+        "tests/test_properties.py::test_round_trip, tests/test_properties.py::test_outputs_with_disjoint_names_compose\n")
+
+
+def test_a_kill_set_of_only_failing_robustness_tests_is_empty(tmp_path, monkeypatch, capsys):
+    assert _mutate(tmp_path, monkeypatch, "--impl", str(IMPLS / "non_atomic_add.py"), "--tests", "a_bad_item_after_a_good_one") == 2
+    assert capsys.readouterr().err == "ppaux: error: no conformance test passes on the unmutated module: nothing can kill a mutant\n"
+
+
+def test_a_suite_that_cannot_run_shows_pytests_own_words(tmp_path, monkeypatch, capsys):
+    assert _mutate(tmp_path, monkeypatch, "--impl", "ppaux.core.transport", "--tests", "no_test_has_this_name") == 2
+    err = capsys.readouterr().err
+    assert err.endswith("ppaux: error: the conformance suite did not run on the unmutated module (pytest exit 5)\n")
+    assert "deselected" in err
+
+
+@pytest.mark.parametrize("script, why", [("raise SystemExit(3)", "fails"), ("import time; time.sleep(30)", "timed out")])
+def test_a_red_baseline_is_bad_input(tmp_path, monkeypatch, capsys, script, why):
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "baseline.py").write_text("import own_pop\n" + script + "\n")
+    monkeypatch.setattr(mutate, "run_with_mutant", _shorter(mutate.run_with_mutant))
+    code = _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py", "--tests", "returning_none_is_p4",
+                   "--baseline", f"{sys.executable} project/baseline.py")
+    assert code == 2
+    assert capsys.readouterr().err == f"ppaux: error: the baseline command {why} on the unmutated module: {sys.executable} project/baseline.py\n"
+
+
+def _shorter(run_with_mutant):
+    """The same runner with a timeout of 3 s: a hanging baseline is found out without waiting ten minutes."""
+    return lambda command, **kw: run_with_mutant(command, **{**kw, "timeout": 3})
+
+
+def test_when_mutmut_fails_the_run_says_where_its_log_is(tmp_path, monkeypatch, capsys):
+    class Failing(mutation.MutmutProject):
+        def run(self, **kw):
+            return 1
+
+    monkeypatch.setattr(mutate, "MutmutProject", Failing)
+    code = _mutate(tmp_path, monkeypatch, "--impl", "ppaux.core.transport", "--tests", "returning_none_is_p4")
+    assert code == 2
+    assert capsys.readouterr().err == f"ppaux: error: mutmut did not run (exit 1); see {tmp_path / 'out' / 'mutmut-run.log'}\n"
+
+
+def test_mutmut_without_a_project_fails_and_logs_why(tmp_path):
+    """An empty directory is no mutmut project: its own message lands in the log, and no progress is claimed."""
+    stream = io.StringIO()
+    code = mutation.MutmutProject(tmp_path).run(max_children=1, log=tmp_path / "log", progress=Progress(stream=stream))
+    assert code != 0 and "Could not figure out where the code to mutate is" in (tmp_path / "log").read_text()
+    assert stream.getvalue() == "" and mutation.MutmutProject(tmp_path).diffs([], str) == {}
+
+
+def test_a_command_runs_with_a_mutant_and_reports_how_it_ended(tmp_path):
+    probe = [sys.executable, "-c", "import os, sys; sys.exit(os.environ['MUTANT_UNDER_TEST'] == 'm.x_f__mutmut_1')"]
+    run = mutation.run_with_mutant
+    assert run(probe, cwd=tmp_path, pythonpath=[], mutant="", timeout=30)[0] == "survived"
+    assert run(probe, cwd=tmp_path, pythonpath=[], mutant="m.x_f__mutmut_1", timeout=30)[0] == "killed"
+    assert run([sys.executable, "-c", "import time; time.sleep(30)"], cwd=tmp_path, pythonpath=[], mutant="", timeout=0.5)[0] == "timeout"
+
+
+def test_a_module_without_source_cannot_be_mutated(tmp_path, monkeypatch):
+    import py_compile
+
+    source = tmp_path / "compiled_transport.py"
+    source.write_text("from ppaux.transport import *  # noqa\nfrom ppaux.transport import _OUTPUT_PREFIX  # noqa\n"
+                      "def add_auxiliary_output_to_pp_tensors(t, o): pass\ndef pop_auxiliary_output_from_pp_tensors(t, o): pass\n")
+    py_compile.compile(str(source), cfile=str(tmp_path / "compiled_transport.pyc"))
+    source.unlink()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(mutation.ImplementationError) as info:
+        resolve("compiled_transport")
+    assert str(info.value) == "implementation 'compiled_transport' has no Python source to mutate"
+
+
+def test_a_namespace_package_needs_no_original_init(tmp_path):
+    assert scratch_package_init([str(tmp_path)]).splitlines()[-1] == f"__path__.extend({[str(tmp_path)]!r})"
+
+
+def test_without_a_baseline_the_verdicts_make_the_report_and_the_exit_status(tmp_path, monkeypatch, capsys):
+    """mutmut's verdicts (stood in for here) decide: one survivor of two is 50%, below a gate of 60."""
+    class Verdicts(mutation.MutmutProject):
+        def run(self, **kw):
+            return 0
+
+        def results(self):
+            return {"ppaux.core.transport.x_f__mutmut_1": "killed", "ppaux.core.transport.x_f__mutmut_2": "survived"}
+
+        def diffs(self, names, source_of):
+            return {name: f"--- {source_of(name)}\n+++ {source_of(name)}\n-    a\n+    b\n" for name in names}
+
+    monkeypatch.setattr(mutate, "MutmutProject", Verdicts)
+    assert _mutate(tmp_path, monkeypatch, "--impl", "ppaux.core.transport", "--tests", "returning_none_is_p4", "--gate", "60") == 1
+    err = capsys.readouterr().err
+    assert err.endswith(f"ppaux mutate: 50.0% (1/2 killed) in {json.loads((tmp_path / 'out' / 'mutate.json').read_text())['wall_s']} s; "
+                        f"gate 60.0% FAIL; report {tmp_path / 'out' / 'mutate.md'}\n")
+    text = (tmp_path / "out" / "mutate.md").read_text()
+    assert "### `ppaux.core.transport.x_f__mutmut_2` (survives ppaux's suite)\n\nChanges `a -> b`" in text
+    assert "--- ppaux/core/transport.py" in text and "Side by side" not in text
