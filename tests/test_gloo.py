@@ -27,10 +27,9 @@ CONTIGUOUS = tensors(views=("contiguous",), device="cpu")
 
 def test_round_trip_over_gloo_processes():
     """Drawn dicts through one long-lived pair of gloo processes: the observer gets equal tensors."""
-    # Counted from here: other tests in the same process (mutmut runs them all in one) stop the pair too.
-    before = gloo.world(2).starts
+    served_by = set()
 
-    @settings(max_examples=8)
+    @settings(max_examples=8, deadline=None)  # the first example starts the pair of processes
     @given(d=transport_dicts(tensors=CONTIGUOUS), payload=aux_payloads(tensors=CONTIGUOUS))
     def round_trip(d, payload):
         SGLANG_TRANSPORT.add(d, PPOutput(payload))
@@ -40,9 +39,11 @@ def test_round_trip_over_gloo_processes():
         SGLANG_TRANSPORT.pop(got, obs)
         for name, tensor in payload.items():
             assert tensors_equal(obs.snapshots[0][name], tensor)
+        served_by.add(tuple(p.pid for p in gloo.world(2).procs))
 
     round_trip()
-    assert gloo.world(2).starts - before <= 2  # one pair for every example (plus a restart at most)
+    # One pair of processes for every example, not a pair per example.
+    assert len(served_by) == 1
 
 
 def test_gloo_refuses_non_contiguous_with_its_own_message():
@@ -87,11 +88,13 @@ def test_world_watchdog_kills_ranks_that_hang_and_restarts():
     try:
         # Warm: the first call imports this module in the workers.
         assert w.run({0: (_rank, ()), 1: (_rank, ())}) == {0: gloo.Outcome("ok", 0), 1: gloo.Outcome("ok", 1)}
+        first = [p.pid for p in w.procs]
         out = w.run({0: (_sleep, (3,)), 1: (_rank, ())}, timeout=0.5)
         assert out[0].status == "hang" and out[1].status == "ok" and out[1].value == 1
         assert not w.running
         assert w.run({0: (_rank, ()), 1: (_rank, ())}) == {0: gloo.Outcome("ok", 0), 1: gloo.Outcome("ok", 1)}
-        assert w.starts == 2
+        # Fresh ranks: the hung exchange may have left bytes in flight.
+        assert set(p.pid for p in w.procs).isdisjoint(first)
         # A call the worker cannot even load is reported, and the worker keeps serving.
         out = w.run({0: (_rank, ()), 1: (_rank, ())})
         w.conns[0].send_bytes(b"not a call")
@@ -423,15 +426,3 @@ def test_relay_asks_rank_1_to_receive_on_the_named_device(monkeypatch):
     assert [c[0] for c in runs] == [(gloo._send, ({"x": 1}, 1))] * 2
 
 
-def test_a_new_world_has_no_all_gather_groups_and_no_processes_yet():
-    w = gloo.GlooWorld(2)
-    assert (w.ag_size, w.tmp, w.running) == (1, None, False)
-
-
-def test_worlds_start_from_a_forkserver_and_rendezvous_in_a_named_directory():
-    assert gloo._context().get_start_method() == "forkserver"
-    path = gloo.rendezvous_dir()
-    try:
-        assert os.path.isdir(path) and os.path.basename(path).startswith("ppaux-gloo-")
-    finally:
-        os.rmdir(path)

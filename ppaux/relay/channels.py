@@ -124,14 +124,17 @@ class LoopbackChannel:
         # receiver's uninitialised memory); zeros here, so that the model is deterministic.
         target = _as_bytes(tensor)
         target[data.numel():] = 0
-        target[: data.numel()].copy_(data.to(tensor.device))  # pragma: no mutate - equivalent without CUDA: every buffer is on the CPU
+        # pragma: no mutate start - equivalent without CUDA: every buffer is on the CPU
+        target[: data.numel()].copy_(data.to(tensor.device))
+        # pragma: no mutate end
 
     def pending(self) -> int:
         """Messages sent and not yet received (a lost or extra message shows here)."""
         return sum(q.qsize() for q in self.outbox.values())
 
 
-def _wait_for(inbox: "queue.Queue", stall: Stall, timeout: float, group: str) -> torch.Tensor:  # pragma: no mutate block - equivalent in every deterministic run: the poll period and the idle count only tune how soon a stuck receive gives up, and guard a race
+# pragma: no mutate start - equivalent: the poll period and the idle count only tune how soon a stuck receive gives up
+def _wait_for(inbox: "queue.Queue", stall: Stall, timeout: float, group: str) -> torch.Tensor:
     deadline = time.monotonic() + timeout
     idle = 0
     while True:
@@ -142,6 +145,7 @@ def _wait_for(inbox: "queue.Queue", stall: Stall, timeout: float, group: str) ->
             idle = idle + 1 if stall.stuck() else 0
             if idle >= 2 or time.monotonic() > deadline:
                 raise ChannelHang(f"nothing will arrive on the {group} group: every peer is waiting or has failed") from None
+# pragma: no mutate end
 
 
 class ThreadAllGather:

@@ -182,21 +182,21 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
     report = StageReport(stage, member)
     to_next, from_prev = ctx.channel(nxt), ctx.channel(prev)
     gather = ctx.all_gather
+    # Where this stage's tensors live and arrive.
+    # pragma: no mutate start - equivalent without CUDA: every stage is on the CPU
+    own = {"device": spec.device}
+    # pragma: no mutate end
     if stage == n - 1:
         # Receive the ring's returns while sending: with two stages, a last stage that sent
         # every step before receiving would deadlock against the first stage's forwards
         # (SGLang breaks the same cycle by ordering send/recv by rank parity).
-        back = _Receiver(lambda: recv_tensor_dict(from_prev, all_gather_group=gather,
-                                                  device=spec.device),  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU
-                         config.steps, getattr(ctx, "stall", None))
+        back = _Receiver(lambda: recv_tensor_dict(from_prev, all_gather_group=gather, **own), config.steps, getattr(ctx, "stall", None))
         state: Dict[str, Any] = {}
         for step, payload in enumerate(config.outputs):
-            d = sample(step, config,
-                       spec.device)  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU
+            d = sample(step, config, **own)
             faulty = fault is not None and step == plan.fault_step
             if payload is not None:
-                payload = {k: v.to(spec.device)  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU
-                           for k, v in payload.items()}
+                payload = {k: v.to(**own) for k, v in payload.items()}
                 if faulty:
                     payload = fault.payload(payload, member)
             _add(config, d, None if payload is None else AuxOutput(payload), step)
@@ -209,10 +209,11 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
             report.keys.append(list(got))
             report.final.append(got)
         return report
-    observer = Witness(spec.observer) if isinstance(spec.observer, PipelineParallelSamplingObserver) else spec.observer  # pragma: no mutate - equivalent: check_wiring has refused observers without PP support, and with no aux output pop calls none
+    # pragma: no mutate start - equivalent: check_wiring refused observers without PP support; without aux output pop calls none
+    observer = Witness(spec.observer) if isinstance(spec.observer, PipelineParallelSamplingObserver) else spec.observer
+    # pragma: no mutate end
     for step in range(config.steps):
-        d = recv_tensor_dict(from_prev, all_gather_group=gather,
-                             device=spec.device)  # pragma: no mutate - equivalent without CUDA: every stage is on the CPU
+        d = recv_tensor_dict(from_prev, all_gather_group=gather, **own)
         report.keys.append(list(d))
         if stage == 0:
             popped: List[Any] = []

@@ -122,14 +122,16 @@ def _receiving_devices(devices: Any) -> Tuple[torch.device, ...]:
         raise InvalidArgument(f"devices={devices!r}: {exc}") from None
 
 
-def _sglang_dict() -> Dict[str, Any]:  # pragma: no mutate block - equivalent: SGLang 0.5.23's ordinary entries ride along for realism; the kit judges only the aux keys
+def _sglang_dict() -> Dict[str, Any]:
     # The ordinary keys SGLang's last stage sends next to the aux keys (0.5.23).
+    # pragma: no mutate start - equivalent: the ordinary entries ride along for realism; the kit judges only aux keys
     return {
         "next_token_ids": torch.arange(2),
         "next_token_logprobs": torch.zeros(2),
         "extend_input_len_per_req": [1, 1],
         "__msg_type__": "output",
     }
+    # pragma: no mutate end
 
 
 def _round_trip(impl: Any, factory: Callable[[], Any], output: Any, equal: Any, channel: str, device: torch.device) -> None:
@@ -148,8 +150,9 @@ def _round_trip(impl: Any, factory: Callable[[], Any], output: Any, equal: Any, 
         raise KitFailure("K6", detail=channel) from exc
     weak = {name: StorageWeakRef(received[impl.prefix + name].untyped_storage()) for name in names}
     # Where they really landed: a tensor keeps its device type, only the index is the receiver's.
-    landed = ", ".join(  # pragma: no mutate - equivalent without CUDA: every received tensor lands on the one CPU device
-        sorted({str(received[impl.prefix + name].device) for name in names}))
+    # pragma: no mutate start - equivalent without CUDA: every received tensor lands on the one CPU device
+    landed = ", ".join(sorted({str(received[impl.prefix + name].device) for name in names}))
+    # pragma: no mutate end
     observer = factory()
     try:
         rebuilt = _catalog_call("pop", impl.pop, received, observer)
