@@ -1,9 +1,11 @@
 """The kit on the broken variants: each fails with the finding that names its fix."""
 
+import re
+
 import pytest
 
 from examples.topk_logprobs import outputs
-from examples.topk_logprobs.broken import ForgetfulObserver, SlicedObserver
+from examples.topk_logprobs.broken import FlatteningObserver, ForgetfulObserver, SlicedObserver
 from examples.topk_logprobs.plugin import TOKEN_IDS, VALUES
 from ppaux.testing import KitFailure, check_observer
 from ppaux.testing.findings import message
@@ -19,3 +21,15 @@ def test_forgotten_tensor_is_reported_as_missing():
     with pytest.raises(KitFailure) as info:
         check_observer(ForgetfulObserver, outputs(ForgetfulObserver))
     assert str(info.value) == message("K7", name=TOKEN_IDS)
+
+
+@pytest.mark.parametrize("channel", ["loopback", pytest.param("gloo", marks=pytest.mark.gloo)])
+def test_flat_rows_are_reported_with_the_path_and_the_shapes(channel):
+    """Its to_pp_tensors() survives the relay; what copy_to_host() gives the scheduler does not."""
+    with pytest.raises(KitFailure) as info:
+        check_observer(FlatteningObserver, outputs(FlatteningObserver), channel=channel)
+    head = str(info.value).splitlines()[0]
+    assert re.fullmatch(r"K9 mismatch: the rebuilt output differs from the original after the relay: "
+                        r"host\.values: shape \((\d+), (\d+)\) became \((\d+),\)", head), head
+    rows, k, flat = map(int, re.search(r"\((\d+), (\d+)\) became \((\d+),\)", head).groups())
+    assert rows * k == flat

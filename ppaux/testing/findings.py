@@ -112,6 +112,7 @@ _FINDINGS = (
         fixes=(
             "make `from_pp_tensors()` the exact inverse of `to_pp_tensors()`: same names, dtypes, shapes and values",
             "send derived values instead of recomputing them on the first stage; pass `equal=` if your output compares otherwise",
+            "rebuild the structure `copy_to_host()` reads (shapes, nesting), not only the tensors `to_pp_tensors()` sends",
         ),
     ),
     Finding(
@@ -122,6 +123,35 @@ _FINDINGS = (
         fixes=(
             "keep per-step tensors only in the output that `from_pp_tensors()` returns, not on the observer",
             "don't store the mapping passed to `from_pp_tensors()`; take the tensors you need out of it",
+        ),
+    ),
+    Finding(
+        code="K11",
+        kind="no_copy_to_host",
+        template="the rebuilt {detail} has no copy_to_host(), which SGLang's scheduler calls right after pop",
+        meaning="The original output has copy_to_host(); SGLang calls it on the rebuilt one (copy_auxiliary_output_to_cpu), so the scheduler would crash with an AttributeError one step after pop.",
+        fixes=(
+            "return an object of the output's own class from `from_pp_tensors()`",
+            "or implement `copy_to_host(copy_tensor)` on the class `from_pp_tensors()` returns",
+        ),
+    ),
+    Finding(
+        code="K12",
+        kind="no_consume",
+        template="copy_to_host() of the {detail} output returned {host}, which has no consume()",
+        meaning="SGLang calls consume(batch, commits) on what copy_to_host() returns, before it streams the response: without it the scheduler crashes.",
+        fixes=(
+            "return a host output with `consume(batch, commits)` from `copy_to_host()`",
+        ),
+    ),
+    Finding(
+        code="K13",
+        kind="lifecycle_raised",
+        template="{detail}",
+        meaning="SGLang copies every rebuilt output to the host with copy_to_host(copy_tensor); the kit does the same, with a copy_tensor that returns a CPU copy, and compares the host outputs field by field.",
+        fixes=(
+            "make `copy_to_host()` work on the tensors `from_pp_tensors()` was given (fresh tensors on the receiver's device)",
+            "pass `equal=` when your host outputs cannot be compared field by field",
         ),
     ),
 )
@@ -174,7 +204,7 @@ def collision(name: str, prefix: str) -> Optional[str]:
 def message(code: str, *, name: object = None, **fields: str) -> str:
     """The exact text of a kit failure: the headline, then one line per fix.
 
-    ``code`` is a kit code (K1-K10) or a catalog code (A1-P4, fixes from the catalog).
+    ``code`` is a kit code (K1-K13) or a catalog code (A1-P4, fixes from the catalog).
     """
     if code in CATALOG:
         entry = CATALOG[code]

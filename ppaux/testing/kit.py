@@ -30,6 +30,7 @@ from ppaux.core.transport import PipelineParallelAuxiliaryOutput
 from ppaux.relay.hop import CHANNELS, relay
 from ppaux.testing.findings import GLOO_REJECTED_DTYPES, collision, message
 from ppaux.testing.impl import Implementation, ImplementationError, load
+from ppaux.testing.lifecycle import difference, has_lifecycle, to_host
 from ppaux_strategies.tensors import tensors_equal, visible_devices
 
 
@@ -55,8 +56,11 @@ def check_observer(
     """Check, for every output ``outputs`` draws, that add -> relay -> pop with
     ``observer_factory()`` rebuilds an equal output, on each receiving device.
 
-    ``equal(original, rebuilt)`` defaults to comparing both outputs' ``to_pp_tensors()``
-    by name, dtype, shape and value. ``channel`` is ``"loopback"`` (in-process) or
+    By default the kit follows the rebuilt output through SGLang's lifecycle: it calls
+    ``copy_to_host(copy)`` on the original and on the rebuilt output (``copy`` returns a CPU
+    copy) and compares the two host outputs field by field (:mod:`ppaux.testing.lifecycle`);
+    outputs without ``copy_to_host`` are compared by their ``to_pp_tensors()`` only.
+    ``equal(original, rebuilt)`` replaces that comparison. ``channel`` is ``"loopback"`` (in-process) or
     ``"gloo"`` (real processes). ``devices``: where the receiving stage allocates;
     ``"auto"`` is cpu and every visible cuda device. ``settings`` are Hypothesis settings
     (``max_examples``, ``database``, ...); the kit always runs without a deadline.
@@ -203,9 +207,30 @@ def _compare(equal: Any, original: Any, rebuilt: Any) -> None:
         if not equal(original, rebuilt):
             raise KitFailure("K9", detail="equal(original, rebuilt) returned False")
         return
-    difference = _payload_difference(original, rebuilt)
+    # An output with copy_to_host() is judged by what SGLang does with it after pop; one without
+    # it only by its to_pp_tensors(), the weaker check.
+    difference = _lifecycle_difference(original, rebuilt) if has_lifecycle(original) else _payload_difference(original, rebuilt)
     if difference:
         raise KitFailure("K9", detail=difference)
+
+
+def _lifecycle_difference(original: Any, rebuilt: Any) -> Optional[str]:
+    """``copy_to_host(copy)`` on both outputs, as SGLang's scheduler calls it, then the host outputs compared."""
+    if not has_lifecycle(rebuilt):
+        raise KitFailure("K11", detail=type(rebuilt).__name__)
+    hosts = []
+    for side, output in (("original", original), ("rebuilt", rebuilt)):
+        try:
+            host = output.copy_to_host(to_host)
+        except Exception as exc:
+            raise KitFailure("K13", detail=f"copy_to_host() of the {side} output raised {type(exc).__name__}: {exc}") from exc
+        if not callable(getattr(host, "consume", None)):
+            raise KitFailure("K12", detail=side, host=f"a {type(host).__name__}")
+        hosts.append(host)
+    try:
+        return difference(*hosts)
+    except Exception as exc:
+        raise KitFailure("K13", detail=f"comparing the host outputs raised {type(exc).__name__}: {exc}") from exc
 
 
 def _payload_difference(original: Any, rebuilt: Any) -> Optional[str]:
