@@ -17,12 +17,12 @@ from ppaux.relay import gloo
 from ppaux.relay.channels import ChannelHang, GlooChannel
 from ppaux.relay.hop import relay
 from ppaux.relay.wire import CPU_GROUP, DEVICE_GROUP
-from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
+from ppaux_strategies import CONTIGUOUS_VIEWS, PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
 from tests.support import DoneWork, HalfGather, SentLog
 
 pytestmark = [pytest.mark.wire, pytest.mark.gloo]
 
-CONTIGUOUS = tensors(views=("contiguous",), device="cpu")
+CONTIGUOUS = tensors(views=CONTIGUOUS_VIEWS, device="cpu")
 
 
 def test_round_trip_over_gloo_processes():

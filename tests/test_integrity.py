@@ -11,13 +11,13 @@ from ppaux.core.integrity import INTEGRITY_TRANSPORT, MANIFEST_KEY, IntegrityTra
 from ppaux.core.transport import _OUTPUT_PREFIX, PPAuxTransport
 from ppaux.relay.channels import LoopbackChannel
 from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
-from ppaux_strategies import NotPPOutput, PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
+from ppaux_strategies import CONTIGUOUS_VIEWS, NotPPOutput, PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
 from tests.support import raises_catalog
 
 pytestmark = pytest.mark.wire
 
 T = INTEGRITY_TRANSPORT
-CONTIGUOUS = tensors(views=("contiguous",), device="cpu")
+CONTIGUOUS = tensors(views=CONTIGUOUS_VIEWS, device="cpu")
 
 
 def _added(payload, batch=None):

@@ -11,11 +11,11 @@ from ppaux.core.errors import CATALOG, AuxiliaryPPError
 from ppaux.core.transport import _OUTPUT_PREFIX
 from ppaux.relay.faults import classify
 from ppaux.relay.pipeline import PipelineConfig, Stage, check_wiring, run, sample
-from ppaux_strategies import NotPPObserver, RecordingObserver, aux_payloads, tensors, tensors_equal
+from ppaux_strategies import CONTIGUOUS_VIEWS, NotPPObserver, RecordingObserver, aux_payloads, tensors, tensors_equal
 
 pytestmark = pytest.mark.wire
 
-CONTIGUOUS = tensors(views=("contiguous",), device="cpu", max_dims=2, max_side=3)
+CONTIGUOUS = tensors(views=CONTIGUOUS_VIEWS, device="cpu", max_dims=2, max_side=3)
 PAYLOAD = {"scores": torch.arange(6.0).reshape(2, 3), "ids": torch.tensor([1, 2])}
 
 

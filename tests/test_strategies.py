@@ -28,8 +28,8 @@ FIND = settings(database=None, max_examples=2000, derandomize=True, phases=[Phas
         (lambda: ps.tensors(dtype="float32"), "dtype='float32' must be of type dtype, not str"),
         (lambda: ps.tensors(shape=[2]), "shape=[2] must be of type tuple, not list"),
         (lambda: ps.tensors(shape=(2, -1)), "every side of shape=-1 must be at least 0"),
-        (lambda: ps.tensors(views=("diagonal",)), "views=('diagonal',) must be a non-empty selection of ('contiguous', 'transpose', 'step_slice', 'expand')"),
-        (lambda: ps.tensors(views=()), "views=() must be a non-empty selection of ('contiguous', 'transpose', 'step_slice', 'expand')"),
+        (lambda: ps.tensors(views=("diagonal",)), "views=('diagonal',) must be a non-empty selection of ('contiguous', 'transpose', 'step_slice', 'expand', 'size1_stride')"),
+        (lambda: ps.tensors(views=()), "views=() must be a non-empty selection of ('contiguous', 'transpose', 'step_slice', 'expand', 'size1_stride')"),
         (lambda: ps.tensors(device=0), "device=0 must be of type str or device, not int"),
         (lambda: ps.prefixes(sglang_only="yes"), "sglang_only='yes' must be of type bool, not str"),
         (lambda: ps.aux_names(prefix=""), "prefix must be a non-empty str"),
@@ -71,6 +71,7 @@ def test_every_dtype_torch_has_is_drawn():
         ("expanded", lambda t: 0 in t.stride() and t.numel() > 1),
         ("huge on meta", lambda t: t.device.type == "meta" and t.numel() > 2**32),
         ("complex", lambda t: t.dtype.is_complex),
+        ("contiguous with a non-standard stride", lambda t: t.is_contiguous() and t.dim() and t.numel() and t.stride()[-1] != 1),
     ],
 )
 def test_tensors_reach_every_promised_kind(what, condition):
@@ -153,3 +154,8 @@ def test_doubles_behave_as_documented():
     assert repr(obs.from_pp_tensors(given_dict)) == "Rebuilt(['a'])" and "added by observer" in given_dict and obs.mutates
     assert repr(ps.NotPPObserver()) == "NotPPObserver()" and repr(ps.NotPPOutput()) == "NotPPOutput()"
     assert repr(ps.RaisingPPOutput()) == "RaisingPPOutput()"
+
+
+@given(t=ps.tensors(views=ps.CONTIGUOUS_VIEWS, device="cpu"))
+def test_contiguous_views_are_what_gloo_sends_as_is(t):
+    assert t.is_contiguous()

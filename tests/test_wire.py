@@ -21,12 +21,12 @@ from ppaux.relay.wire import (
     send_tensor_dict,
     split_tensor_dict,
 )
-from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
+from ppaux_strategies import CONTIGUOUS_VIEWS, PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
 from tests.support import DoneWork, SentLog
 
 pytestmark = pytest.mark.wire
 
-CONTIGUOUS = tensors(views=("contiguous",), device="cpu")
+CONTIGUOUS = tensors(views=CONTIGUOUS_VIEWS, device="cpu")
 
 
 def _hop(d, **kw):
@@ -163,7 +163,7 @@ def _all_gather_hop(per_rank):
     return out
 
 
-@given(t=tensors(views=("contiguous",), device="cpu", max_dims=2, max_side=4))
+@given(t=tensors(views=CONTIGUOUS_VIEWS, device="cpu", max_dims=2, max_side=4))
 def test_all_gather_slicing_is_lossless_for_rank_identical_tensors(t):
     """With an all-gather group, a tensor that is the same on every rank arrives whole on every rank."""
     for got in _all_gather_hop([{"x": t}, {"x": t.clone()}]):
@@ -294,3 +294,14 @@ def test_a_receive_nobody_can_ever_answer_gives_up_with_its_reason():
     with pytest.raises(ChannelHang) as info:
         ch.recv(torch.empty(1), "cpu")
     assert str(info.value) == "nothing will arrive on the cpu group: every peer is waiting or has failed"
+
+
+def test_a_one_element_step_slice_crosses_the_loopback_as_it_crosses_gloo():
+    """torch.arange(6.0)[::6]: shape (1,), stride (6,), contiguous by torch's rule; gloo and SGLang's
+    send_tensor_dict carry it, so the model must too."""
+    stepped = torch.arange(6.0)[::6]
+    assert stepped.is_contiguous() and stepped.stride() == (6,)
+    row = torch.arange(12.0).reshape(4, 3)[::4]
+    assert row.is_contiguous() and row.stride() == (12, 1)
+    got = _hop({"x": stepped, "y": row})
+    assert got["x"].tolist() == [0.0] and got["y"].tolist() == [[0.0, 1.0, 2.0]]

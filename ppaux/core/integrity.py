@@ -16,6 +16,7 @@ from typing import Any, Dict, List, MutableMapping, Optional, Tuple
 import torch
 
 from ppaux.core.errors import AuxiliaryPPError
+from ppaux.core.tensors import tensor_bytes
 from ppaux.core.transport import SGLANG_TRANSPORT, PPAuxTransport
 
 MANIFEST_KEY = "__sampling_observer_integrity__"
@@ -27,7 +28,7 @@ def checksum(tensor: torch.Tensor) -> Optional[int]:
     """CRC32 of the tensor's bytes in row-major order; ``None`` for ``meta`` (no data)."""
     if tensor.device.type == "meta":
         return None
-    data = tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy()
+    data = tensor_bytes(tensor).numpy()
     return zlib.crc32(memoryview(data))
 
 

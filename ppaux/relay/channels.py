@@ -17,6 +17,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import torch
 
+from ppaux.core.tensors import tensor_bytes
 from ppaux.relay.wire import CPU_GROUP, DEVICE_GROUP
 
 # Seconds a loopback receive or all-gather waits at most. Only a last resort: a world of
@@ -102,7 +103,7 @@ class LoopbackChannel:
         if not tensor.is_contiguous():
             raise RuntimeError(GLOO_NOT_CONTIGUOUS)
         # A copy: gloo sends bytes, so later writes to the sender's tensor do not travel.
-        self.outbox[group].put(_as_bytes(tensor).cpu().clone())
+        self.outbox[group].put(tensor_bytes(tensor))
 
     def _take(self, group: str) -> torch.Tensor:
         inbox = self.inbox[group]

@@ -23,6 +23,7 @@ import torch
 
 import ppaux.relay.gloo as gloo
 from ppaux.core.errors import CATALOG
+from ppaux.core.tensors import tensor_bytes
 from ppaux.core.transport import _OUTPUT_PREFIX
 from ppaux.relay.channels import StageKilled
 from ppaux.relay.wire import TensorMetadata, send_object, send_split, send_tensor_dict, split_tensor_dict
@@ -140,7 +141,7 @@ class _TensorFault(_OnTarget):
 
 
 def _bytes(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor.detach().contiguous().reshape(-1).view(torch.uint8).clone()
+    return tensor_bytes(tensor)
 
 
 @dataclass(frozen=True)
@@ -316,9 +317,7 @@ def _same(sent: Mapping[str, torch.Tensor], got: Optional[Mapping[str, Any]], de
             return f"{name!r} arrived as {have.dtype} {tuple(have.shape)}, sent {want.dtype} {tuple(want.shape)}"
         if have.device.type != torch.device(device).type:
             return f"{name!r} arrived on {have.device}, not on the receiver's {device}"
-        a = want.detach().cpu().contiguous().reshape(-1).view(torch.uint8) if want.numel() else want.cpu()
-        b = have.detach().cpu().contiguous().reshape(-1).view(torch.uint8) if have.numel() else have.cpu()
-        if not torch.equal(a, b):
+        if not torch.equal(tensor_bytes(want), tensor_bytes(have)):
             return f"{name!r} arrived with other values"
     return None
 

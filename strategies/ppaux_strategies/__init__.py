@@ -17,9 +17,10 @@ from ppaux_strategies.doubles import (
 )
 from ppaux_strategies.keys import SGLANG_PREFIX, aux_names, near_prefix_keys, prefixes, transport_dicts
 from ppaux_strategies.outputs import aux_outputs, aux_payloads, observers
-from ppaux_strategies.tensors import devices, dtypes, shapes, tensors, tensors_equal, visible_devices
+from ppaux_strategies.tensors import CONTIGUOUS_VIEWS, devices, dtypes, shapes, tensors, tensors_equal, visible_devices
 
 __all__ = [
+    "CONTIGUOUS_VIEWS",
     "SGLANG_PREFIX",
     "NotPPObserver",
     "NotPPOutput",

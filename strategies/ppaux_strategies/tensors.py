@@ -8,6 +8,7 @@ from typing import Optional, Sequence, Tuple
 import torch
 from hypothesis import strategies as st
 
+from ppaux.core.tensors import tensor_bytes
 from ppaux_strategies.validation import check_order, check_range, check_type
 
 # Ordered simplest first: Hypothesis shrinks sampled_from towards the front.
@@ -83,7 +84,9 @@ def shapes(*, min_dims: int = 0, max_dims: int = 3, min_side: int = 0, max_side:
     return st.lists(side, min_size=min_dims, max_size=max_dims).map(tuple)
 
 
-VIEWS = ("contiguous", "transpose", "step_slice", "expand")
+VIEWS = ("contiguous", "transpose", "step_slice", "expand", "size1_stride")
+# What gloo sends as is: contiguous by torch's rule, which lets a size-1 dimension carry any stride.
+CONTIGUOUS_VIEWS = ("contiguous", "size1_stride")
 
 
 def _filled(shape: Sequence[int], dtype: torch.dtype, device: torch.device, seed: Optional[int]) -> torch.Tensor:
@@ -110,6 +113,11 @@ def _as_view(t: torch.Tensor, view: str) -> torch.Tensor:
         return doubled[::2]
     if view == "expand" and t.dim() >= 1 and t.numel() > 0:
         return t[:1].expand(t.shape)
+    if view == "size1_stride":
+        # Any stride in a size-1 dimension: the same values, still contiguous by torch's rule
+        # (torch.arange(6.0)[::6] is such a tensor), but strides that are not the standard ones.
+        strides = [t.numel() + 1 if side == 1 else stride for side, stride in zip(t.shape, t.stride())]
+        return t.as_strided(t.shape, strides)
     return t
 
 
@@ -137,8 +145,10 @@ def tensors(
     """Draw a tensor of any supported dtype, shape and device, possibly a non-contiguous view.
 
     ``dtype``, ``shape`` and ``device`` pin that aspect; ``views`` chooses among
-    ``contiguous``, ``transpose``, ``step_slice`` and ``expand`` (views that need a
-    dimension fall back to the plain tensor). On ``meta`` there is no data, so shapes
+    ``contiguous``, ``transpose``, ``step_slice``, ``expand`` and ``size1_stride`` (a tensor
+    contiguous by torch's rule whose size-1 dimensions carry non-standard strides); views that
+    need a dimension fall back to the plain tensor. :data:`CONTIGUOUS_VIEWS` are the views gloo
+    sends as they are. On ``meta`` there is no data, so shapes
     may be huge (up to 2**20 per side). Values are all zero or drawn from a seed.
 
     Shrinks towards a contiguous, zero-filled float32 CPU tensor of shape ``()``.
@@ -183,6 +193,4 @@ def tensors_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
     if a.device.type == "meta" or b.device.type == "meta":
         return a.device.type == b.device.type
-    ab = a.detach().cpu().contiguous().reshape(-1).view(torch.uint8) if a.numel() else a.cpu()
-    bb = b.detach().cpu().contiguous().reshape(-1).view(torch.uint8) if b.numel() else b.cpu()
-    return bool(torch.equal(ab, bb))
+    return bool(torch.equal(tensor_bytes(a), tensor_bytes(b)))
