@@ -59,7 +59,7 @@ def test_explain_a_pasted_traceback_line(capsys):
     "argv, message",
     [
         (["explain", "Z9"], "ppaux: error: no catalog entry matches 'Z9'; `ppaux errors` lists them\n"),
-        (["bogus"], "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', 'clauses', 'errors', 'explain', 'faults', 'mutate')\n"),
+        (["bogus"], "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', 'clauses', 'errors', 'explain', 'faults', 'mutate', 'wire-diff')\n"),
         (["check", "--profile", "fast"], "ppaux: error: unknown profile 'fast'; choose from ci, dev, nightly, mutation\n"),
         (["check", "--impl", "no_such_module_xyz"], "ppaux: error: cannot import implementation module 'no_such_module_xyz': ModuleNotFoundError: No module named 'no_such_module_xyz'\n"),
         (["check", "--impl", str(IMPLS / "lacks_pop.py")], f"ppaux: error: implementation {str(IMPLS / 'lacks_pop.py')!r} lacks PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, pop_auxiliary_output_from_pp_tensors\n"),

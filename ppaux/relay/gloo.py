@@ -65,13 +65,18 @@ class Outcome:
 
 
 class RankContext:
-    """A rank's view of the world: its channels to peers and its all-gather group."""
+    """A rank's view of the world: its channels to peers, its all-gather group, and the world's
+    shape and rendezvous store (for an extension that joins groups of its own)."""
 
-    def __init__(self, rank: int, cpu: Any, device: Any, all_gather: Optional[GlooAllGather]) -> None:
+    def __init__(self, rank: int, cpu: Any, device: Any, all_gather: Optional[GlooAllGather], *,
+                 world_size: int = 0, ag_size: int = 1, store: Any = None) -> None:
         self.rank = rank
         self.cpu = cpu
         self.device = device
         self.all_gather = all_gather
+        self.world_size = world_size
+        self.ag_size = ag_size
+        self.store = store
 
     def channel(self, peer: int) -> GlooChannel:
         return GlooChannel(self.cpu, self.device, peer)
@@ -97,7 +102,7 @@ def make_context(rank: int, world_size: int, store_path: str, ag_size: int, time
         # Consecutive blocks of ranks, like SGLang's attention-TP groups inside one PP stage.
         block = rank // ag_size
         gather = GlooAllGather(group(f"ag{block}", rank % ag_size, ag_size), rank % ag_size, ag_size)
-    return RankContext(rank, cpu, device, gather)
+    return RankContext(rank, cpu, device, gather, world_size=world_size, ag_size=ag_size, store=store)
 
 
 def dumps(obj: Any) -> bytes:
@@ -129,19 +134,25 @@ def serve(conn: Any, ctx: RankContext) -> None:
         conn.send_bytes(dumps(reply))
 
 
-def rank_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float, conn: Any) -> None:
-    """A worker's whole life (also run in threads by the tests, for coverage)."""
+def rank_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float, conn: Any,
+              extension: Optional[Tuple[Callable[..., Any], Tuple[Any, ...]]] = None) -> None:
+    """A worker's whole life (also run in threads by the tests, for coverage). ``extension``,
+    ``(fn, args)``, runs ``fn(ctx, *args)`` once the rank has joined its groups."""
     ctx = make_context(rank, world_size, store_path, ag_size, timeout)
+    if extension is not None:
+        fn, args = extension
+        fn(ctx, *args)
     conn.send_bytes(dumps(("ready",)))
     serve(conn, ctx)
 
 
 # pragma: no mutate start - runs only in a worker process, where mutmut cannot see which tests reach it
-def _process_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float, conn: Any) -> None:  # pragma: no cover - runs in the child; rank_main is covered in-process
+def _process_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float, conn: Any,  # pragma: no cover - runs in the child; rank_main is covered in-process
+                  extension: Any = None) -> None:
     global IN_WORKER
     IN_WORKER = True
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    rank_main(rank, world_size, store_path, ag_size, timeout, conn)
+    rank_main(rank, world_size, store_path, ag_size, timeout, conn, extension)
 # pragma: no mutate end
 
 
@@ -177,15 +188,18 @@ class GlooWorld:
     """``world_size`` gloo ranks in worker processes, started on first use.
 
     ``ag_size`` > 1 adds all-gather groups of that many consecutive ranks. ``timeout`` is the
-    watchdog for each call (and the gloo groups' own timeout).
+    watchdog for each call (and the gloo groups' own timeout). ``extension`` (see :func:`rank_main`)
+    is set up on every rank as it starts.
     """
 
-    def __init__(self, world_size: int, *, ag_size: int = 1, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, world_size: int, *, ag_size: int = 1, timeout: float = DEFAULT_TIMEOUT,
+                 extension: Optional[Tuple[Callable[..., Any], Tuple[Any, ...]]] = None) -> None:
         if world_size < 2 or world_size % ag_size:
             raise ValueError(f"world_size={world_size} must be >= 2 and a multiple of ag_size={ag_size}")
         self.world_size = world_size
         self.ag_size = ag_size
         self.timeout = timeout
+        self.extension = extension
         self.procs: List[Any] = []
         self.conns: List[Any] = []
         self.tmp: Optional[str] = None
@@ -205,7 +219,8 @@ class GlooWorld:
         # pragma: no mutate end
         for rank in range(self.world_size):
             parent, child = mp.Pipe()
-            p = mp.Process(target=_process_main, args=(rank, self.world_size, store, self.ag_size, self.timeout, child), daemon=True)
+            p = mp.Process(target=_process_main, args=(rank, self.world_size, store, self.ag_size, self.timeout, child, self.extension),
+                           daemon=True)
             with _bare_main():
                 p.start()
             child.close()
@@ -287,14 +302,14 @@ def _outcome(reply: Tuple[Any, ...]) -> Outcome:
     return Outcome("ok", value=reply[1] if len(reply) > 1 else None)
 
 
-_worlds: Dict[Tuple[int, int], GlooWorld] = {}
+_worlds: Dict[Tuple[Any, ...], GlooWorld] = {}
 
 
-def world(world_size: int, *, ag_size: int = 1) -> GlooWorld:
-    """The shared world of that shape (started on first use, stopped at interpreter exit)."""
-    key = (world_size, ag_size)
+def world(world_size: int, *, ag_size: int = 1, extension: Optional[Tuple[Callable[..., Any], Tuple[Any, ...]]] = None) -> GlooWorld:
+    """The shared world of that shape and extension (started on first use, stopped at interpreter exit)."""
+    key = (world_size, ag_size, extension)
     if key not in _worlds:
-        _worlds[key] = GlooWorld(world_size, ag_size=ag_size)
+        _worlds[key] = GlooWorld(world_size, ag_size=ag_size, extension=extension)
     return _worlds[key]
 
 

@@ -275,8 +275,11 @@ class _Receiver:
 class LoopbackContext:
     """A rank of an in-process world: loopback channels to every peer, threads for ranks."""
 
-    def __init__(self, rank: int, links: Dict[Any, Dict[str, "queue.Queue"]], all_gather: Any, stall: Stall, timeout: float) -> None:
+    def __init__(self, rank: int, links: Dict[Any, Dict[str, "queue.Queue"]], all_gather: Any, stall: Stall, timeout: float, *,
+                 world_size: int = 0, ag_size: int = 1) -> None:
         self.rank = rank
+        self.world_size = world_size
+        self.ag_size = ag_size
         self.links = links
         self.all_gather = all_gather
         self.stall = stall
@@ -299,7 +302,7 @@ def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout
 
     def target(rank: int) -> None:
         gather = groups[rank // ag_size].member(rank % ag_size) if ag_size > 1 else None
-        ctx = LoopbackContext(rank, links, gather, stall, timeout)
+        ctx = LoopbackContext(rank, links, gather, stall, timeout, world_size=world_size, ag_size=ag_size)
         try:
             out[rank] = Outcome("ok", value=fn(ctx, *args))
         except (ChannelHang, threading.BrokenBarrierError):

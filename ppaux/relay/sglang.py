@@ -1,0 +1,256 @@
+"""SGLang's own wire code, loaded from its release: ``send_tensor_dict``, ``recv_tensor_dict``,
+``send_object``, ``recv_object``, ``_split_tensor_dict``, ``TensorMetadata`` and ``P2PWork``, taken
+from the wheel's ``sglang/srt/distributed/parallel_state.py`` without importing the rest of SGLang.
+
+The wheel is downloaded once (``pip download --no-deps sglang==VERSION``) into the cache
+(``$PPAUX_CACHE_DIR``, default ``~/.cache/ppaux``) and never committed. The definitions are cut
+out of the source with :mod:`ast`; a release in which one is missing or has another shape fails
+with a message that names the version and the definition. The methods run on a minimal
+``GroupCoordinator`` over real gloo process groups, and every call they make to
+``torch.distributed`` goes through a :class:`Boundary`, which records it (and, for the fault
+matrix, may change it).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import pickle
+import subprocess
+import sys
+import types
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.distributed as dist
+
+DEFAULT_VERSION = "0.5.23"
+# The PP auxiliary transport exists from 0.5.19 on.
+RELEASES = ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+WIRE_FILE = "sglang/srt/distributed/parallel_state.py"
+MODULE_LEVEL = ("TensorMetadata", "P2PWork", "_split_tensor_dict")
+METHODS = ("send_object", "recv_object", "send_tensor_dict", "recv_tensor_dict")
+# What the cut-out definitions need besides torch, which the coordinator's Boundary stands in for.
+HEADER = """\
+from __future__ import annotations
+
+import pickle
+from collections import namedtuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+"""
+
+
+class ReleaseUnavailable(RuntimeError):
+    """The release cannot be had here (no package index, no cached wheel)."""
+
+
+class ReleaseChanged(RuntimeError):
+    """The release's wire code does not have the shape ppaux reads."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("PPAUX_CACHE_DIR", Path.home() / ".cache" / "ppaux"))
+
+
+def wheel(version: str) -> Path:
+    """The release's wheel, from the cache or downloaded into it."""
+    folder = cache_dir() / f"sglang-{version}"
+    found = sorted(folder.glob(f"sglang-{version}-*.whl"))
+    if found:
+        return found[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
+         "--retries", "1", "--timeout", "15", f"sglang=={version}", "-d", str(folder)],
+        capture_output=True, text=True, timeout=900,
+    )
+    found = sorted(folder.glob(f"sglang-{version}-*.whl"))
+    if proc.returncode != 0 or not found:
+        why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ReleaseUnavailable(f"sglang=={version} could not be downloaded (offline, or no such release?): {why}")
+    return found[0]
+
+
+def _definition(tree: ast.Module, name: str, version: str) -> ast.stmt:
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            return node
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [name]:
+            return node
+    raise ReleaseChanged(f"sglang=={version}: {WIRE_FILE} no longer defines {name} at module level")
+
+
+def wire_source(version: str = DEFAULT_VERSION) -> str:
+    """The release's wire definitions as one module's source (the methods as plain functions)."""
+    with zipfile.ZipFile(wheel(version)) as zf:
+        try:
+            text = zf.read(WIRE_FILE).decode("utf-8")
+        except KeyError:
+            raise ReleaseChanged(f"sglang=={version}: the wheel has no {WIRE_FILE}") from None
+    tree = ast.parse(text)
+    parts = [ast.get_source_segment(text, _definition(tree, name, version)) for name in MODULE_LEVEL]
+    coordinator = _definition(tree, "GroupCoordinator", version)
+    methods = {node.name: node for node in coordinator.body if isinstance(node, ast.FunctionDef)}
+    for name in METHODS:
+        if name not in methods:
+            raise ReleaseChanged(f"sglang=={version}: GroupCoordinator.{name} is gone from {WIRE_FILE}")
+        args = [a.arg for a in methods[name].args.args]
+        if args[:1] != ["self"]:
+            raise ReleaseChanged(f"sglang=={version}: GroupCoordinator.{name} is no longer a method ({args})")
+        # The method's own lines, dedented to module level: `self` stays its first argument.
+        lines = text.splitlines()[methods[name].lineno - 1 - len(methods[name].decorator_list):methods[name].end_lineno]
+        indent = len(lines[0]) - len(lines[0].lstrip())
+        parts.append("\n".join(line[indent:] for line in lines))
+    return HEADER + "\n\n" + "\n\n\n".join(str(p) for p in parts) + "\n"
+
+
+class _TorchWithBoundary(types.ModuleType):
+    """``torch`` as the cut-out code sees it: the real one, but ``torch.distributed`` is the Boundary."""
+
+    def __init__(self, boundary: "Boundary") -> None:
+        super().__init__("torch")
+        self.distributed = boundary
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(torch, name)
+
+
+def load_wire(source: str, name: str, boundary: "Boundary") -> types.ModuleType:
+    """Run the cut-out source as module ``name`` (registered, so that its TensorMetadata pickles)."""
+    module = types.ModuleType(name)
+    module.__dict__["torch"] = _TorchWithBoundary(boundary)
+    sys.modules[name] = module
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    for definition in (*MODULE_LEVEL, *METHODS):
+        if definition not in module.__dict__:  # pragma: no cover - wire_source checked each one
+            raise ReleaseChanged(f"{name}: {definition} did not load")
+    return module
+
+
+class Boundary:
+    """``torch.distributed`` for SGLang's wire code: every point-to-point call and all-gather is
+    recorded as ``(op, group, peer, tensor)`` (the tensor itself, read once the call completed)
+    and may be changed on the way by ``fault`` (``fault(op, tensor, group) -> tensor or None``)."""
+
+    def __init__(self, groups: Dict[int, str]) -> None:
+        self.groups = groups
+        self.messages: List[Tuple[str, str, int, torch.Tensor]] = []
+        self.fault: Optional[Callable[[str, torch.Tensor, str], Optional[torch.Tensor]]] = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(dist, name)
+
+    def _group(self, group: Any) -> str:
+        return self.groups.get(id(group), "other")
+
+    def _outgoing(self, tensor: torch.Tensor, group: Any) -> Optional[torch.Tensor]:
+        return tensor if self.fault is None else self.fault("send", tensor, self._group(group))
+
+    def send(self, tensor: torch.Tensor, dst: int, group: Any = None, tag: int = 0) -> None:
+        self.messages.append(("send", self._group(group), dst, tensor))
+        out = self._outgoing(tensor, group)
+        if out is not None:
+            dist.send(out, dst, group=group, tag=tag)
+
+    def isend(self, tensor: torch.Tensor, dst: int, group: Any = None, tag: int = 0) -> Any:
+        self.messages.append(("send", self._group(group), dst, tensor))
+        out = self._outgoing(tensor, group)
+        return None if out is None else dist.isend(out, dst, group=group, tag=tag)
+
+    def irecv(self, tensor: torch.Tensor, src: int, group: Any = None, tag: int = 0) -> Any:
+        self.messages.append(("recv", self._group(group), src, tensor))
+        return dist.irecv(tensor, src, group=group, tag=tag)
+
+    def all_gather(self, outputs: List[torch.Tensor], tensor: torch.Tensor, group: Any = None) -> None:
+        self.messages.append(("all_gather", self._group(group), -1, tensor))
+        dist.all_gather(outputs, tensor, group=group)
+
+
+class Coordinator:
+    """The part of SGLang's ``GroupCoordinator`` its wire methods use: the group's global ranks,
+    this rank's place in it, its CPU and device process groups. ``all_gather`` is ppaux's (one
+    gloo all-gather, concatenated on ``dim``): SGLang's goes through its device communicators."""
+
+    def __init__(self, wire: types.ModuleType, boundary: Boundary, ranks: Sequence[int], rank: int, cpu_group: Any, device_group: Any) -> None:
+        self.wire = wire
+        self.boundary = boundary
+        self.ranks = list(ranks)
+        self.world_size = len(self.ranks)
+        self.rank_in_group = self.ranks.index(rank)
+        self.cpu_group = cpu_group
+        self.device_group = device_group
+
+    def send_object(self, obj: Any, dst: int, async_send: bool = False, tag: int = 0) -> Any:
+        return self.wire.send_object(self, obj, dst, async_send, tag)
+
+    def recv_object(self, src: int, tag: int = 0) -> Any:
+        return self.wire.recv_object(self, src, tag)
+
+    def send_tensor_dict(self, tensor_dict: Dict[Any, Any], dst: Optional[int] = None, all_gather_group: Any = None,
+                         async_send: bool = False) -> Any:
+        return self.wire.send_tensor_dict(self, tensor_dict, dst, all_gather_group, async_send)
+
+    def recv_tensor_dict(self, src: Optional[int] = None, all_gather_group: Any = None) -> Any:
+        return self.wire.recv_tensor_dict(self, src, all_gather_group)
+
+    def all_gather(self, tensor: torch.Tensor, dim: int = 0) -> torch.Tensor:
+        outputs = [torch.empty_like(tensor) for _ in range(self.world_size)]
+        self.boundary.all_gather(outputs, tensor, group=self.device_group)
+        return torch.cat(outputs, dim=dim)
+
+
+class SGLangRank:
+    """One rank's SGLang side: its PP group (this rank and the same attention-TP rank of every
+    stage) and its attention-TP group (``None`` without all-gather)."""
+
+    def __init__(self, pp: Coordinator, tp: Optional[Coordinator], boundary: Boundary, wire: types.ModuleType) -> None:
+        self.pp = pp
+        self.tp = tp
+        self.boundary = boundary
+        self.wire = wire
+
+
+def join(ctx: Any, version: str, source: str) -> None:  # pragma: no cover - runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
+    """Set up SGLang's side on one gloo rank (a :class:`~ppaux.relay.gloo.GlooWorld` extension):
+    join the default process group, make SGLang's PP and attention-TP groups, load the wire code."""
+    # SGLang's send_object hands torch.frombuffer the pickle's bytes, and torch warns each time.
+    warnings.filterwarnings("ignore", message="The given buffer is not writable")
+    if not dist.is_initialized():
+        dist.init_process_group("gloo", store=dist.PrefixStore("sglang", ctx.store), rank=ctx.rank, world_size=ctx.world_size)
+    ag, stages = ctx.ag_size, ctx.world_size // ctx.ag_size
+    groups: Dict[int, str] = {}
+    boundary = Boundary(groups)
+    wire = load_wire(source, f"ppaux_sglang_wire_{version.replace('.', '_')}", boundary)
+    stage, member = divmod(ctx.rank, ag)
+    pp = tp = None
+    # new_group is collective: every rank makes every group, in the same order.
+    for m in range(ag):
+        ranks = [s * ag + m for s in range(stages)]
+        cpu, device = dist.new_group(ranks, backend="gloo"), dist.new_group(ranks, backend="gloo")
+        if m == member:
+            groups.update({id(cpu): "cpu", id(device): "device"})
+            pp = Coordinator(wire, boundary, ranks, ctx.rank, cpu, device)
+    if ag > 1:
+        for s in range(stages):
+            ranks = [s * ag + i for i in range(ag)]
+            cpu, device = dist.new_group(ranks, backend="gloo"), dist.new_group(ranks, backend="gloo")
+            if s == stage:
+                groups.update({id(cpu): "tp cpu", id(device): "tp"})
+                tp = Coordinator(wire, boundary, ranks, ctx.rank, cpu, device)
+    ctx.sglang = SGLangRank(pp, tp, boundary, wire)
+
+
+def metadata_of(payload: torch.Tensor) -> Any:
+    """What a pickled metadata list says, with either side's ``TensorMetadata`` as a plain tuple."""
+    def plain(value: Any) -> Any:
+        if type(value).__name__ == "TensorMetadata":
+            return ("TensorMetadata", value.device, str(value.dtype), tuple(value.size))
+        if isinstance(value, (list, tuple)):
+            return type(value)(plain(v) for v in value)
+        return value
+
+    return plain(pickle.loads(payload.numpy().tobytes()))

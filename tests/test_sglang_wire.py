@@ -1,0 +1,297 @@
+"""Loading SGLang's wire code from a release, offline: a wheel made here stands in for SGLang's,
+with the shape its parallel_state.py has (tests/test_wire_diff.py runs the real one, -m sglang)."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import textwrap
+import zipfile
+from typing import Any, List
+
+import pytest
+import torch
+
+import ppaux.relay.differential as differential
+import ppaux.relay.sglang as sglang
+from ppaux.cli.main import main
+from ppaux.relay.gloo import Outcome, RankFailure
+from ppaux.relay.pipeline import run_loopback
+from ppaux.relay.wire import TensorMetadata
+
+# What ppaux reads out of parallel_state.py, in the shape SGLang 0.5.23 has it (bodies shortened).
+PARALLEL_STATE = '''
+import torch
+from sglang.srt import platforms  # the rest of the module needs SGLang; what ppaux cuts out does not
+
+TensorMetadata = namedtuple("TensorMetadata", ["device", "dtype", "size"])
+
+
+@dataclass
+class P2PWork:
+    work: Optional[torch.distributed.Work]
+    payload: Optional[torch.Tensor]
+
+
+def _split_tensor_dict(tensor_dict):
+    return [(k, TensorMetadata(v.device.type, v.dtype, v.size())) for k, v in tensor_dict.items()], list(tensor_dict.values())
+
+
+class GroupCoordinator:
+    def __init__(self):
+        pass
+
+    def send_object(self, obj, dst, async_send=False, tag=0):
+        torch.distributed.send(torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8), self.ranks[dst], group=self.cpu_group)
+        return ("send_object", obj, dst, async_send, tag)
+
+    def recv_object(self, src, tag=0):
+        return ("recv_object", src, tag)
+
+    def send_tensor_dict(self, tensor_dict, dst=None, all_gather_group=None, async_send=False):
+        return ("send_tensor_dict", _split_tensor_dict(tensor_dict)[0], dst, all_gather_group, async_send)
+
+    def recv_tensor_dict(self, src=None, all_gather_group: Optional["GroupCoordinator"] = None):
+        return ("recv_tensor_dict", src, all_gather_group)
+'''
+
+
+def release(tmp_path, monkeypatch, source: str = PARALLEL_STATE, version: str = "9.9.9", path: str = sglang.WIRE_FILE):
+    monkeypatch.setenv("PPAUX_CACHE_DIR", str(tmp_path))
+    folder = tmp_path / f"sglang-{version}"
+    folder.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(folder / f"sglang-{version}-py3-none-any.whl", "w") as zf:
+        zf.writestr(path, textwrap.dedent(source))
+    return version
+
+
+def test_the_wire_definitions_are_cut_out_of_the_release_without_the_rest(tmp_path, monkeypatch):
+    source = sglang.wire_source(release(tmp_path, monkeypatch))
+    assert "platforms" not in source and "class GroupCoordinator" not in source
+    assert source.startswith(sglang.HEADER)
+    for name in ("TensorMetadata = namedtuple", "class P2PWork", "def _split_tensor_dict", *(f"def {m}(self" for m in sglang.METHODS)):
+        assert source.count(name) == 1, name
+
+
+class FakeDist:
+    """torch.distributed as far as the Boundary calls it: records, moves nothing."""
+
+    def __init__(self) -> None:
+        self.calls: List[Any] = []
+
+    def send(self, tensor, dst, group=None, tag=0):
+        self.calls.append(("send", tensor.tolist(), dst, group, tag))
+
+    def isend(self, tensor, dst, group=None, tag=0):
+        self.calls.append(("isend", tensor.tolist(), dst, group, tag))
+        return "work"
+
+    def irecv(self, tensor, src, group=None, tag=0):
+        self.calls.append(("irecv", src, group, tag))
+        return "work"
+
+    def all_gather(self, outputs, tensor, group=None):
+        for out in outputs:
+            out.copy_(tensor)
+        self.calls.append(("all_gather", len(outputs), group))
+
+    def is_initialized(self):
+        return True
+
+
+def test_the_coordinator_runs_the_releases_own_methods_through_the_boundary(tmp_path, monkeypatch):
+    fake = FakeDist()
+    monkeypatch.setattr(sglang, "dist", fake)
+    cpu, device = object(), object()
+    boundary = sglang.Boundary({id(cpu): "cpu", id(device): "device"})
+    wire = sglang.load_wire(sglang.wire_source(release(tmp_path, monkeypatch)), "ppaux_test_wire", boundary)
+    pp = sglang.Coordinator(wire, boundary, [5, 7], 7, cpu, device)
+    assert (pp.world_size, pp.rank_in_group) == (2, 1)
+    assert pp.send_object({"a": 1}, 0, True, 3) == ("send_object", {"a": 1}, 0, True, 3)
+    assert fake.calls[-1][2:] == (5, cpu, 0) and boundary.messages[-1][:3] == ("send", "cpu", 5)
+    assert pp.recv_object(1, 2) == ("recv_object", 1, 2)
+    t = torch.zeros(2)
+    assert pp.send_tensor_dict({"t": t}, 0, None, True) == ("send_tensor_dict", [("t", wire.TensorMetadata("cpu", torch.float32, torch.Size([2])))], 0, None, True)
+    assert pp.recv_tensor_dict(0, pp) == ("recv_tensor_dict", 0, pp)
+    # The TensorMetadata of the loaded module pickles and unpickles by its module's name.
+    assert pickle.loads(pickle.dumps(wire.TensorMetadata("cpu", torch.int8, (1,)))) == ("cpu", torch.int8, (1,))
+    assert pp.all_gather(torch.tensor([1.0, 2.0]), dim=0).tolist() == [1.0, 2.0, 1.0, 2.0]
+    assert fake.calls[-1] == ("all_gather", 2, device) and boundary.messages[-1][:3] == ("all_gather", "device", -1)
+    assert boundary.is_initialized() is True
+
+
+def test_the_boundary_records_every_call_and_lets_a_fault_change_or_drop_a_message(monkeypatch):
+    fake = FakeDist()
+    monkeypatch.setattr(sglang, "dist", fake)
+    cpu, unknown = object(), object()
+    boundary = sglang.Boundary({id(cpu): "cpu"})
+    boundary.send(torch.tensor([1]), 3, group=cpu)
+    assert boundary.isend(torch.tensor([2]), 3, group=unknown, tag=4) == "work"
+    assert boundary.irecv(torch.zeros(1), 2, group=cpu) == "work"
+    assert [m[:3] for m in boundary.messages] == [("send", "cpu", 3), ("send", "other", 3), ("recv", "cpu", 2)]
+    boundary.fault = lambda op, tensor, group: None if tensor.item() == 7 else tensor + 1
+    boundary.send(torch.tensor([7]), 3, group=cpu)
+    assert boundary.isend(torch.tensor([7]), 3, group=cpu) is None
+    boundary.send(torch.tensor([8]), 3, group=cpu)
+    assert [c[:2] for c in fake.calls] == [("send", [1]), ("isend", [2]), ("irecv", 2), ("send", [9])]
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        (PARALLEL_STATE.replace("class P2PWork", "class P2PWorks"),
+         "sglang==9.9.9: sglang/srt/distributed/parallel_state.py no longer defines P2PWork at module level"),
+        (PARALLEL_STATE.replace("def recv_object", "def recv_obj"),
+         "sglang==9.9.9: GroupCoordinator.recv_object is gone from sglang/srt/distributed/parallel_state.py"),
+        (PARALLEL_STATE.replace("def send_object(self, obj", "def send_object(obj"),
+         "sglang==9.9.9: GroupCoordinator.send_object is no longer a method (['obj', 'dst', 'async_send', 'tag'])"),
+        (PARALLEL_STATE.replace("class GroupCoordinator", "class Coordinator"),
+         "sglang==9.9.9: sglang/srt/distributed/parallel_state.py no longer defines GroupCoordinator at module level"),
+    ],
+)
+def test_a_release_that_changed_shape_names_its_version_and_the_definition(tmp_path, monkeypatch, source, message):
+    with pytest.raises(sglang.ReleaseChanged) as info:
+        sglang.wire_source(release(tmp_path, monkeypatch, source))
+    assert str(info.value) == message
+
+
+def test_a_wheel_without_the_wire_file_is_a_changed_release(tmp_path, monkeypatch):
+    with pytest.raises(sglang.ReleaseChanged) as info:
+        sglang.wire_source(release(tmp_path, monkeypatch, path="sglang/other.py"))
+    assert str(info.value) == "sglang==9.9.9: the wheel has no sglang/srt/distributed/parallel_state.py"
+
+
+def test_a_release_that_cannot_be_downloaded_says_so_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("PPAUX_CACHE_DIR", str(tmp_path))
+    asked = []
+    monkeypatch.setattr(sglang.subprocess, "run", lambda cmd, **kw: asked.append(cmd) or subprocess.CompletedProcess(
+        cmd, 1, "", "WARNING: retrying\nERROR: No matching distribution found for sglang==0.0.1\n"))
+    with pytest.raises(sglang.ReleaseUnavailable) as info:
+        sglang.wheel("0.0.1")
+    assert str(info.value) == ("sglang==0.0.1 could not be downloaded (offline, or no such release?): "
+                               "ERROR: No matching distribution found for sglang==0.0.1")
+    assert asked[0][-4:] == ["--timeout", "15", "sglang==0.0.1", "-d"] or asked[0][-3:-1] == ["sglang==0.0.1", "-d"]
+    assert (tmp_path / "sglang-0.0.1").is_dir()
+
+
+def test_metadata_reads_either_sides_tensor_metadata_as_a_plain_tuple():
+    payload = torch.frombuffer(bytearray(pickle.dumps([("a", TensorMetadata("cpu", torch.int64, torch.Size([2, 3]))), ("m", "output")])),
+                               dtype=torch.uint8)
+    assert sglang.metadata_of(payload) == [("a", ("TensorMetadata", "cpu", "torch.int64", (2, 3))), ("m", "output")]
+
+
+def test_messages_normalize_to_what_both_sides_can_share():
+    size, payload = torch.tensor([9]), torch.frombuffer(bytearray(pickle.dumps([("k", 1)])), dtype=torch.uint8)
+    log = [("begin", "send"), ("send", "cpu", 1, size), ("send", "cpu", 1, payload), ("send", "device", 1, torch.zeros(2, 3)),
+           ("all_gather", "tp", -1, torch.zeros(1))]
+    assert differential.normalize(log) == [("begin", "send"), ("send", "cpu", 1, "object size"), ("send", "cpu", 1, "object", [("k", 1)]),
+                                           ("send", "device", 1, "torch.float32", (2, 3)), ("all_gather", "tp", -1, "torch.float32", (1,))]
+
+
+def _ok(received, messages=()):
+    return Outcome("ok", value={"received": received, "messages": list(messages)})
+
+
+@pytest.mark.parametrize(
+    "model, real, said",
+    [
+        ({"a": torch.zeros(2)}, {"a": torch.zeros(2)}, None),
+        ({"a": torch.zeros(2)}, {"b": torch.zeros(2)}, "rank 0 received keys ['a'] from ppaux's model, ['b'] from SGLang's code"),
+        ({"a": torch.zeros(2)}, {"a": torch.zeros(2, dtype=torch.int8)},
+         "rank 0 received ['a']: torch.float32 (2,) vs torch.int8 (2,) (ppaux's model vs SGLang's code)"),
+        ({"a": torch.zeros(2)}, {"a": torch.ones(2)}, "rank 0 received ['a']: values [0.0, 0.0] vs [1.0, 1.0] (ppaux's model vs SGLang's code)"),
+        ({"a": torch.zeros(2)}, {"a": torch.zeros(2, device="meta")}, "rank 0 received ['a']: device cpu vs meta (ppaux's model vs SGLang's code)"),
+        ({"a": torch.zeros(2)}, {"a": [0, 0]}, "rank 0 received ['a']: Tensor vs list (ppaux's model vs SGLang's code)"),
+        ({"m": "output"}, {"m": "other"}, "rank 0 received ['m']: 'output' vs 'other' (ppaux's model vs SGLang's code)"),
+    ],
+)
+def test_a_difference_in_what_arrived_names_the_rank_and_the_key(model, real, said):
+    assert differential.difference({"ppaux": {0: _ok(model)}, "sglang": {0: _ok(real)}}) == said
+
+
+def test_a_difference_in_how_it_ended_or_in_the_messages_names_both():
+    boom, other = RankFailure("RuntimeError", "Invalid scalar type"), RankFailure("RuntimeError", "other\nmore")
+    cases = [
+        (Outcome("hang"), _ok({}), "rank 0: ppaux's model hung, SGLang's code delivered"),
+        (Outcome("error", error=boom), Outcome("error", error=other),
+         "rank 0: ppaux's model raised RuntimeError: Invalid scalar type, SGLang's code raised RuntimeError: other"),
+        (Outcome("died"), Outcome("error", error=RankFailure("KeyError", "")), "rank 0: ppaux's model died, SGLang's code raised KeyError: "),
+        (Outcome("error", error=boom), Outcome("error", error=boom), None),
+        (_ok({}, [("send", "cpu", 1, "object size")]), _ok({}, [("send", "device", 1, "object size")]),
+         "rank 0, message 0: ppaux's model ('send', 'cpu', 1, 'object size'), SGLang's code ('send', 'device', 1, 'object size')"),
+        (_ok({}, [("x",)]), _ok({}, [("x",), ("y",)]), "rank 0: ppaux's model exchanged 1 messages, SGLang's code 2"),
+    ]
+    for model, real, said in cases:
+        assert differential.difference({"ppaux": {0: model}, "sglang": {0: real}}) == said
+
+
+def test_the_ring_on_ppaux_side_relays_around_every_stage_and_records_its_messages():
+    """In threads over the loopback: pp 3 with two attention-TP ranks, the last stage's dict comes back."""
+    sent = {"next_token_ids": torch.arange(4), "__msg_type__": "output", "__sampling_observer_output__.s": torch.arange(6.0)}
+    out = run_loopback(6, 2, lambda ctx: differential.ring(ctx, dict(sent) if ctx.rank >= 4 else {}, "ppaux"), ())
+    assert all(o.status == "ok" for o in out.values())
+    for rank, o in out.items():
+        got = o.value["received"]
+        assert list(got) == list(sent) and torch.equal(got["__sampling_observer_output__.s"], sent["__sampling_observer_output__.s"])
+    first = out[0].value["messages"]
+    assert first[:3] == [("begin", "recv"), ("recv", "cpu", 4, "object size"),
+                         ("recv", "cpu", 4, "object", [("next_token_ids", ("TensorMetadata", "cpu", "torch.int64", (4,))),
+                                                        ("__msg_type__", "output"),
+                                                        ("__sampling_observer_output__.s", ("TensorMetadata", "cpu", "torch.float32", (6,)))])]
+    # Each rank receives its slice and all-gathers it, then forwards its slice to the next stage.
+    assert first[3:5] == [("recv", "cpu", 4, "torch.int64", (2,)), ("all_gather", "tp", -1, "torch.int64", (2,))]
+    assert first[-1] == ("send", "cpu", 2, "torch.float32", (3,))
+    assert out[4].value["messages"][0] == ("begin", "send") and out[4].value["messages"][-1][:3] == ("all_gather", "tp", -1)
+
+
+def test_run_hands_each_last_stage_rank_its_dict_and_both_sides_run():
+    calls = []
+
+    class World:
+        world_size, ag_size = 4, 2
+
+        def run(self, calls_by_rank, timeout):
+            calls.append((calls_by_rank, timeout))
+            return {r: _ok({}) for r in calls_by_rank}
+
+    out = differential.run(World(), [{"m": 0}, {"m": 1}], timeout=2.0)
+    assert sorted(out) == ["ppaux", "sglang"] and len(calls) == 2
+    ppaux_calls, timeout = calls[0]
+    assert timeout == 2.0 and {r: args for r, (_, args) in ppaux_calls.items()} == {
+        0: ({}, "ppaux"), 1: ({}, "ppaux"), 2: ({"m": 0}, "ppaux"), 3: ({"m": 1}, "ppaux")}
+    assert {args[1] for _, args in calls[1][0].values()} == {"sglang"}
+
+
+def test_another_attention_tp_rank_sends_the_same_keys_and_shapes_other_bytes():
+    d = {"b": torch.tensor([True, False]), "f": torch.zeros(2, 2), "e": torch.empty(0), "m": "output"}
+    other = differential._diverged(d, 1)
+    assert list(other) == list(d) and other["m"] == "output" and other["e"].shape == (0,)
+    assert other["b"].tolist() == [True, True] and other["f"].shape == (2, 2) and not torch.equal(other["f"], d["f"])
+
+
+@pytest.mark.parametrize("raised, code, err", [
+    (sglang.ReleaseUnavailable("sglang==0.5.23 could not be downloaded (offline, or no such release?): x"), 2,
+     "ppaux: error: sglang==0.5.23 could not be downloaded (offline, or no such release?): x\n"),
+    (AssertionError("sglang==0.5.23 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ..."), 1,
+     "sglang==0.5.23 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ...\nFailing test case: ...\n"),
+    (None, 0, ""),
+])
+def test_wire_diff_exit_status_says_how_it_went(monkeypatch, capsys, raised, code, err):
+    def check(version, settings):
+        assert settings.deadline is None and settings.max_examples == 40
+        if raised is not None:
+            if isinstance(raised, AssertionError):
+                raised.__notes__ = ["Failing test case: ..."]
+            raise raised
+
+    monkeypatch.setattr(differential, "check", check)
+    assert main(["wire-diff"]) == code
+    out, got = capsys.readouterr()
+    assert got == err
+    assert out == ("" if code else "ppaux wire-diff: sglang==0.5.23 and ppaux's model agree on every drawn PP dict "
+                   "(pp x attention-TP: 2x1, 3x1, 2x2, 3x2; profile ci)\n")
+
+
+def test_wire_diff_refuses_an_unknown_profile(capsys):
+    assert main(["wire-diff", "--profile", "quick"]) == 2
+    assert capsys.readouterr().err == "ppaux: error: unknown profile 'quick'; choose from ci, dev, nightly, mutation\n"
