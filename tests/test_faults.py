@@ -242,7 +242,7 @@ def test_cli_passes_its_options_to_the_matrix_and_names_the_report_by_mode(tmp_p
 def test_faults_help_names_every_option(capsys):
     assert cli_help(capsys, "faults").endswith(
         "-h, --help show this help message and exit"
-        " --channel {loopback,gloo} loopback (threads) or gloo (processes on 127.0.0.1)"
+        " --channel {loopback,gloo,sglang} loopback (threads), gloo (processes on 127.0.0.1), or sglang (the same, over SGLang's own wire code)"
         " --integrity add/pop with the integrity manifest (off by default, as SGLang)"
         " --report DIR where to write faults-<channel>[-integrity].md/.json (default reports/out/faults)"
         " --timeout S gloo watchdog per run, seconds (default 1)"

@@ -223,6 +223,33 @@ def test_rank_code_in_threads_sends_and_receives_through_real_gloo_groups(monkey
     assert not any(t.is_alive() for t in threads)
 
 
+def _mark(ctx, value):
+    ctx.mark = value
+
+
+def _read_mark(ctx):
+    return ctx.mark
+
+
+def test_an_extension_is_set_up_on_every_rank_before_it_serves():
+    store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+    pipes = [multiprocessing.Pipe() for _ in range(2)]
+    threads = [threading.Thread(target=gloo.rank_main, args=(r, 2, store, 1, 10.0, pipes[r][1], (_mark, (f"set on {r}",))), daemon=True)
+               for r in range(2)]
+    for t in threads:
+        t.start()
+    parents = [p for p, _ in pipes]
+    assert [_reply(parents[r], threads[r]) for r in range(2)] == [("ready",)] * 2
+    for r in range(2):
+        parents[r].send_bytes(gloo.dumps((_read_mark, ())))
+    assert [_reply(parents[r], threads[r]) for r in range(2)] == [("ok", "set on 0"), ("ok", "set on 1")]
+    for c in parents:
+        c.send_bytes(gloo.dumps(None))
+    for t in threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in threads)
+
+
 def test_shared_world_is_reused_and_stopped():
     w = gloo.world(2)
     assert gloo.world(2) is w
@@ -426,3 +453,25 @@ def test_relay_asks_rank_1_to_receive_on_the_named_device(monkeypatch):
     assert [c[0] for c in runs] == [(gloo._send, ({"x": 1}, 1))] * 2
 
 
+
+
+def test_a_gloo_channel_moves_nothing_for_a_meta_tensor_as_torch_distributed():
+    calls = []
+
+    class Group:
+        def send(self, tensors, peer, tag):
+            calls.append(("send", peer))
+            return DoneWork()
+
+        def recv(self, tensors, peer, tag):
+            calls.append(("recv", peer))
+            return DoneWork()
+
+    ch = GlooChannel(Group(), Group(), 1)
+    meta = torch.empty(2, device="meta")
+    ch.send(meta, CPU_GROUP)
+    ch.recv(meta, DEVICE_GROUP)
+    assert ch.isend(meta, CPU_GROUP).wait() is True and calls == []
+    ch.send(torch.zeros(1), CPU_GROUP)
+    ch.recv(torch.zeros(1), DEVICE_GROUP)
+    assert calls == [("send", 1), ("recv", 1)]

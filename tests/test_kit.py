@@ -437,7 +437,7 @@ def test_one_failing_output_is_one_failure_even_with_several_bugs():
         (dict(observer_factory=3), "observer_factory=3 must be callable (e.g. the observer class)"),
         (dict(outputs=[1]), "outputs=[1] must be a Hypothesis strategy of your output objects"),
         (dict(equal=1), "equal=1 must be None or a callable (original, rebuilt) -> bool"),
-        (dict(channel="nccl"), "channel='nccl' must be one of ('loopback', 'gloo')"),
+        (dict(channel="nccl"), "channel='nccl' must be one of ('loopback', 'gloo', 'sglang')"),
         (dict(settings={}), "settings={} must be None or hypothesis.settings"),
         (dict(devices="cpu"), "devices='cpu' must be 'auto' or a non-empty sequence of devices"),
         (dict(devices=torch.device("cpu")), "devices=device(type='cpu') must be 'auto' or a non-empty sequence of devices"),

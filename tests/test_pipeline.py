@@ -67,7 +67,7 @@ def test_check_wiring_rejects_rings_that_are_not_rings(config, message):
 def test_run_rejects_unknown_channels():
     with pytest.raises(ValueError) as info:
         run(_ring(2), channel="nccl")
-    assert str(info.value) == "channel='nccl' must be one of ('loopback', 'gloo')"
+    assert str(info.value) == "channel='nccl' must be one of ('loopback', 'gloo', 'sglang')"
 
 
 @given(
@@ -311,7 +311,7 @@ def test_run_hands_its_fault_step_and_timeout_to_the_channel(monkeypatch):
             calls.append(("gloo", len(work), None, work[0][1][0].fault_step, {"timeout": timeout}))
             return {}
 
-    monkeypatch.setattr(gloo, "world", lambda n, ag_size: _World())
+    monkeypatch.setattr(gloo, "world", lambda n, ag_size, extension=None: _World())
     config = _ring(2, RecordingObserver(), outputs=[PAYLOAD, PAYLOAD])
     run(config, fault=DropKey(), fault_step=1, timeout=2.5)
     run(config)

@@ -295,3 +295,176 @@ def test_wire_diff_exit_status_says_how_it_went(monkeypatch, capsys, raised, cod
 def test_wire_diff_refuses_an_unknown_profile(capsys):
     assert main(["wire-diff", "--profile", "quick"]) == 2
     assert capsys.readouterr().err == "ppaux: error: unknown profile 'quick'; choose from ci, dev, nightly, mutation\n"
+
+
+# send_object and send_tensor_dict as SGLang 0.5.23 writes them, shortened to the synchronous path.
+FAITHFUL = PARALLEL_STATE.replace('''    def send_object(self, obj, dst, async_send=False, tag=0):
+        torch.distributed.send(torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8), self.ranks[dst], group=self.cpu_group)
+        return ("send_object", obj, dst, async_send, tag)''', '''    def send_object(self, obj, dst, async_send=False, tag=0):
+        object_tensor = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
+        size_tensor = torch.tensor([object_tensor.numel()], dtype=torch.long, device="cpu")
+        torch.distributed.send(size_tensor, self.ranks[dst], group=self.cpu_group, tag=tag)
+        torch.distributed.send(object_tensor, self.ranks[dst], group=self.cpu_group, tag=tag)
+        return []''').replace('''    def send_tensor_dict(self, tensor_dict, dst=None, all_gather_group=None, async_send=False):
+        return ("send_tensor_dict", _split_tensor_dict(tensor_dict)[0], dst, all_gather_group, async_send)''', '''    def send_tensor_dict(self, tensor_dict, dst=None, all_gather_group=None, async_send=False):
+        metadata_list, tensor_list = _split_tensor_dict(tensor_dict)
+        self.send_object(metadata_list, dst=dst)
+        for tensor in tensor_list:
+            if tensor.numel() == 0:
+                continue
+            torch.distributed.send(tensor, self.ranks[dst], group=self.cpu_group if tensor.is_cpu else self.device_group)
+        return []''')
+
+
+@pytest.fixture
+def link(tmp_path, monkeypatch):
+    fake = FakeDist()
+    monkeypatch.setattr(sglang, "dist", fake)
+    cpu, device = object(), object()
+    boundary = sglang.Boundary({id(cpu): "cpu", id(device): "device"})
+    wire = sglang.load_wire(sglang.wire_source(release(tmp_path, monkeypatch, FAITHFUL)), "ppaux_test_faithful_wire", boundary)
+    pp = sglang.Coordinator(wire, boundary, [3, 4], 4, cpu, device)
+    return sglang.Link(sglang.SGLangRank(pp, None, boundary, wire), 0, 0), fake
+
+
+def _messages(fake):
+    """(metadata, [tensor values]) per send_tensor_dict, from the sends the fake saw."""
+    sends = [values for op, values, *_ in fake.calls if op == "send"]
+    out = []
+    while sends:
+        size, payload = sends[0], sends[1]
+        assert size == [len(payload)]
+        meta = pickle.loads(bytes(payload))
+        count = sum(type(v).__name__ == "TensorMetadata" and torch.Size(v.size).numel() > 0 for _, v in meta)
+        out.append(([(k, tuple(v) if type(v).__name__ == "TensorMetadata" else v) for k, v in meta], sends[2:2 + count]))
+        sends = sends[2 + count:]
+    return out
+
+
+AUX = "__sampling_observer_output__.scores"
+
+
+def test_a_clean_send_is_sglangs_own(link):
+    link_, fake = link
+    link_.send({"ids": torch.tensor([1, 2]), "e": torch.empty(0), AUX: torch.tensor([0.5])})
+    ((meta, tensors),) = _messages(fake)
+    assert [k for k, _ in meta] == ["ids", "e", AUX] and tensors == [[1, 2], [0.5]]
+    assert all(dst == 3 for op, _, dst, *_ in fake.calls if op == "send")
+
+
+def test_a_fault_changes_sglangs_messages_as_it_changes_a_dict_on_the_model(link):
+    from ppaux.relay.faults import BitFlip, DropKey, Reorder
+
+    link_, fake = link
+    d = {"ids": torch.tensor([1, 2]), "e": torch.empty(0), AUX: torch.tensor([0.5])}
+    link_.send(dict(d), DropKey(), faulty=True)
+    ((meta, tensors),) = _messages(fake)
+    assert [k for k, _ in meta] == ["ids", "e"] and tensors == [[1, 2]]
+    # The metadata travels with the release's own TensorMetadata, which its recv_tensor_dict knows.
+    sends = [values for op, values, *_ in fake.calls if op == "send"]
+    assert type(pickle.loads(bytes(sends[1]))[0][1]) is link_.rank.wire.TensorMetadata
+    fake.calls.clear()
+    link_.send(dict(d), BitFlip(bit=0), faulty=True)
+    ((_, tensors),) = _messages(fake)
+    assert tensors[0] == [1, 2] and tensors[1] != [0.5]
+    fake.calls.clear()
+    link_.send({"step": torch.tensor([0])}, Reorder(), faulty=True)
+    assert fake.calls == []
+    link_.send({"step": torch.tensor([1])}, Reorder(), faulty=False)
+    assert [tensors for _, tensors in _messages(fake)] == [[[1]], [[0]]]
+
+
+def test_pipeline_and_hop_start_a_world_that_runs_sglangs_code(monkeypatch):
+    import ppaux.relay.gloo as gloo
+    import ppaux.relay.hop as hop
+    import ppaux.relay.pipeline as pipeline
+
+    started = []
+
+    class World:
+        def run(self, calls, timeout=None):
+            started.append(calls)
+            return {0: Outcome("ok", value={"x": 1}), 1: Outcome("ok")}
+
+    monkeypatch.setattr(sglang, "wire_source", lambda version: f"source of {version}")
+    monkeypatch.setattr(gloo, "world", lambda n, ag_size=1, extension=None: started.append((n, ag_size, extension)) or World())
+    assert hop.relay({"x": 1}, channel="sglang") == {"x": 1}
+    assert started[0] == (2, 1, (sglang.join, (sglang.DEFAULT_VERSION, f"source of {sglang.DEFAULT_VERSION}")))
+    assert started[1] == {0: (sglang._recv_one, ()), 1: (sglang._send_one, ({"x": 1},))}
+    config = pipeline.PipelineConfig([pipeline.Stage(), pipeline.Stage()])
+    pipeline.run(config, channel="sglang", sglang_version="0.5.19")
+    assert started[2] == (2, 1, (sglang.join, ("0.5.19", "source of 0.5.19")))
+    assert {plan.wire for _, (plan,) in started[3].values()} == {"sglang"}
+
+
+def test_a_downloaded_release_lands_in_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PPAUX_CACHE_DIR", str(tmp_path))
+
+    def pip(cmd, **kw):
+        (tmp_path / "sglang-0.0.2" / "sglang-0.0.2-py3-none-any.whl").write_bytes(b"")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(sglang.subprocess, "run", pip)
+    assert sglang.wheel("0.0.2") == tmp_path / "sglang-0.0.2" / "sglang-0.0.2-py3-none-any.whl"
+
+
+def test_a_link_receives_with_sglangs_own_recv(link):
+    link_, _ = link
+    assert link_.recv() == ("recv_tensor_dict", 0, None)
+
+
+def test_the_property_checks_every_configuration_and_names_the_release_where_they_part(monkeypatch):
+    from hypothesis import HealthCheck, settings
+
+    worlds = []
+
+    class World:
+        def __init__(self, stages, ag):
+            self.world_size, self.ag_size, self.stopped = stages * ag, ag, False
+
+        def stop(self):
+            self.stopped = True
+
+    monkeypatch.setattr(sglang, "wire_source", lambda version: "src")
+    monkeypatch.setattr(differential, "world", lambda stages, ag, version, source: worlds.append(World(stages, ag)) or worlds[-1])
+    seen = []
+    monkeypatch.setattr(differential, "run", lambda w, sent: seen.append((w.world_size, w.ag_size, sent)) or {})
+    monkeypatch.setattr(differential, "difference", lambda outcomes: None)
+    quick = settings(max_examples=3, database=None, suppress_health_check=list(HealthCheck))
+    differential.check("9.9.9", quick)
+    assert [(w.world_size, w.ag_size) for w in worlds] == [(2, 1), (3, 1), (4, 2), (6, 2)] and all(w.stopped for w in worlds)
+    for _, ag, sent in seen:
+        assert len(sent) == ag and all(list(d) == list(sent[0]) for d in sent)
+    monkeypatch.setattr(differential, "difference", lambda outcomes: "rank 0: ...")
+    with pytest.raises(AssertionError) as info:
+        differential.check("9.9.9", quick, configs=((2, 1),))
+    assert str(info.value) == "sglang==9.9.9 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ..."
+    assert worlds[-1].stopped
+
+
+def test_the_shared_world_runs_both_sides(monkeypatch):
+    import ppaux.relay.gloo as gloo
+
+    monkeypatch.setattr(gloo, "world", lambda n, ag_size=1, extension=None: (n, ag_size, extension))
+    assert differential.world(3, 2, "9.9.9", "src") == (6, 2, (sglang.join, ("9.9.9", "src")))
+
+
+def test_the_release_matrix_says_which_releases_the_model_matches(monkeypatch, capsys):
+    def check(version, settings):
+        if version == "0.5.20":
+            raise AssertionError("sglang==0.5.20 and ppaux's model differ (pp=2, attention-TP=1): rank 0: x\nmore")
+        if version == "0.5.21":
+            raise sglang.ReleaseUnavailable("sglang==0.5.21 could not be downloaded (offline, or no such release?): y")
+
+    monkeypatch.setattr(differential, "check", check)
+    assert main(["wire-diff", "--sglang-version", "all", "--profile", "mutation"]) == 1
+    assert capsys.readouterr().out == (
+        "| SGLang release | ppaux's model | first difference |\n| --- | --- | --- |\n"
+        "| 0.5.19 | matches | |\n"
+        "| 0.5.20 | differs | sglang==0.5.20 and ppaux's model differ (pp=2, attention-TP=1): rank 0: x |\n"
+        "| 0.5.21 | not checked | sglang==0.5.21 could not be downloaded (offline, or no such release?): y |\n"
+        "| 0.5.22 | matches | |\n| 0.5.23 | matches | |\n"
+        "\nppaux wire-diff: the model matches 3 of 5 releases (profile mutation)\n")
+    monkeypatch.setattr(differential, "check", lambda version, settings: None)
+    assert main(["wire-diff", "--sglang-version", "all"]) == 0
+    assert capsys.readouterr().out.endswith("the model matches 5 of 5 releases (profile ci)\n")

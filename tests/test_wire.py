@@ -305,3 +305,16 @@ def test_a_one_element_step_slice_crosses_the_loopback_as_it_crosses_gloo():
     assert row.is_contiguous() and row.stride() == (12, 1)
     got = _hop({"x": stepped, "y": row})
     assert got["x"].tolist() == [0.0] and got["y"].tolist() == [[0.0, 1.0, 2.0]]
+
+
+def test_nothing_moves_for_a_meta_tensor_as_in_torch_distributed():
+    """torch.distributed's meta kernels return at once: SGLang's relay sends and receives nothing for a
+    meta tensor, and the next receive takes the bytes that were meant for it (gloo then aborts)."""
+    ch = LoopbackChannel()
+    ch.send(torch.empty(2, device="meta"), "cpu")
+    assert ch.pending() == 0
+    ch.send(torch.tensor([1.0, 2.0]), "cpu")
+    ch.recv(torch.empty(2, device="meta"), "cpu")
+    assert ch.pending() == 1
+    with pytest.raises(WireSizeMismatch):
+        ch.recv(torch.empty(1), "cpu")

@@ -40,7 +40,7 @@ def test_relay_raises_gloos_error_on_non_contiguous(channel):
 def test_relay_rejects_unknown_channel():
     with pytest.raises(ValueError) as info:
         relay({}, channel="tcp")
-    assert str(info.value) == "channel='tcp' must be 'loopback' or 'gloo'"
+    assert str(info.value) == "channel='tcp' must be one of ('loopback', 'gloo', 'sglang')"
 
 
 def test_relay_hands_the_receivers_device_to_the_receiving_end(monkeypatch):

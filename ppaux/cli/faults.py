@@ -16,7 +16,8 @@ DEFAULT_REPORT = os.path.join("reports", "out", "faults")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--channel", choices=CHANNELS, default="loopback", help="loopback (threads) or gloo (processes on 127.0.0.1)")
+    parser.add_argument("--channel", choices=CHANNELS, default="loopback",
+                        help="loopback (threads), gloo (processes on 127.0.0.1), or sglang (the same, over SGLang's own wire code)")
     parser.add_argument("--integrity", action="store_true", help="add/pop with the integrity manifest (off by default, as SGLang)")
     parser.add_argument("--report", default=DEFAULT_REPORT, metavar="DIR", help=f"where to write faults-<channel>[-integrity].md/.json (default {DEFAULT_REPORT})")
     parser.add_argument("--timeout", type=float, default=1.0, metavar="S", help="gloo watchdog per run, seconds (default 1)")

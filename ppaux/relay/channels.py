@@ -5,6 +5,7 @@ Both have ``send(tensor, group)`` / ``recv(tensor, group)`` with ``group`` ``"cp
 non-contiguous tensors with gloo's message, it moves raw bytes (so a dtype change of the same
 byte size is reinterpreted, not rejected), a shorter message silently fills only the start of
 the receiving tensor, and a longer one is an error (gloo aborts the receiving process). Where gloo would block forever the loopback raises :class:`ChannelHang`.
+Neither moves anything for a meta tensor: torch.distributed, which SGLang's relay calls, doesn't.
 """
 
 from __future__ import annotations
@@ -100,6 +101,8 @@ class LoopbackChannel:
         self.timeout = timeout
 
     def send(self, tensor: torch.Tensor, group: str) -> None:
+        if tensor.is_meta:
+            return  # as torch.distributed: its meta kernels move nothing
         if not tensor.is_contiguous():
             raise RuntimeError(GLOO_NOT_CONTIGUOUS)
         # A copy: gloo sends bytes, so later writes to the sender's tensor do not travel.
@@ -117,6 +120,8 @@ class LoopbackChannel:
             return _wait_for(inbox, stall, self.timeout, group)
 
     def recv(self, tensor: torch.Tensor, group: str) -> None:
+        if tensor.is_meta:
+            return  # as torch.distributed: a receive into a meta tensor completes at once, receiving nothing
         data = self._take(group)
         expected = tensor.numel() * tensor.element_size()
         if data.numel() > expected:
@@ -183,12 +188,23 @@ class _Member:
         return out
 
 
+class _NothingSent:
+    """The work of a send that moves nothing: already done."""
+
+    def wait(self) -> bool:
+        return True
+
+
+NOTHING_SENT = _NothingSent()
+
+
 class GlooChannel:
     """One end of a gloo link to ``peer``: ``cpu`` and ``device`` are gloo process groups.
 
     Calls the process groups directly (``pg.send([t], peer, tag)``), which is what
     ``torch.distributed.send(t, dst, group=pg)`` does underneath; so the same code runs in
-    worker processes and, for coverage, in threads of one process.
+    worker processes and, for coverage, in threads of one process. Like torch.distributed, whose
+    meta kernels return at once, it moves nothing for a meta tensor.
     """
 
     def __init__(self, cpu: Any, device: Any, peer: int) -> None:
@@ -196,13 +212,17 @@ class GlooChannel:
         self.peer = peer
 
     def send(self, tensor: torch.Tensor, group: str) -> None:
-        self.groups[group].send([tensor], self.peer, 0).wait()
+        if not tensor.is_meta:
+            self.groups[group].send([tensor], self.peer, 0).wait()
 
     def isend(self, tensor: torch.Tensor, group: str) -> Any:
+        if tensor.is_meta:
+            return NOTHING_SENT
         return self.groups[group].send([tensor], self.peer, 0)
 
     def recv(self, tensor: torch.Tensor, group: str) -> None:
-        self.groups[group].recv([tensor], self.peer, 0).wait()
+        if not tensor.is_meta:
+            self.groups[group].recv([tensor], self.peer, 0).wait()
 
 
 class GlooAllGather:

@@ -7,18 +7,20 @@ from typing import Any, Dict, Optional
 import torch
 
 import ppaux.relay.gloo as gloo
+import ppaux.relay.sglang as sglang
 from ppaux.relay.channels import LoopbackChannel
 from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
 
-CHANNELS = ("loopback", "gloo")
+CHANNELS = ("loopback", "gloo", "sglang")
 
 
 def relay(tensor_dict: Dict[Any, Any], *, channel: str = "loopback", device: Optional[torch.device | str] = None) -> Dict[Any, Any]:
     """The dict the next stage receives after one hop of send/recv_tensor_dict over ``channel``.
 
-    ``channel`` is ``"loopback"`` (in process) or ``"gloo"`` (a long-lived pair of gloo
+    ``channel`` is ``"loopback"`` (in process), ``"gloo"`` (a long-lived pair of gloo
     processes on 127.0.0.1, started on first use and stopped at interpreter exit, see
-    :mod:`ppaux.relay.gloo`). ``device`` is the receiver's own device (default: each tensor's device
+    :mod:`ppaux.relay.gloo`) or ``"sglang"`` (the same over SGLang's own wire code,
+    :mod:`ppaux.relay.sglang`, which allocates on the receiver's current device). ``device`` is the receiver's own device (default: each tensor's device
     type, as SGLang). What the channel rejects is raised here (e.g. gloo's
     ``RuntimeError: input tensor has to be contiguous``); a hop that cannot complete raises
     :class:`ppaux.relay.channels.ChannelHang` instead of blocking.
@@ -29,4 +31,6 @@ def relay(tensor_dict: Dict[Any, Any], *, channel: str = "loopback", device: Opt
         return recv_tensor_dict(loop, device=device)
     if channel == "gloo":
         return gloo.relay(tensor_dict, device=device)
-    raise ValueError(f"channel={channel!r} must be 'loopback' or 'gloo'")
+    if channel == "sglang":
+        return sglang.relay(tensor_dict)
+    raise ValueError(f"channel={channel!r} must be one of {CHANNELS!r}")

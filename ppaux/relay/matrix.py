@@ -24,12 +24,12 @@ D, X, H, S, OK = OUTCOMES
 # (channel, integrity) -> fault -> outcome; the loopback models gloo, so both expect the same.
 _SGLANG_WIRE = {
     "none": OK, "drop_key": S, "duplicate_key": OK, "rename_key": S, "bit_flip": S, "truncate": S,
-    "change_dtype": S, "change_shape": S, "move_device": H, "reorder": S, "lose_message": H,
+    "change_dtype": S, "change_shape": S, "move_device": X, "reorder": S, "lose_message": H,
     "delay": OK, "non_contiguous": X, "diverge": S, "kill_mid_send": X,
 }
 _INTEGRITY = {
     "none": OK, "drop_key": D, "duplicate_key": OK, "rename_key": D, "bit_flip": D, "truncate": D,
-    "change_dtype": D, "change_shape": D, "move_device": H, "reorder": D, "lose_message": D,
+    "change_dtype": D, "change_shape": D, "move_device": X, "reorder": D, "lose_message": D,
     "delay": OK, "non_contiguous": D, "diverge": D, "kill_mid_send": X,
 }
 EXPECTED: Dict[Tuple[str, bool], Dict[str, str]] = {

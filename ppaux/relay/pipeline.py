@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import torch
 
 import ppaux.relay.gloo as gloo
+import ppaux.relay.sglang as sglang
 from ppaux.core.errors import AuxiliaryPPError
 from ppaux.core.integrity import IntegrityTransport
 from ppaux.core.transport import SGLANG_TRANSPORT, PipelineParallelSamplingObserver
@@ -114,11 +115,13 @@ def check_wiring(config: PipelineConfig) -> None:
 
 @dataclass
 class Plan:
-    """What every rank needs for one run (pickled to gloo workers)."""
+    """What every rank needs for one run (pickled to gloo workers); ``wire`` is ``"model"``
+    (ppaux's send/recv_tensor_dict) or ``"sglang"`` (SGLang's own, :mod:`ppaux.relay.sglang`)."""
 
     config: PipelineConfig
     fault: Any = None
     fault_step: int = 0
+    wire: str = "model"
 
 
 @dataclass
@@ -172,25 +175,46 @@ def _pop(config: PipelineConfig, d: Dict[Any, Any], observer: Any, step: int) ->
     return SGLANG_TRANSPORT.pop(d, observer)
 
 
+class _ModelLink:
+    """A rank's hops of the ring over ppaux's model of SGLang's wire."""
+
+    def __init__(self, ctx: Any, prev: int, nxt: int, own: Dict[str, Any]) -> None:
+        self.to_next, self.from_prev = ctx.channel(nxt), ctx.channel(prev)
+        self.gather = ctx.all_gather
+        self.own = own
+
+    def recv(self) -> Dict[Any, Any]:
+        return recv_tensor_dict(self.from_prev, all_gather_group=self.gather, **self.own)
+
+    def send(self, d: Dict[Any, Any], fault: Any = None, faulty: bool = False, state: Optional[dict] = None) -> None:
+        if fault is None:
+            send_tensor_dict(self.to_next, d, all_gather_group=self.gather)
+        else:
+            fault.send(self.to_next, d, all_gather_group=self.gather, faulty=faulty, state=state)
+
+
 def run_rank(ctx: Any, plan: Plan) -> StageReport:
-    """One rank's part of a run; ``ctx`` gives ``rank``, ``channel(peer)`` and ``all_gather``."""
+    """One rank's part of a run; ``ctx`` gives ``rank``, ``channel(peer)`` and ``all_gather``
+    (and ``sglang`` when the plan relays over SGLang's own wire code)."""
     config, fault = plan.config, plan.fault
     n, ag = len(config.stages), config.ag_size
     stage, member = divmod(ctx.rank, ag)
     prev, nxt = ((stage - 1) % n) * ag + member, ((stage + 1) % n) * ag + member
     spec = config.stages[stage]
     report = StageReport(stage, member)
-    to_next, from_prev = ctx.channel(nxt), ctx.channel(prev)
-    gather = ctx.all_gather
     # Where this stage's tensors live and arrive.
     # pragma: no mutate start - equivalent without CUDA: every stage is on the CPU
     own = {"device": spec.device}
     # pragma: no mutate end
+    if plan.wire == "sglang":  # pragma: no cover - SGLang's side runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
+        link: Any = sglang.Link(ctx.sglang, (stage - 1) % n, (stage + 1) % n)
+    else:
+        link = _ModelLink(ctx, prev, nxt, own)
     if stage == n - 1:
         # Receive the ring's returns while sending: with two stages, a last stage that sent
         # every step before receiving would deadlock against the first stage's forwards
         # (SGLang breaks the same cycle by ordering send/recv by rank parity).
-        back = _Receiver(lambda: recv_tensor_dict(from_prev, all_gather_group=gather, **own), config.steps, getattr(ctx, "stall", None))
+        back = _Receiver(link.recv, config.steps, getattr(ctx, "stall", None))
         state: Dict[str, Any] = {}
         for step, payload in enumerate(config.outputs):
             d = sample(step, config, **own)
@@ -201,10 +225,7 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
                     payload = fault.payload(payload, member)
             _add(config, d, None if payload is None else AuxOutput(payload), step)
             d["__msg_type__"] = "output"
-            if fault is not None:
-                fault.send(to_next, d, all_gather_group=gather, faulty=faulty, state=state)
-            else:
-                send_tensor_dict(to_next, d, all_gather_group=gather)
+            link.send(d, fault, faulty, state)
         for got in back.results():
             report.keys.append(list(got))
             report.final.append(got)
@@ -213,7 +234,7 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
     observer = Witness(spec.observer) if isinstance(spec.observer, PipelineParallelSamplingObserver) else spec.observer
     # pragma: no mutate end
     for step in range(config.steps):
-        d = recv_tensor_dict(from_prev, all_gather_group=gather, **own)
+        d = link.recv()
         report.keys.append(list(d))
         if stage == 0:
             popped: List[Any] = []
@@ -225,17 +246,17 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
 
             if config.order == "pop_then_forward":
                 pop(d)
-                send_tensor_dict(to_next, d, all_gather_group=gather)
+                link.send(d)
             elif config.order == "forward_then_pop":
-                send_tensor_dict(to_next, d, all_gather_group=gather)
+                link.send(d)
                 pop(d)
             else:
                 d = _PopMidway(d, pop)
-                send_tensor_dict(to_next, d, all_gather_group=gather)
+                link.send(d)
             report.popped.append(popped[0])
             report.received.append(history[-1] if len(history) > seen else None)
         else:
-            send_tensor_dict(to_next, d, all_gather_group=gather)
+            link.send(d)
         report.final.append(dict(d))
     return report
 
@@ -327,20 +348,24 @@ def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout
     return out
 
 
-def run(config: PipelineConfig, *, channel: str = "loopback", fault: Any = None, fault_step: int = 0, timeout: Optional[float] = None) -> Dict[int, Outcome]:
+def run(config: PipelineConfig, *, channel: str = "loopback", fault: Any = None, fault_step: int = 0, timeout: Optional[float] = None,
+        sglang_version: str = sglang.DEFAULT_VERSION) -> Dict[int, Outcome]:
     """Check the wiring, then run every step of ``config`` over ``channel``; each rank's outcome.
 
-    A rank's value is its :class:`StageReport`. The gloo world for this shape is shared and
-    long-lived (see :func:`ppaux.relay.gloo.world`).
+    ``channel`` is ``loopback`` (threads, ppaux's model), ``gloo`` (processes, ppaux's model) or
+    ``sglang`` (processes, SGLang ``sglang_version``'s own wire code). A rank's value is its
+    :class:`StageReport`. The gloo world for this shape is shared and long-lived (see
+    :func:`ppaux.relay.gloo.world`).
     """
     check_wiring(config)
     world_size = len(config.stages) * config.ag_size
-    plan = Plan(config, fault, fault_step)
+    plan = Plan(config, fault, fault_step, "sglang" if channel == "sglang" else "model")
     if channel == "loopback":
         # Each rank gets its own copy, as each gloo worker unpickles its own.
         return run_loopback(world_size, config.ag_size, _run_copy, (plan,), **({} if timeout is None else {"timeout": timeout}))
-    if channel == "gloo":
-        w = gloo.world(world_size, ag_size=config.ag_size)
+    if channel in ("gloo", "sglang"):
+        extension = (sglang.join, (sglang_version, sglang.wire_source(sglang_version))) if channel == "sglang" else None
+        w = gloo.world(world_size, ag_size=config.ag_size, extension=extension)
         return w.run({rank: (run_rank, (plan,)) for rank in range(world_size)}, timeout=timeout)
     raise ValueError(f"channel={channel!r} must be one of {CHANNELS!r}")
 

@@ -27,6 +27,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 import torch.distributed as dist
 
+import ppaux.relay.gloo as gloo
+from ppaux.relay.faults import Reorder
+from ppaux.relay.wire import TensorMetadata
+
 DEFAULT_VERSION = "0.5.23"
 # The PP auxiliary transport exists from 0.5.19 on.
 RELEASES = ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
@@ -254,3 +258,103 @@ def metadata_of(payload: torch.Tensor) -> Any:
         return value
 
     return plain(pickle.loads(payload.numpy().tobytes()))
+
+
+class Link:
+    """A rank's hops of the PP ring over SGLang's own send_tensor_dict / recv_tensor_dict.
+
+    A faulty send runs SGLang's code with every message it makes held at the Boundary; the held
+    messages are then changed as the fault changes a dict on ppaux's model of the wire
+    (:meth:`ppaux.relay.faults.Fault.mangle`, the metadata read back from the pickle) and sent
+    through torch.distributed: the fault acts at the call boundary under SGLang's functions.
+    """
+
+    def __init__(self, rank: SGLangRank, prev: int, nxt: int) -> None:
+        self.rank = rank
+        self.prev = prev
+        self.nxt = nxt
+        self.held: List[Tuple[torch.Tensor, str]] = []
+
+    def recv(self) -> Dict[Any, Any]:
+        return self.rank.pp.recv_tensor_dict(src=self.prev, all_gather_group=self.rank.tp)
+
+    def _send(self, d: Dict[Any, Any]) -> None:
+        self.rank.pp.send_tensor_dict(d, dst=self.nxt, all_gather_group=self.rank.tp)
+
+    def _held_send(self, d: Dict[Any, Any]) -> List[Tuple[torch.Tensor, str]]:
+        """SGLang's messages for ``d``, made and held back."""
+        messages: List[Tuple[torch.Tensor, str]] = []
+        self.rank.boundary.fault = lambda op, tensor, group: messages.append((tensor, group))
+        try:
+            self._send(d)
+        finally:
+            self.rank.boundary.fault = None
+        return messages
+
+    def _emit(self, messages: List[Tuple[torch.Tensor, str]]) -> None:
+        groups = {"cpu": self.rank.pp.cpu_group, "device": self.rank.pp.device_group}
+        for tensor, group in messages:
+            dist.send(tensor, self.rank.pp.ranks[self.nxt], group=groups[group])
+
+    def send(self, d: Dict[Any, Any], fault: Any = None, faulty: bool = False, state: Optional[dict] = None) -> None:
+        if not faulty:
+            self._send(d)
+            if self.held:  # a message held back by reorder goes after this one
+                self._emit(self.held)
+                self.held = []
+            return
+        messages = self._held_send(d)
+        if isinstance(fault, Reorder):
+            self.held = messages
+            return
+        metadata, tensors = _read_back(messages)
+        fault.mangle(_Emitter(self), metadata, tensors, None)
+
+
+def _read_back(messages: List[Tuple[torch.Tensor, str]]) -> Tuple[List[Tuple[Any, Any]], List[torch.Tensor]]:
+    """(metadata list, tensor list) as ppaux's wire splits a dict, from SGLang's messages: the
+    pickle's TensorMetadata as ppaux's, and the empty tensors SGLang never sends as placeholders."""
+    payload = messages[1][0]
+    metadata = [(k, TensorMetadata(*v) if type(v).__name__ == "TensorMetadata" else v) for k, v in pickle.loads(payload.numpy().tobytes())]
+    sent = iter(t for t, _ in messages[2:])
+    tensors = [torch.empty(v.size, dtype=v.dtype) if torch.Size(v.size).numel() == 0 else next(sent)
+               for _, v in metadata if isinstance(v, TensorMetadata)]
+    return metadata, tensors
+
+
+class _Emitter:
+    """A channel for :meth:`Fault.mangle` that sends through torch.distributed to the link's next
+    stage, the pickled metadata with SGLang's own TensorMetadata again."""
+
+    def __init__(self, link: Link) -> None:
+        self.link = link
+        self.sent = 0
+
+    def send(self, tensor: torch.Tensor, group: str) -> None:
+        self.sent += 1
+        if self.sent == 1:
+            return  # the metadata's size: sent with the metadata, once that is pickled again
+        if self.sent == 2:
+            wire = self.link.rank.wire
+            obj = [(k, wire.TensorMetadata(*v) if isinstance(v, TensorMetadata) else v) for k, v in pickle.loads(tensor.numpy().tobytes())]
+            payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
+            self.link._emit([(torch.tensor([payload.numel()]), "cpu"), (payload, "cpu")])
+            return
+        self.link._emit([(tensor, group)])
+
+
+def _send_one(ctx: Any, tensor_dict: Dict[Any, Any]) -> None:  # pragma: no cover - runs in a gloo worker process
+    ctx.sglang.pp.send_tensor_dict(tensor_dict, dst=0)
+
+
+def _recv_one(ctx: Any) -> Dict[Any, Any]:  # pragma: no cover - runs in a gloo worker process
+    return ctx.sglang.pp.recv_tensor_dict(src=1)
+
+
+def relay(tensor_dict: Dict[Any, Any], *, version: str = DEFAULT_VERSION) -> Dict[Any, Any]:
+    """One hop rank 1 -> rank 0 with SGLang's own send_tensor_dict / recv_tensor_dict; what rank 0 received.
+    The receiver allocates as SGLang does, on its current device of each tensor's type."""
+    w = gloo.world(2, extension=(join, (version, wire_source(version))))
+    outcomes = w.run({0: (_recv_one, ()), 1: (_send_one, (tensor_dict,))})
+    gloo.raise_failure(outcomes)
+    return outcomes[0].value
