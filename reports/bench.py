@@ -2,8 +2,9 @@
 
 1. add+pop of k aux tensors in a dict of n keys, against inserting and deleting the same keys
    in a plain dict (the ratio is the transport's overhead).
-2. gloo relay (SGLang's send/recv_tensor_dict) of a dict carrying one aux tensor of 1 KB, 1 MB
-   and 64 MB, against raw gloo send/recv of the same tensor, between two worker processes;
+2. gloo relay of a dict carrying one aux tensor of 1 KB, 1 MB and 64 MB between two worker
+   processes: ppaux's model of SGLang's send/recv_tensor_dict, SGLang's own code (release
+   0.5.23, when it can be had), and raw gloo send/recv of the same tensor, on the same ranks;
    the goal is at least 0.9x raw throughput from 1 MB up.
 3. the extra cost of integrity mode: add+pop in process, and the gloo relay with the manifest.
 
@@ -22,6 +23,7 @@ from typing import Any, Callable, Dict, List
 
 import torch
 
+import ppaux.relay.sglang as sglang
 from ppaux.core.integrity import INTEGRITY_TRANSPORT
 from ppaux.core.transport import _OUTPUT_PREFIX, SGLANG_TRANSPORT
 from ppaux.relay import gloo
@@ -128,9 +130,13 @@ def _relay_rank(ctx: Any, nbytes: int, reps: int, mode: str) -> float:
             else:
                 SGLANG_TRANSPORT.add(d, output)
             d["__msg_type__"] = "output"
-            send_tensor_dict(peer, d, async_send=True)
+            if mode == "sglang":
+                for work in ctx.sglang.pp.send_tensor_dict(d, dst=1, async_send=True):
+                    work.work.wait()
+            else:
+                send_tensor_dict(peer, d, async_send=True)
         else:
-            got = recv_tensor_dict(peer)
+            got = ctx.sglang.pp.recv_tensor_dict(src=0) if mode == "sglang" else recv_tensor_dict(peer)
             if mode == "integrity":
                 INTEGRITY_TRANSPORT.pop(got, _Observer())
             else:
@@ -142,13 +148,19 @@ def bench_gloo(repeat: int) -> List[Dict[str, Any]]:
     # Workers import the rank function by module name, which is not __main__ under `python -m`.
     from reports.bench import _relay_rank as rank_fn
 
-    world = gloo.GlooWorld(2, timeout=120.0)
+    try:
+        extension = (sglang.join, (sglang.DEFAULT_VERSION, sglang.wire_source(sglang.DEFAULT_VERSION)))
+        modes = ("raw", "relay", "sglang", "integrity")
+    except (sglang.ReleaseUnavailable, sglang.ReleaseChanged) as exc:
+        print(f"reports.bench: SGLang's own relay left out: {exc}")
+        extension, modes = None, ("raw", "relay", "integrity")
+    world = gloo.GlooWorld(2, timeout=120.0, extension=extension)
     rows = []
     try:
         for label, nbytes in SIZES.items():
             reps = 200 if nbytes < (1 << 20) else 50 if nbytes <= (1 << 20) else 4
             row: Dict[str, Any] = {"aux_size": label, "bytes": nbytes}
-            for mode in ("raw", "relay", "integrity"):
+            for mode in modes:
                 times = []
                 for i in range(repeat + 1):
                     out = world.run({0: (rank_fn, (nbytes, reps, mode)), 1: (rank_fn, (nbytes, reps, mode))}, timeout=300.0)
@@ -159,6 +171,9 @@ def bench_gloo(repeat: int) -> List[Dict[str, Any]]:
                 row[f"{mode}_ms"] = seconds * 1e3
                 row[f"{mode}_MBps"] = nbytes / seconds / 1e6
             row["relay_vs_raw"] = row["relay_MBps"] / row["raw_MBps"]
+            if "sglang" in modes:
+                row["sglang_vs_raw"] = row["sglang_MBps"] / row["raw_MBps"]
+                row["relay_vs_sglang"] = row["relay_MBps"] / row["sglang_MBps"]
             row["integrity_vs_relay"] = row["integrity_MBps"] / row["relay_MBps"]
             rows.append(row)
     finally:
@@ -196,7 +211,7 @@ def main(argv: Any = None) -> int:
             _table(results["add_pop"]),
             "### Integrity mode in process (add+pop with one aux tensor)",
             _table(results["integrity_in_process"]),
-            "### gloo relay vs raw gloo send/recv (one aux tensor per dict, 2 processes on 127.0.0.1)",
+            "### gloo relay: ppaux's model (relay), SGLang's own code (sglang), raw gloo send/recv (one aux tensor per dict, 2 processes on 127.0.0.1)",
             _table(results["gloo_relay"]),
         ]
     ) + "\n"

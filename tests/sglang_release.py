@@ -1,22 +1,19 @@
-"""SGLang's released transport, fetched from the package index at test time and never committed.
-
-Only the three files the transport needs are extracted, under empty package ``__init__``s so
-that none of SGLang's heavy imports run. The wheel is cached under ``$PPAUX_CACHE_DIR`` (default
-``~/.cache/ppaux``); without the index and without a cached wheel the calling test is skipped,
-with the reason.
-"""
+"""SGLang's released transport for the tests that run the suite against it: the release's wheel
+(:func:`ppaux.relay.sglang.wheel`: downloaded once, cached, never committed), of which only the
+three files the transport needs are extracted, under empty package ``__init__``s so that none of
+SGLang's heavy imports run. Without the index and without a cached wheel the test is skipped,
+with the reason."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-VERSION = "0.5.23"
+import ppaux.relay.sglang as sglang
+
+VERSION = sglang.DEFAULT_VERSION
 MODULE = "sglang.srt.sampling.sampling_observer_pp"
 FILES = (
     "sglang/srt/sampling/sampling_observer_pp.py",
@@ -25,31 +22,13 @@ FILES = (
 )
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("PPAUX_CACHE_DIR", Path.home() / ".cache" / "ppaux")) / f"sglang-{VERSION}"
-
-
-def wheel() -> Path:
-    """The cached wheel, downloaded once with pip; skips the test when it cannot be had."""
-    cache = cache_dir()
-    found = sorted(cache.glob(f"sglang-{VERSION}-*.whl"))
-    if not found:
-        cache.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
-             "--retries", "1", "--timeout", "15", f"sglang=={VERSION}", "-d", str(cache)],
-            capture_output=True, text=True, timeout=600,
-        )
-        found = sorted(cache.glob(f"sglang-{VERSION}-*.whl"))
-        if proc.returncode != 0 or not found:
-            why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            pytest.skip(f"sglang=={VERSION} could not be downloaded from the package index (offline?): {why}")
-    return found[0]
-
-
 def extract(dest: Path) -> Path:
     """A package tree holding just the transport and its two imports; returns its root."""
-    with zipfile.ZipFile(wheel()) as zf:
+    try:
+        wheel = sglang.wheel(VERSION)
+    except sglang.ReleaseUnavailable as exc:
+        pytest.skip(str(exc))
+    with zipfile.ZipFile(wheel) as zf:
         for name in FILES:
             target = dest / name
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -7,8 +7,12 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import settings
 
 import ppaux.relay.sglang as sglang
+from examples.topk_logprobs import TopKLogprobsObserver, outputs
+from examples.topk_logprobs.broken import FlatteningObserver
+from ppaux.testing import KitFailure, check_observer
 
 pytestmark = [pytest.mark.sglang, pytest.mark.gloo]
 
@@ -37,3 +41,18 @@ def test_the_release_matrix_names_each_release(release):
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| 0.5.")]
     assert [row.split(" | ")[0].strip("| ") for row in rows] == list(sglang.RELEASES), proc.stdout + proc.stderr[-2000:]
     assert proc.returncode == (0 if all("| matches |" in row for row in rows) else 1)
+
+
+def test_the_fault_matrix_over_sglangs_code_is_the_models(release, tmp_path):
+    for extra in ([], ["--integrity"]):
+        proc = subprocess.run([sys.executable, "-m", "ppaux", "faults", "--channel", "sglang", "--report", str(tmp_path), *extra],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def test_the_kit_relays_over_sglangs_code(release):
+    """The example plugin survives one hop of SGLang's own code, and the flattening one still fails."""
+    check_observer(TopKLogprobsObserver, outputs(), channel="sglang", settings=settings(max_examples=5, database=None))
+    with pytest.raises(KitFailure) as info:
+        check_observer(FlatteningObserver, outputs(FlatteningObserver), channel="sglang", settings=settings(max_examples=5, database=None))
+    assert "host.values: shape (" in str(info.value)

@@ -60,8 +60,9 @@ def check_observer(
     ``copy_to_host(copy)`` on the original and on the rebuilt output (``copy`` returns a CPU
     copy) and compares the two host outputs field by field (:mod:`ppaux.testing.lifecycle`);
     outputs without ``copy_to_host`` are compared by their ``to_pp_tensors()`` only.
-    ``equal(original, rebuilt)`` replaces that comparison. ``channel`` is ``"loopback"`` (in-process) or
-    ``"gloo"`` (real processes). ``devices``: where the receiving stage allocates;
+    ``equal(original, rebuilt)`` replaces that comparison. ``channel`` is ``"loopback"`` (in-process),
+    ``"gloo"`` (real processes) or ``"sglang"`` (real processes running SGLang's own wire code,
+    :mod:`ppaux.relay.sglang`; its receiver allocates on its current device). ``devices``: where the receiving stage allocates;
     ``"auto"`` is cpu and every visible cuda device. ``settings`` are Hypothesis settings
     (``max_examples``, ``database``, ...); the kit always runs without a deadline.
     ``impl`` is the add/pop to relay with: an :class:`~ppaux.testing.impl.Implementation`,
