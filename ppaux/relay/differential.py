@@ -214,7 +214,8 @@ def check(version: str, settings: Any, configs: Tuple[Tuple[int, int], ...] = CO
 
         def wire_diff(data: Any) -> None:
             found = difference(run(w, sent_dicts(data.draw, ag)))
-            assert found is None, f"sglang=={version} and ppaux's model differ (pp={stages}, attention-TP={ag}): {found}"
+            if found is not None:
+                raise AssertionError(f"sglang=={version} and ppaux's model differ (pp={stages}, attention-TP={ag}): {found}")
 
         # Named by its configuration: Hypothesis prints the name and keys its example database by it.
         wire_diff.__name__ = wire_diff.__qualname__ = f"wire_diff_sglang_{version.replace('.', '_')}_pp{stages}_tp{ag}"

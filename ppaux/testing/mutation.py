@@ -152,10 +152,10 @@ class MutmutProject:
         with open(log, "w", encoding="utf-8") as out:
             proc = subprocess.Popen(cmd, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     encoding="utf-8", errors="replace")
-            assert proc.stdout is not None
             seen = None
             # mutmut rewrites its status line with "\r": read it in chunks, not lines.
-            for chunk in iter(lambda: proc.stdout.read(256), ""):
+            stdout: Any = proc.stdout
+            for chunk in iter(lambda: stdout.read(256), ""):
                 out.write(chunk)
                 for match in _PROGRESS.finditer(chunk):
                     seen = match
