@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from ppaux.relay.faults import FAULTS, BitFlip, Delay, Fault
@@ -12,8 +13,13 @@ from ppaux.relay.strategies import FaultSchedule, fault_schedules, faults
 pytestmark = pytest.mark.wire
 
 
-@given(f=faults(keys=["next_token_ids"], include_none=True))
-def test_faults_draw_named_faults_aimed_at_the_given_keys(f):
+# The strategies are built inside each test (data.draw), not at import: mutation testing can then
+# tell which tests build them.
+
+
+@given(data=st.data())
+def test_faults_draw_named_faults_aimed_at_the_given_keys(data):
+    f = data.draw(faults(keys=["next_token_ids"], include_none=True))
     assert isinstance(f, Fault) and (type(f) is Fault or FAULTS[f.name] is type(f))
     assert f.key in (None, "next_token_ids")
     if isinstance(f, BitFlip):
@@ -22,14 +28,16 @@ def test_faults_draw_named_faults_aimed_at_the_given_keys(f):
         assert f.seconds <= 0.02
 
 
-@given(s=fault_schedules(steps=3))
-def test_schedules_place_the_fault_at_a_step_of_the_run(s):
+@given(data=st.data())
+def test_schedules_place_the_fault_at_a_step_of_the_run(data):
+    s = data.draw(fault_schedules(steps=3))
     assert isinstance(s, FaultSchedule) and s.steps == 3
     assert 0 <= s.step < (2 if s.fault.name == "reorder" else 3)
 
 
-@given(s=fault_schedules(steps=1, names=["reorder", "drop_key"]))
-def test_one_step_schedules_never_reorder(s):
+@given(data=st.data())
+def test_one_step_schedules_never_reorder(data):
+    s = data.draw(fault_schedules(steps=1, names=["reorder", "drop_key"]))
     assert s.fault.name == "drop_key" and s.step == 0
 
 
@@ -48,3 +56,14 @@ def test_arguments_are_validated_up_front(call, message):
     with pytest.raises(InvalidArgument) as info:
         call()
     assert str(info.value) == message
+
+
+def test_every_fault_kind_is_drawn_and_none_only_when_asked():
+    from hypothesis import find, settings
+
+    quick = settings(database=None, max_examples=500, derandomize=True)
+    for name in FAULTS:
+        assert find(faults(), lambda f, name=name: f.name == name, settings=quick).name == name
+    assert find(faults(include_none=True), lambda f: type(f) is Fault, settings=quick) == Fault()
+    assert find(faults(keys=["k"]), lambda f: f.key == "k", settings=quick).key == "k"
+    assert find(fault_schedules(steps=4), lambda s: s.fault.name == "reorder" and s.step == 2, settings=quick).step == 2

@@ -15,7 +15,7 @@ import pytest
 from ppaux.cli import mutate
 from ppaux.cli.main import main
 from ppaux.testing import mutation
-from ppaux.testing.mutation import Progress, Target, changed_line, parse_results, resolve, scratch_package_init
+from ppaux.testing.mutation import Progress, Target, changed_line, crashes, name_crashes, parse_results, resolve, scratch_package_init, verdicts
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 ROOT = IMPLS.parent.parent
@@ -361,3 +361,48 @@ def test_without_a_baseline_the_verdicts_make_the_report_and_the_exit_status(tmp
     text = (tmp_path / "out" / "mutate.md").read_text()
     assert "### `ppaux.core.transport.x_f__mutmut_2` (survives ppaux's suite)\n\nChanges `a -> b`" in text
     assert "--- ppaux/core/transport.py" in text and "Side by side" not in text
+
+
+def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_path):
+    # The layout mutmut 3.8 writes: one meta file per source file, exit codes by mutant.
+    (tmp_path / "ppaux").mkdir()
+    (tmp_path / "ppaux" / "gloo.py.meta").write_text(json.dumps({"exit_code_by_key": {
+        "ppaux.gloo.x_a__mutmut_1": -6, "ppaux.gloo.x_a__mutmut_2": 1, "ppaux.gloo.x_a__mutmut_3": None,
+        "ppaux.gloo.x_a__mutmut_4": 4, "ppaux.gloo.x_a__mutmut_5": -11, "ppaux.gloo.x_a__mutmut_6": -99}}))
+    (tmp_path / "ppaux" / "broken.py.meta").write_text("{not json")
+    crashed = crashes(tmp_path)
+    assert crashed == {"ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)", "ppaux.gloo.x_a__mutmut_5": "crashed (SIGSEGV)",
+                       "ppaux.gloo.x_a__mutmut_6": "crashed (signal 99)"}
+    results = {"ppaux.gloo.x_a__mutmut_1": "suspicious", "ppaux.gloo.x_a__mutmut_2": "killed",
+               "ppaux.gloo.x_a__mutmut_4": "suspicious", "ppaux.gloo.x_a__mutmut_5": "segfault"}
+    named = name_crashes(results, crashed)
+    # Only a suspicious verdict is renamed; an exit code 4 (pytest's usage error) stays suspicious.
+    assert named == {**results, "ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)"}
+    assert verdicts(named) == {"crashed (SIGABRT)": 1, "killed": 1, "segfault": 1, "suspicious": 1}
+    assert verdicts({**named, "ppaux.gloo.x_a__mutmut_7": "killed"})["killed"] == 2
+    assert [n for n, status in named.items() if mutation.is_killed(status)] == [
+        "ppaux.gloo.x_a__mutmut_1", "ppaux.gloo.x_a__mutmut_2", "ppaux.gloo.x_a__mutmut_5"]
+
+
+def test_a_mutants_module_is_its_name_without_the_function():
+    assert mutation.module_of("ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_1") == "ppaux.core.transport"
+    assert mutation.module_of("own_pop.x_pop__mutmut_12") == "own_pop"
+
+
+def test_the_baseline_runs_every_mutant_and_says_how_each_ended(monkeypatch, tmp_path, capsys):
+    seen = []
+
+    def runner(command, *, cwd, pythonpath, mutant, timeout):
+        seen.append((mutant, timeout, [str(p) for p in pythonpath]))
+        return {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "survived"}.get(mutant, "timeout"), 0.1
+
+    monkeypatch.setattr(mutate, "run_with_mutant", runner)
+    names = ["m.x_f__mutmut_1", "m.x_f__mutmut_2", "m.x_f__mutmut_3"]
+    assert mutate._run_baseline(["cmd"], tmp_path, names, 2.5, 2) == {
+        "m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "survived", "m.x_f__mutmut_3": "timeout"}
+    # Ten times the clean run, at least 10 s; the mutated copy first on the path.
+    assert sorted(seen) == [(n, 25.0, [str(tmp_path / "mutants")]) for n in names]
+    assert capsys.readouterr().err.splitlines()[-1].startswith("baseline mutants 3/3  killed 2  survived 1  elapsed ")
+    seen.clear()
+    mutate._run_baseline(["cmd"], tmp_path, names[:1], 0.1, 1)
+    assert seen[0][1] == 10.0

@@ -40,27 +40,6 @@ def test_mutation_score_per_module_and_gate():
     assert score(results, SCOPES["contract"])["ppaux.cli"]["gate"] == 100.0
 
 
-def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_path):
-    # The layout mutmut 3.8 writes: one meta file per source file, exit codes by mutant.
-    (tmp_path / "ppaux").mkdir()
-    (tmp_path / "ppaux" / "gloo.py.meta").write_text(json.dumps({"exit_code_by_key": {
-        "ppaux.gloo.x_a__mutmut_1": -6, "ppaux.gloo.x_a__mutmut_2": 1, "ppaux.gloo.x_a__mutmut_3": None,
-        "ppaux.gloo.x_a__mutmut_4": 4, "ppaux.gloo.x_a__mutmut_5": -11, "ppaux.gloo.x_a__mutmut_6": -99}}))
-    (tmp_path / "ppaux" / "broken.py.meta").write_text("{not json")
-    crashed = crashes(tmp_path)
-    assert crashed == {"ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)", "ppaux.gloo.x_a__mutmut_5": "crashed (SIGSEGV)",
-                       "ppaux.gloo.x_a__mutmut_6": "crashed (signal 99)"}
-    results = {"ppaux.gloo.x_a__mutmut_1": "suspicious", "ppaux.gloo.x_a__mutmut_2": "killed",
-               "ppaux.gloo.x_a__mutmut_4": "suspicious", "ppaux.gloo.x_a__mutmut_5": "segfault"}
-    named = name_crashes(results, crashed)
-    # Only a suspicious verdict is renamed; an exit code 4 (pytest's usage error) stays suspicious.
-    assert named == {**results, "ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)"}
-    assert verdicts(named) == {"crashed (SIGABRT)": 1, "killed": 1, "segfault": 1, "suspicious": 1}
-    assert verdicts({**named, "ppaux.gloo.x_a__mutmut_7": "killed"})["killed"] == 2
-    gloo = score(named, SCOPES["package"])["ppaux.gloo"]
-    assert (gloo["killed"], gloo["survivors"]) == (3, [{"mutant": "ppaux.gloo.x_a__mutmut_4", "status": "suspicious"}])
-
-
 def test_only_scores_the_mutants_it_names():
     results = {"ppaux.core.transport.x_add__mutmut_1": "killed", "ppaux.core.errors.x_lookup__mutmut_1": "survived", "ppaux.cli.x_main__mutmut_1": "not checked"}
     assert select(results, []) == results

