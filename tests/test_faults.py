@@ -393,3 +393,26 @@ def test_the_matrix_runs_every_fault_after_none_with_its_options(monkeypatch):
     cells = fault_matrix.matrix(channel="gloo", integrity=True, timeout=2.5)
     assert list(cells) == ["none", *FAULTS] and [c.detail for c in cells.values()] == list(cells)
     assert calls == [(name, {"channel": "gloo", "integrity": True, "timeout": 2.5}) for name in cells]
+
+
+def test_over_sglangs_code_the_models_column_stands_beside_it(tmp_path, capsys, monkeypatch):
+    ran = []
+
+    def cells(**kw):
+        ran.append(kw["channel"])
+        out = dict(_CELLS)
+        if kw["channel"] == "sglang":
+            out["delay"] = Verdict(fault_matrix.H, "waited")
+        return out
+
+    monkeypatch.setattr(faults_cli, "matrix", cells)
+    monkeypatch.setitem(fault_matrix.EXPECTED, ("sglang", False), _EXPECTED)
+    assert main(["faults", "--channel", "sglang", "--report", str(tmp_path)]) == 1
+    assert ran == ["sglang", "gloo"]
+    out = capsys.readouterr()
+    assert "| fault | what it does | SGLang's own code | ppaux's model (gloo) | expected | detail |" in out.out
+    assert ("| delay | the message is sent late | hang stopped by the watchdog **(differs)** | harmless **(differs)** | harmless | waited |"
+            in out.out)
+    assert "ppaux faults: delay: hang stopped by the watchdog, expected harmless" in out.err
+    data = json.loads((tmp_path / "faults-sglang.json").read_text())
+    assert data["cells"]["delay"]["model"] == {"outcome": "harmless", "detail": ""}

@@ -9,7 +9,7 @@ the outcomes the test suite asserts. ``ppaux faults`` (:mod:`ppaux.cli.faults`) 
 
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 
@@ -79,13 +79,19 @@ def matrix(*, channel: str, integrity: bool, timeout: float) -> Dict[str, Verdic
     return {name: run_fault(name, channel=channel, integrity=integrity, timeout=timeout) for name in ["none", *FAULTS]}
 
 
-def markdown(cells: Dict[str, Verdict], *, channel: str, integrity: bool, expected: Dict[str, str]) -> str:
+def markdown(cells: Dict[str, Verdict], *, channel: str, integrity: bool, expected: Dict[str, str],
+             model: Optional[Dict[str, Verdict]] = None) -> str:
+    """The matrix as Markdown; ``model``, when given, is ppaux's model's column beside SGLang's code's."""
     mode = "integrity mode" if integrity else "SGLang's wire (integrity off)"
-    rows = [f"### Fault matrix: {channel} channel, {mode}", "", "| fault | what it does | outcome at the popping stage | expected | detail |", "| --- | --- | --- | --- | --- |"]
+    outcome = "SGLang's own code" if model is not None else "outcome at the popping stage"
+    beside = " ppaux's model (gloo) |" if model is not None else ""
+    rows = [f"### Fault matrix: {channel} channel, {mode}", "",
+            f"| fault | what it does | {outcome} |{beside} expected | detail |", "| --- | --- | --- |" + (" --- |" if model else "") + " --- | --- |"]
     for name, v in cells.items():
         doc = FAULTS[name].doc if name in FAULTS else Fault.doc
         mark = "" if expected.get(name) == v.outcome else " **(differs)**"
-        rows.append(f"| {name} | {doc} | {v.outcome}{mark} | {expected.get(name)} | {v.detail.replace('|', '/')} |")
+        side = f" {model[name].outcome}{'' if model[name].outcome == v.outcome else ' **(differs)**'} |" if model is not None else ""
+        rows.append(f"| {name} | {doc} | {v.outcome}{mark} |{side} {expected.get(name)} | {v.detail.replace('|', '/')} |")
     silent = [n for n, v in cells.items() if v.outcome == S]
     rows += ["", f"Silent corruptions: {len(silent)}" + (f" ({', '.join(silent)})" if silent else "")]
     return "\n".join(rows) + "\n"
