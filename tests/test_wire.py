@@ -13,6 +13,8 @@ from ppaux.core.transport import SGLANG_TRANSPORT as impl
 from ppaux.relay.channels import GLOO_NOT_CONTIGUOUS, ChannelHang, LoopbackChannel, ThreadAllGather, WireSizeMismatch
 from ppaux.relay.hop import relay
 from ppaux.relay.wire import (
+    CPU_GROUP,
+    DEVICE_GROUP,
     TensorMetadata,
     recv_object,
     recv_tensor_dict,
@@ -267,6 +269,17 @@ def test_receiver_allocates_exactly_what_the_wire_format_says():
     metadata, _ = split_tensor_dict({"ids": torch.arange(3, dtype=torch.int32), "msg": "x"})
     recv_tensor_dict(ch)
     assert ch.buffers == [("cpu", torch.int64, (1,)), ("cpu", torch.uint8, (len(pickle.dumps(metadata)),)), ("cpu", torch.int32, (3,))]
+
+
+def test_receiver_takes_each_tensor_on_the_group_of_its_device():
+    """A device tensor is received on the device group, as it was sent; the CPU group would pair it
+    with the wrong communicator. Meta tensors stand in for device tensors on a CPU-only machine."""
+    ch = _RecvLog()
+    send_tensor_dict(ch, {"ids": torch.arange(3), "logits": torch.empty(2, 5, device="meta")})
+    got = recv_tensor_dict(ch)
+    assert got["logits"].is_meta
+    # size and bytes of the metadata, then ids, then logits
+    assert [group for group, *_ in ch.buffers] == [CPU_GROUP, CPU_GROUP, CPU_GROUP, DEVICE_GROUP]
 
 
 def test_receiver_asks_for_its_own_device_of_the_sent_type(monkeypatch):
