@@ -9,7 +9,6 @@ edits, so every run starts from a fresh copy and reads the verdicts from ``mutmu
 
 from __future__ import annotations
 
-import fnmatch
 import json
 import re
 import shutil
@@ -21,7 +20,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ppaux.testing.mutation import MutmutProject, Progress, is_killed, module_of, mutmut_table, verdicts
+from ppaux.testing.mutation import MutmutProject, Progress, is_killed, module_of, mutmut_table, select, verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 CLEAN_RUN_FAILED = "Failed to run clean test"
@@ -99,13 +98,6 @@ def gate_for(module: str, scope: Scope) -> Optional[float]:
     if module.replace(".", "/") + ".py" in CONTRACT_MODULES:
         return 100.0
     return scope.gate
-
-
-def select(results: Dict[str, str], only: List[str]) -> Dict[str, str]:
-    """The verdicts of the mutants ``only`` names (fnmatch patterns, as ``mutmut run`` takes them); all when empty."""
-    if not only:
-        return dict(results)
-    return {name: status for name, status in results.items() if any(fnmatch.fnmatch(name, p) for p in only)}
 
 
 def score(results: Dict[str, str], scope: Scope) -> Dict[str, Dict[str, object]]:

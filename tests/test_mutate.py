@@ -406,3 +406,28 @@ def test_the_baseline_runs_every_mutant_and_says_how_each_ended(monkeypatch, tmp
     seen.clear()
     mutate._run_baseline(["cmd"], tmp_path, names[:1], 0.1, 1)
     assert seen[0][1] == 10.0
+
+
+@pytest.mark.slow
+def test_progress_counts_only_the_mutants_a_run_picks(tmp_path):
+    """mutmut's own total counts every mutant; a run narrowed with ``only`` shows the picked ones as its total."""
+    (tmp_path / "arith.py").write_text("def double(x):\n    return x * 2\n\n\ndef halve(x):\n    return x / 2\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_arith.py").write_text(
+        "from arith import double, halve\n\n\ndef test_double():\n    assert double(3) == 6\n\n\n"
+        "def test_halve():\n    assert halve(6) == 3\n")
+    (tmp_path / "pyproject.toml").write_text(mutation.mutmut_table({"paths_to_mutate": ["arith.py"], "tests_dir": ["tests"]}))
+    stream = io.StringIO()
+    code = mutation.MutmutProject(tmp_path).run(max_children=1, only=["arith.x_double*"], log=tmp_path / "log",
+                                                progress=Progress(stream=stream, every=0))
+    assert code == 0, (tmp_path / "log").read_text()
+    picked = mutation.select(mutation.MutmutProject(tmp_path).results(), ["arith.x_double*"])
+    everything = mutation.MutmutProject(tmp_path).results()
+    assert 0 < len(picked) < len(everything)
+    assert stream.getvalue().splitlines()[-1].startswith(f"mutants {len(picked)}/{len(picked)}  killed {len(picked)}  survived 0  ")
+
+
+def test_a_run_narrowed_by_patterns_keeps_the_mutants_they_name():
+    results = {"ppaux.core.transport.x_add__mutmut_1": "killed", "ppaux.core.errors.x_lookup__mutmut_1": "survived", "ppaux.cli.x_main__mutmut_1": "not checked"}
+    assert mutation.select(results, []) == results
+    assert mutation.select(results, ["ppaux.core.transport*", "ppaux.core.errors*"]) == {"ppaux.core.transport.x_add__mutmut_1": "killed", "ppaux.core.errors.x_lookup__mutmut_1": "survived"}

@@ -11,9 +11,9 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from ppaux.testing.mutation import crashes, module_of, name_crashes, parse_results, verdicts
+from ppaux.testing.mutation import module_of, parse_results
 from reports.build import build
-from reports.mutation import NO_REASON, REGION_AFTER_CODE, SCOPES, equivalents, score, select, write
+from reports.mutation import NO_REASON, REGION_AFTER_CODE, SCOPES, equivalents, score, write
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "mutate", "fuzz", "benchmarks")
@@ -38,12 +38,6 @@ def test_mutation_score_per_module_and_gate():
     partly = score({**results, "ppaux.cli.x_main__mutmut_4": "survived"}, SCOPES["package"])["ppaux.cli"]
     assert (partly["score"], partly["passes"]) == (75.0, True)
     assert score(results, SCOPES["contract"])["ppaux.cli"]["gate"] == 100.0
-
-
-def test_only_scores_the_mutants_it_names():
-    results = {"ppaux.core.transport.x_add__mutmut_1": "killed", "ppaux.core.errors.x_lookup__mutmut_1": "survived", "ppaux.cli.x_main__mutmut_1": "not checked"}
-    assert select(results, []) == results
-    assert select(results, ["ppaux.core.transport*", "ppaux.core.errors*"]) == {"ppaux.core.transport.x_add__mutmut_1": "killed", "ppaux.core.errors.x_lookup__mutmut_1": "survived"}
 
 
 _MARKED = (

@@ -118,6 +118,8 @@ def test_the_coordinator_runs_the_releases_own_methods_through_the_boundary(tmp_
     assert pp.all_gather(torch.tensor([1.0, 2.0]), dim=0).tolist() == [1.0, 2.0, 1.0, 2.0]
     assert fake.calls[-1] == ("all_gather", 2, device) and boundary.messages[-1][:3] == ("all_gather", "device", -1)
     assert boundary.is_initialized() is True
+    # P2PWork keeps its @dataclass: SGLang's async send builds one per message.
+    assert wire.P2PWork("work", None) == wire.P2PWork(work="work", payload=None)
 
 
 def test_the_boundary_records_every_call_and_lets_a_fault_change_or_drop_a_message(monkeypatch):

@@ -138,6 +138,12 @@ def test_invalid_outputs_include_every_kind():
     find(ps.observers(), lambda o: o is None, settings=FIND)
 
 
+@given(prefix=ps.prefixes(sglang_only=True), observer=ps.observers(allow_none=False, allow_not_pp=False))
+def test_switched_off_choices_are_never_drawn(prefix, observer):
+    assert prefix == ps.SGLANG_PREFIX
+    assert isinstance(observer, ps.RecordingObserver)
+
+
 def test_tensors_equal_compares_every_bit_dtype_and_shape():
     a = torch.tensor([1.0, float("nan")])
     assert ps.tensors_equal(a, a.clone()) and not ps.tensors_equal(a, a.to(torch.float64))

@@ -96,7 +96,14 @@ def wire_source(version: str = DEFAULT_VERSION) -> str:
         except KeyError:
             raise ReleaseChanged(f"sglang=={version}: the wheel has no {WIRE_FILE}") from None
     tree = ast.parse(text)
-    parts = [ast.get_source_segment(text, _definition(tree, name, version)) for name in MODULE_LEVEL]
+    lines = text.splitlines()
+    # A definition's own lines, decorators included (P2PWork is a @dataclass; without it,
+    # P2PWork(work, payload) fails on every async send).
+    def segment(node: ast.stmt) -> List[str]:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        return lines[first - 1:node.end_lineno]
+
+    parts = ["\n".join(segment(_definition(tree, name, version))) for name in MODULE_LEVEL]
     coordinator = _definition(tree, "GroupCoordinator", version)
     methods = {node.name: node for node in coordinator.body if isinstance(node, ast.FunctionDef)}
     for name in METHODS:
@@ -105,10 +112,10 @@ def wire_source(version: str = DEFAULT_VERSION) -> str:
         args = [a.arg for a in methods[name].args.args]
         if args[:1] != ["self"]:
             raise ReleaseChanged(f"sglang=={version}: GroupCoordinator.{name} is no longer a method ({args})")
-        # The method's own lines, dedented to module level: `self` stays its first argument.
-        lines = text.splitlines()[methods[name].lineno - 1 - len(methods[name].decorator_list):methods[name].end_lineno]
-        indent = len(lines[0]) - len(lines[0].lstrip())
-        parts.append("\n".join(line[indent:] for line in lines))
+        # The method dedented to module level: `self` stays its first argument.
+        method = segment(methods[name])
+        indent = len(method[0]) - len(method[0].lstrip())
+        parts.append("\n".join(line[indent:] for line in method))
     return HEADER + "\n\n" + "\n\n\n".join(str(p) for p in parts) + "\n"
 
 

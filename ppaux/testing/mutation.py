@@ -11,6 +11,7 @@ what mutmut decided.
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import json
 import os
@@ -42,21 +43,34 @@ def parse_results(text: str) -> Dict[str, str]:
     return {m["name"]: m["status"] for m in map(_RESULT_LINE.match, text.splitlines()) if m}
 
 
+def _exit_codes(mutants: Path) -> Dict[str, Any]:
+    # mutmut keeps every mutant's exit code (None until it ran) in the *.meta files under mutants/.
+    codes: Dict[str, Any] = {}
+    for meta in sorted(mutants.rglob("*.meta")):
+        try:
+            codes.update(json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {}))
+        except (OSError, ValueError):
+            continue
+    return codes
+
+
+def select(results: Dict[str, Any], only: Sequence[str]) -> Dict[str, Any]:
+    """The entries of the mutants ``only`` names (fnmatch patterns, as ``mutmut run`` takes them); all when empty."""
+    if not only:
+        return dict(results)
+    return {name: value for name, value in results.items() if any(fnmatch.fnmatch(name, p) for p in only)}
+
+
 def crashes(mutants: Path) -> Dict[str, str]:
     """``{mutant: "crashed (SIGNAME)"}`` for each mutant whose test process died by a signal,
     read from the exit codes in mutmut's ``*.meta`` files under ``mutants``."""
     found = {}
-    for meta in sorted(mutants.rglob("*.meta")):
-        try:
-            codes = json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {})
-        except (OSError, ValueError):
-            continue
-        for name, code in codes.items():
-            if isinstance(code, int) and code < 0:
-                try:
-                    found[name] = f"{CRASHED} ({signal.Signals(-code).name})"
-                except ValueError:
-                    found[name] = f"{CRASHED} (signal {-code})"
+    for name, code in _exit_codes(mutants).items():
+        if isinstance(code, int) and code < 0:
+            try:
+                found[name] = f"{CRASHED} ({signal.Signals(-code).name})"
+            except ValueError:
+                found[name] = f"{CRASHED} (signal {-code})"
     return found
 
 
@@ -132,10 +146,10 @@ def mutmut_table(config: Dict[str, Any]) -> str:
 
 
 # pragma: no mutate start - runs mutmut itself: only the slow end-to-end test (-m slow) reaches it, not mutmut's own run
-def _counts(match: "re.Match[str]") -> Tuple[int, int, int, int]:
+def _counts(match: "re.Match[str]", selected: Optional[int] = None) -> Tuple[int, int, int, int]:
     # (done, total, killed, survived); "suspicious" stays out of both until the verdicts are read.
     done, total, killed, _, timeout, _, survived = map(int, match.groups())
-    return done, total, killed + timeout, survived
+    return done, total if selected is None else selected, killed + timeout, survived
 
 
 class MutmutProject:
@@ -154,16 +168,21 @@ class MutmutProject:
             proc = subprocess.Popen(cmd, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     encoding="utf-8", errors="replace")
             seen = None
+            # mutmut's total counts every mutant even when ``only`` picks a few: count the picked ones
+            # once mutmut has generated them (its first progress line).
+            selected: Optional[int] = None
             # mutmut rewrites its status line with "\r": read it in chunks, not lines.
             stdout: Any = proc.stdout
             for chunk in iter(lambda: stdout.read(256), ""):
                 out.write(chunk)
                 for match in _PROGRESS.finditer(chunk):
+                    if only and selected is None:
+                        selected = len(select(_exit_codes(self.root / "mutants"), only))
                     seen = match
-                    progress.update(*_counts(match))
+                    progress.update(*_counts(match, selected))
             code = proc.wait()
         if seen is not None:
-            progress.update(*_counts(seen), force=True)
+            progress.update(*_counts(seen, selected), force=True)
         return code
 
     def results(self) -> Dict[str, str]:
