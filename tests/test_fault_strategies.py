@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
-from hypothesis.errors import InvalidArgument
+from hypothesis.errors import InvalidArgument, NoSuchExample
 
 from ppaux.relay.faults import FAULTS, BitFlip, Delay, Fault
 from ppaux.relay.strategies import FaultSchedule, fault_schedules, faults
@@ -58,12 +58,45 @@ def test_arguments_are_validated_up_front(call, message):
     assert str(info.value) == message
 
 
-def test_every_fault_kind_is_drawn_and_none_only_when_asked():
-    from hypothesis import find, settings
+QUICK = settings(database=None, max_examples=500, derandomize=True)
 
-    quick = settings(database=None, max_examples=500, derandomize=True)
+
+def drawn(strategy, condition):
+    """An example the strategy draws that meets ``condition`` (found, or the test fails)."""
+    return find(strategy, condition, settings=QUICK)
+
+
+def never(strategy, condition):
+    with pytest.raises(NoSuchExample):
+        find(strategy, condition, settings=QUICK)
+
+
+def test_every_fault_kind_is_drawn_and_none_only_when_asked():
     for name in FAULTS:
-        assert find(faults(), lambda f, name=name: f.name == name, settings=quick).name == name
-    assert find(faults(include_none=True), lambda f: type(f) is Fault, settings=quick) == Fault()
-    assert find(faults(keys=["k"]), lambda f: f.key == "k", settings=quick).key == "k"
-    assert find(fault_schedules(steps=4), lambda s: s.fault.name == "reorder" and s.step == 2, settings=quick).step == 2
+        assert drawn(faults(), lambda f, name=name: f.name == name).name == name
+        # The no-fault baseline joins the kinds; it does not replace them.
+        assert drawn(faults(include_none=True), lambda f, name=name: f.name == name).name == name
+    assert drawn(faults(include_none=True), lambda f: type(f) is Fault) == Fault()
+    never(faults(), lambda f: type(f) is Fault)
+    assert drawn(fault_schedules(steps=4), lambda s: s.fault.name == "reorder" and s.step == 2).step == 2
+    # Two steps unless asked: the fewest that let a fault be reordered.
+    assert drawn(fault_schedules(), lambda s: True).steps == 2
+
+
+@pytest.mark.parametrize("name", ["bit_flip", "delay", "drop_key"])
+def test_every_kind_aims_at_the_given_keys_or_at_the_first_aux_key(name):
+    assert drawn(faults(names=[name], keys=["k", "j"]), lambda f: f.key == "j").key == "j"
+    assert drawn(faults(names=[name], keys=["k"]), lambda f: f.key is None).key is None
+    never(faults(names=[name]), lambda f: f.key is not None)
+
+
+def test_a_bit_flip_strikes_one_of_the_64_bits_of_a_word_and_shrinks_to_bit_0():
+    assert drawn(faults(names=["bit_flip"]), lambda f: True).bit == 0
+    assert drawn(faults(names=["bit_flip"]), lambda f: f.bit == 63).bit == 63
+    never(faults(names=["bit_flip"]), lambda f: not 0 <= f.bit < 64)
+
+
+def test_a_delay_is_at_most_20_ms_and_shrinks_to_none():
+    assert drawn(faults(names=["delay"]), lambda f: True).seconds == 0.0
+    assert drawn(faults(names=["delay"]), lambda f: f.seconds == 0.02).seconds == 0.02
+    never(faults(names=["delay"]), lambda f: f.seconds > 0.02)

@@ -8,6 +8,8 @@ import io
 import json
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -169,6 +171,47 @@ def test_progress_rewrites_one_line_on_a_terminal_and_prints_lines_otherwise():
         "mutants 1/4  killed 1  survived 0", "mutants 4/4  killed 3  survived 1"]
 
 
+class Clock:
+    """time.monotonic for Progress: each reading advances by ``step`` seconds."""
+
+    def __init__(self, start: float = 100.0, step: float = 0.0) -> None:
+        self.now, self.step = start - step, step
+
+    def monotonic(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+def test_progress_says_elapsed_time_and_the_time_left_at_the_pace_so_far(monkeypatch):
+    monkeypatch.setattr(mutation, "time", Clock(start=100.0))
+    p = Progress(stream=io.StringIO(), started=40.0)
+    assert p.line(3, 9, 2, 1) == "mutants 3/9  killed 2  survived 1  elapsed 60 s  ETA 120 s"
+    # Nothing done yet, or more done than the total says: no pace to go by.
+    assert p.line(0, 9, 0, 0) == "mutants 0/9  killed 0  survived 0  elapsed 60 s  ETA ?"
+    assert p.line(5, 3, 5, 0).endswith("ETA ?")
+
+
+def test_progress_speaks_at_most_every_so_often_and_rewrites_its_line_on_a_terminal(monkeypatch):
+    clock = Clock(start=0.0)
+    monkeypatch.setattr(mutation, "time", clock)
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    p = Progress(stream=tty, every=5.0, started=0.0)
+    for at, done in ((0.0, 1), (4.9, 2), (5.0, 3)):
+        clock.now = at
+        p.update(done, 4, done, 0)
+    clock.now = 6.0
+    p.update(4, 4, 4, 0, force=True)
+    # In place while running; the forced last line ends the line.
+    assert tty.getvalue() == ("\rmutants 1/4  killed 1  survived 0  elapsed 0 s  ETA 0 s\x1b[K"
+                              "\rmutants 3/4  killed 3  survived 0  elapsed 5 s  ETA 2 s\x1b[K"
+                              "\rmutants 4/4  killed 4  survived 0  elapsed 6 s  ETA 0 s\x1b[K\n")
+
+
 def _args(**kw):
     base = dict(impl="m.py", profile="mutation", marks="contract", tests=None, gate=100.0, baseline="pytest t.py")
     return argparse.Namespace(**{**base, **kw})
@@ -320,7 +363,30 @@ def test_a_command_runs_with_a_mutant_and_reports_how_it_ended(tmp_path):
     run = mutation.run_with_mutant
     assert run(probe, cwd=tmp_path, pythonpath=[], mutant="", timeout=30)[0] == "survived"
     assert run(probe, cwd=tmp_path, pythonpath=[], mutant="m.x_f__mutmut_1", timeout=30)[0] == "killed"
-    assert run([sys.executable, "-c", "import time; time.sleep(30)"], cwd=tmp_path, pythonpath=[], mutant="", timeout=0.5)[0] == "timeout"
+    status, seconds = run([sys.executable, "-c", "import time; time.sleep(30)"], cwd=tmp_path, pythonpath=[], mutant="", timeout=0.5)
+    assert status == "timeout" and 0.5 <= seconds < 30
+
+
+def test_a_command_run_with_a_mutant_keeps_the_users_environment_and_finds_the_copy_first(tmp_path, monkeypatch, capfd):
+    for folder, module in (("copy", "mutated_copy"), ("users", "users_module")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / f"{module}.py").write_text("")
+    (tmp_path / "run_here").mkdir()
+    monkeypatch.setenv("PPAUX_TEST_USER_SETTING", "kept")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "users"))
+    probe = [sys.executable, "-c", "import os, sys, mutated_copy, users_module; print('noise'); print('noise', file=sys.stderr); "
+             f"sys.exit(os.environ.get('PPAUX_TEST_USER_SETTING') != 'kept' or os.getcwd() != {str(tmp_path / 'run_here')!r})"]
+    status, seconds = mutation.run_with_mutant(probe, cwd=tmp_path / "run_here", pythonpath=[tmp_path / "copy"], mutant="", timeout=30)
+    assert status == "survived" and 0 < seconds < 30
+    # The command's output stays out of ppaux's console.
+    assert capfd.readouterr() == ("", "")
+    # Without a PYTHONPATH of the user's, only the copy is added: the directory the command runs in is not.
+    monkeypatch.delenv("PYTHONPATH")
+    (tmp_path / "run_here" / "only_in_cwd.py").write_text("")
+    script = tmp_path / "probe.py"
+    script.write_text("import sys\ntry:\n    import only_in_cwd\nexcept ImportError:\n    sys.exit(0)\nsys.exit(1)\n")
+    assert mutation.run_with_mutant([sys.executable, str(script)], cwd=tmp_path / "run_here", pythonpath=[tmp_path / "copy"],
+                                    mutant="", timeout=30)[0] == "survived"
 
 
 def test_a_module_without_source_cannot_be_mutated(tmp_path, monkeypatch):
@@ -391,21 +457,45 @@ def test_a_mutants_module_is_its_name_without_the_function():
 
 def test_the_baseline_runs_every_mutant_and_says_how_each_ended(monkeypatch, tmp_path, capsys):
     seen = []
+    verdict = {"m.x_f__mutmut_1": "survived", "m.x_f__mutmut_2": "killed"}
 
     def runner(command, *, cwd, pythonpath, mutant, timeout):
-        seen.append((mutant, timeout, [str(p) for p in pythonpath]))
-        return {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "survived"}.get(mutant, "timeout"), 0.1
+        seen.append((command, cwd, mutant, timeout, [str(p) for p in pythonpath]))
+        return verdict.get(mutant, "timeout"), 0.1
 
     monkeypatch.setattr(mutate, "run_with_mutant", runner)
+    monkeypatch.setattr(mutation, "time", Clock(step=10.0))  # every update is due
     names = ["m.x_f__mutmut_1", "m.x_f__mutmut_2", "m.x_f__mutmut_3"]
-    assert mutate._run_baseline(["cmd"], tmp_path, names, 2.5, 2) == {
-        "m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "survived", "m.x_f__mutmut_3": "timeout"}
-    # Ten times the clean run, at least 10 s; the mutated copy first on the path.
-    assert sorted(seen) == [(n, 25.0, [str(tmp_path / "mutants")]) for n in names]
-    assert capsys.readouterr().err.splitlines()[-1].startswith("baseline mutants 3/3  killed 2  survived 1  elapsed ")
+    assert mutate._run_baseline(["cmd"], tmp_path, names, 2.5, 1) == {
+        "m.x_f__mutmut_1": "survived", "m.x_f__mutmut_2": "killed", "m.x_f__mutmut_3": "timeout"}
+    # The user's command from where they ran ppaux; ten times the clean run, at least 10 s; the
+    # mutated copy first on the path.
+    assert seen == [(["cmd"], Path.cwd(), n, 25.0, [str(tmp_path / "mutants")]) for n in names]
+    # One worker: the mutants in turn, counted as they end (a timeout kills).
+    assert [line.split("  elapsed")[0] for line in capsys.readouterr().err.splitlines()] == [
+        "baseline mutants 1/3  killed 0  survived 1", "baseline mutants 2/3  killed 1  survived 1",
+        "baseline mutants 3/3  killed 2  survived 1"]
     seen.clear()
     mutate._run_baseline(["cmd"], tmp_path, names[:1], 0.1, 1)
-    assert seen[0][1] == 10.0
+    assert seen[0][3] == 10.0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_baseline_runs_at_most_max_children_commands_at_once(monkeypatch, tmp_path, workers):
+    lock, running, most = threading.Lock(), [0], [0]
+
+    def runner(command, *, cwd, pythonpath, mutant, timeout):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        return "killed", 0.05
+
+    monkeypatch.setattr(mutate, "run_with_mutant", runner)
+    mutate._run_baseline(["cmd"], tmp_path, [f"m.x_f__mutmut_{i}" for i in range(8)], 1.0, workers)
+    assert 1 <= most[0] <= workers
 
 
 @pytest.mark.slow
@@ -425,6 +515,15 @@ def test_progress_counts_only_the_mutants_a_run_picks(tmp_path):
     everything = mutation.MutmutProject(tmp_path).results()
     assert 0 < len(picked) < len(everything)
     assert stream.getvalue().splitlines()[-1].startswith(f"mutants {len(picked)}/{len(picked)}  killed {len(picked)}  survived 0  ")
+
+
+def test_a_progress_line_cut_by_a_chunk_boundary_is_read_whole():
+    status = "  🎉 {} 🫥 0  ⏰ 0  🤔 0  🙁 {}  🔇 0  🧙 0"
+    chunks = ["⠦ 2", "28/6064" + status.format(188, 40) + "\r⠦ 22", "9/6064" + status.format(189, 40) + "\r⠧ 230/6064" + status.format(189, 41)]
+    seen = [(chunk, [m.group(1, 2, 3, 7) for m in matches]) for chunk, matches in mutation.status_lines(chunks)]
+    # Every chunk is passed on as it came (for the log); each line is counted once, whole.
+    assert [chunk for chunk, _ in seen] == [*chunks, ""]
+    assert [found for _, found in seen] == [[], [("228", "6064", "188", "40")], [("229", "6064", "189", "40")], [("230", "6064", "189", "41")]]
 
 
 def test_a_run_narrowed_by_patterns_keeps_the_mutants_they_name():

@@ -63,8 +63,8 @@ def faults(*, names: Optional[Sequence[str]] = None, keys: Optional[Sequence[str
 
 
 def fault_schedules(*, steps: int = 2, names: Optional[Sequence[str]] = None, keys: Optional[Sequence[str]] = None) -> st.SearchStrategy[FaultSchedule]:
-    """Draw a :class:`FaultSchedule`: a fault from :func:`faults` and the step (of ``steps``)
-    it strikes. ``reorder`` needs a later step to swap with, so it is only drawn before the last.
+    """Draw a :class:`FaultSchedule`: a fault from :func:`faults` and the step (of ``steps``,
+    two by default) it strikes. ``reorder`` needs a later step to swap with, so it is only drawn before the last.
 
     Shrinks towards the first fault kind at step 0.
     """

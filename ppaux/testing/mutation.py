@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterable, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from ppaux.testing.impl import ImplementationError, load
 
@@ -36,6 +36,19 @@ CRASHED = "crashed"
 _RESULT_LINE = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+?)\s*$")
 # mutmut's progress line: "⠹ 44/53  🎉 44 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0".
 _PROGRESS = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+)\s+🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)")
+
+
+def status_lines(chunks: Iterable[str]) -> Iterator[Tuple[str, List["re.Match[str]"]]]:
+    """Each chunk of mutmut's output with the progress lines it completes: a line that a chunk
+    boundary cuts in two is read once, whole (read alone, its second half looks like a line)."""
+    pending = ""
+    for chunk in chunks:
+        pending += chunk
+        cut = max(pending.rfind("\r"), pending.rfind("\n")) + 1
+        complete, pending = pending[:cut], pending[cut:]
+        yield chunk, list(_PROGRESS.finditer(complete))
+    if pending:
+        yield "", list(_PROGRESS.finditer(pending))
 
 
 def parse_results(text: str) -> Dict[str, str]:
@@ -90,7 +103,7 @@ def verdicts(results: Dict[str, str]) -> Dict[str, int]:
 
 def module_of(mutant: str) -> str:
     """``pkg.mod.xǁClassǁmethod__mutmut_3`` -> ``pkg.mod``."""
-    return mutant.split("__mutmut_")[0].rpartition(".")[0]
+    return mutant.rpartition(".")[0]
 
 
 def changed_line(diff: str) -> str:
@@ -173,9 +186,9 @@ class MutmutProject:
             selected: Optional[int] = None
             # mutmut rewrites its status line with "\r": read it in chunks, not lines.
             stdout: Any = proc.stdout
-            for chunk in iter(lambda: stdout.read(256), ""):
+            for chunk, matches in status_lines(iter(lambda: stdout.read(256), "")):
                 out.write(chunk)
-                for match in _PROGRESS.finditer(chunk):
+                for match in matches:
                     if only and selected is None:
                         selected = len(select(_exit_codes(self.root / "mutants"), only))
                     seen = match
@@ -220,8 +233,9 @@ def run_with_mutant(command: Sequence[str], *, cwd: Path, pythonpath: Sequence[P
                     timeout: float) -> Tuple[str, float]:
     """Run ``command`` with ``mutant`` active (mutmut's trampolines read ``MUTANT_UNDER_TEST``):
     ``("survived" | "killed" | "timeout", seconds)``; ``mutant=""`` runs the unmutated code."""
-    env = dict(os.environ, MUTANT_UNDER_TEST=mutant,
-               PYTHONPATH=os.pathsep.join([*map(str, pythonpath), os.environ.get("PYTHONPATH", "")]))
+    # The user's own PYTHONPATH after the copy; none when unset (an empty entry would add the cwd).
+    paths = [*map(str, pythonpath), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])]
+    env = dict(os.environ, MUTANT_UNDER_TEST=mutant, PYTHONPATH=os.pathsep.join(paths))
     start = time.monotonic()
     try:
         proc = subprocess.run(list(command), cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
