@@ -17,7 +17,7 @@ pytest_plugins = ["pytester"]
 # without negating it) or the environment variable.
 OPT_IN = {
     "sglang": ("PPAUX_SGLANG", "downloads an SGLang release"),
-    "slow": ("PPAUX_SLOW", "an end-to-end run of the fuzz job or of mutmut (half a minute or more)"),
+    "slow": ("PPAUX_SLOW", "an end-to-end run in subprocesses: the whole suite, the fuzz job, mutmut, ppaux mutate's clean runs (seconds each)"),
 }
 
 

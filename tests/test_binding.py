@@ -5,7 +5,11 @@ from an empty directory, against a planted bug."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.whole_suite import ROOT, failed, run_in_one_process
+
+pytestmark = pytest.mark.slow
 
 IMPLS = ROOT / "tests" / "impls"
 
