@@ -10,6 +10,7 @@ edits, so every run starts from a fresh copy and reads the verdicts from ``mutmu
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
@@ -43,6 +44,8 @@ class Scope:
     tests: Tuple[str, ...]
     gate: Optional[float]
     doc: str
+    # Opt-in test marks the scope's tests need (tests/conftest.py), as environment variables.
+    environ: Tuple[Tuple[str, str], ...] = ()
 
 
 SCOPES: Dict[str, Scope] = {
@@ -59,6 +62,8 @@ SCOPES: Dict[str, Scope] = {
         tests=("ppaux/conformance/", "tests/"),
         gate=None,
         doc="all of ppaux/, the score per module reported (the contract modules still gated at 100%)",
+        # ppaux mutate's command-line tests run its clean runs in child processes; in-process they kill its mutants.
+        environ=(("PPAUX_SUBPROCESS", "1"),),
     ),
 }
 
@@ -185,14 +190,15 @@ def run(out_dir: str, max_children: Optional[int], only: Optional[List[str]] = N
     mutmut = project(scope, scratch)
     start = time.monotonic()
     only = list(only or [])
-    code = mutmut.run(max_children=max_children, only=only, log=out / "mutmut-run.log", progress=Progress())
+    env = dict(os.environ, **dict(scope.environ))
+    code = mutmut.run(max_children=max_children, only=only, log=out / "mutmut-run.log", progress=Progress(), env=env)
     if code != 0 and CLEAN_RUN_FAILED in (out / "mutmut-run.log").read_text(errors="replace"):
         # mutmut forks its clean run from the process that has just run the whole suite for its
         # stats (gloo groups and threads included), and that fork now and then fails with no
         # output. Run again: mutmut loads the stats it saved and forks from a fresh process.
         # A test that really fails the clean run fails it again here.
         print("reports: mutmut's clean run failed; running mutmut again on the stats it saved", file=sys.stderr)
-        code = mutmut.run(max_children=max_children, only=only, log=out / "mutmut-run-again.log", progress=Progress())
+        code = mutmut.run(max_children=max_children, only=only, log=out / "mutmut-run-again.log", progress=Progress(), env=env)
     wall = round(time.monotonic() - start, 1)
     results = select(mutmut.results(), only)
     if code != 0 or not results:

@@ -17,12 +17,16 @@ pytest_plugins = ["pytester"]
 # without negating it) or the environment variable.
 OPT_IN = {
     "sglang": ("PPAUX_SGLANG", "downloads an SGLang release"),
-    "slow": ("PPAUX_SLOW", "an end-to-end run in subprocesses: the whole suite, the fuzz job, mutmut, ppaux mutate's clean runs (seconds each)"),
+    "slow": ("PPAUX_SLOW", "an end-to-end run of the fuzz job or of mutmut (half a minute or more)"),
+    # Left out of the quick run only: in-process, they are what kills the mutants of ppaux mutate's
+    # command line, so the package mutation run asks for them.
+    "subprocess": ("PPAUX_SUBPROCESS", "runs the conformance suite or a baseline in child processes (seconds each)"),
 }
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"slow: {OPT_IN['slow'][1]}")
+    for mark in ("slow", "subprocess"):
+        config.addinivalue_line("markers", f"{mark}: {OPT_IN[mark][1]}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.whole_suite import ROOT, failed, run_in_one_process
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 
 IMPLS = ROOT / "tests" / "impls"
 

@@ -280,7 +280,7 @@ def test_a_real_run_scores_a_weak_suite_below_the_gate_beside_a_baseline(tmp_pat
         | --- | --- |""") in text
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_baseline_that_does_not_import_the_copy_is_bad_input(tmp_path, monkeypatch, capsys):
     """Beside the original module the baseline imports that, not the mutated copy: it could kill nothing."""
     (tmp_path / "own_pop.py").write_text(OWN_POP)
@@ -301,7 +301,7 @@ def _mutate(tmp_path, monkeypatch, *argv):
     return main(["mutate", *argv, "--report", "out"])
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_an_implementation_that_breaks_the_contract_cannot_be_mutation_tested(tmp_path, monkeypatch, capsys):
     """Its red contract tests would "kill" every mutant: bad input, naming them."""
     assert _mutate(tmp_path, monkeypatch, "--impl", str(IMPLS / "unstripped_names.py"), "--tests", "round_trip or compose",
@@ -311,13 +311,13 @@ def test_an_implementation_that_breaks_the_contract_cannot_be_mutation_tested(tm
         "tests/test_properties.py::test_round_trip, tests/test_properties.py::test_outputs_with_disjoint_names_compose\n")
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_kill_set_of_only_failing_robustness_tests_is_empty(tmp_path, monkeypatch, capsys):
     assert _mutate(tmp_path, monkeypatch, "--impl", str(IMPLS / "non_atomic_add.py"), "--tests", "a_bad_item_after_a_good_one") == 2
     assert capsys.readouterr().err == "ppaux: error: no conformance test passes on the unmutated module: nothing can kill a mutant\n"
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_a_suite_that_cannot_run_shows_pytests_own_words(tmp_path, monkeypatch, capsys):
     assert _mutate(tmp_path, monkeypatch, "--impl", "ppaux.core.transport", "--tests", "no_test_has_this_name") == 2
     err = capsys.readouterr().err
@@ -325,7 +325,7 @@ def test_a_suite_that_cannot_run_shows_pytests_own_words(tmp_path, monkeypatch, 
     assert "deselected" in err
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 @pytest.mark.parametrize("script, why", [("raise SystemExit(3)", "fails"), ("import time; time.sleep(60)", "timed out")])
 def test_a_red_baseline_is_bad_input(tmp_path, monkeypatch, capsys, script, why):
     (tmp_path / "own_pop.py").write_text(OWN_POP)
@@ -344,7 +344,7 @@ def _shorter(run_with_mutant):
     return lambda command, **kw: run_with_mutant(command, **{**kw, "timeout": 2})
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_when_mutmut_fails_the_run_says_where_its_log_is(tmp_path, monkeypatch, capsys):
     class Failing(mutation.MutmutProject):
         def run(self, **kw):
@@ -413,7 +413,7 @@ def test_a_namespace_package_needs_no_original_init(tmp_path):
     assert scratch_package_init([str(tmp_path)]).splitlines()[-1] == f"__path__.extend({[str(tmp_path)]!r})"
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_without_a_baseline_the_verdicts_make_the_report_and_the_exit_status(tmp_path, monkeypatch, capsys):
     """mutmut's verdicts (stood in for here) decide: one survivor of two is 50%, below a gate of 60."""
     class Verdicts(mutation.MutmutProject):

@@ -95,6 +95,16 @@ def test_the_regions_the_report_accepts_are_the_ones_mutmut_honours():
     assert 10 not in unmutated  # inside the region opened after code
 
 
+def test_mutmut_reads_every_marking_in_ppaux():
+    # A region mutmut cannot parse (an end it does not see, say between an if and its else) stops
+    # the whole mutation run before the first mutant.
+    import libcst
+    from mutmut.mutation.pragma_handling import PragmaVisitor
+
+    for path in sorted((ROOT / "ppaux").rglob("*.py")):
+        libcst.MetadataWrapper(libcst.parse_module(path.read_text(encoding="utf-8"))).visit(PragmaVisitor(str(path)))
+
+
 def test_every_equivalence_marking_in_ppaux_gives_its_reason():
     marked = equivalents()
     assert marked and [(e["where"], e["problem"]) for e in marked if e["problem"]] == []
@@ -209,8 +219,8 @@ def test_a_clean_run_that_fails_once_is_run_again_on_the_saved_stats(tmp_path, m
         def __init__(self, root):
             self.root = root
 
-        def run(self, *, max_children, only, log, progress):
-            runs.append((tuple(only), log.name))
+        def run(self, *, max_children, only, log, progress, env):
+            runs.append((tuple(only), log.name, env.get("PPAUX_SUBPROCESS")))
             log.write_text("Running clean tests\n" + (mutation.CLEAN_RUN_FAILED + "\n" if len(runs) == 1 else "done\n"))
             return 1 if len(runs) == 1 else 0
 
@@ -221,11 +231,17 @@ def test_a_clean_run_that_fails_once_is_run_again_on_the_saved_stats(tmp_path, m
             return {}
 
     monkeypatch.setattr(mutation, "project", lambda scope, dest: FakeMutmut(dest))
+    monkeypatch.delenv("PPAUX_SUBPROCESS", raising=False)
     assert mutation.run(str(tmp_path / "out"), None, ["ppaux.cli*"]) == 0
-    assert runs == [(("ppaux.cli*",), "mutmut-run.log"), (("ppaux.cli*",), "mutmut-run-again.log")]
+    assert runs == [(("ppaux.cli*",), "mutmut-run.log", None), (("ppaux.cli*",), "mutmut-run-again.log", None)]
     err = capsys.readouterr().err
     assert err == "reports: mutmut's clean run failed; running mutmut again on the stats it saved\n"
     assert json.loads((tmp_path / "out" / "mutation.json").read_text())["score"] == 100.0
+    # The package scope asks for the tests that run ppaux mutate's clean runs in child processes:
+    # they are what kills its command line's mutants.
+    runs.clear()
+    assert mutation.run(str(tmp_path / "out"), None, ["ppaux.cli*"], scope_name="package") == 0
+    assert [env for *_, env in runs] == ["1", "1"]
 
 
 def test_the_scratch_project_carries_the_scopes_mutmut_table(tmp_path):

@@ -209,10 +209,10 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
     # pragma: no mutate start - equivalent without CUDA: every stage is on the CPU
     own = {"device": spec.device}
     # pragma: no mutate end
-    # pragma: no mutate start - runs only in gloo worker processes under -m sglang (tests/test_wire_diff.py), which mutmut cannot map
     if plan.wire == "sglang":  # pragma: no cover - SGLang's side runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
+        # pragma: no mutate start - runs only in gloo worker processes under -m sglang (tests/test_wire_diff.py), which mutmut cannot map
         link: Any = sglang.Link(ctx.sglang, (stage - 1) % n, (stage + 1) % n)
-    # pragma: no mutate end
+        # pragma: no mutate end
     else:
         link = _ModelLink(ctx, prev, nxt, own)
     if stage == n - 1:

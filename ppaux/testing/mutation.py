@@ -23,7 +23,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ppaux.testing.impl import ImplementationError, load
 
@@ -174,11 +174,13 @@ class MutmutProject:
     def _mutmut(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=self.root, text=True, **kwargs)
 
-    def run(self, *, max_children: Optional[int], only: Sequence[str] = (), log: Path, progress: Progress) -> int:
-        """``mutmut run``; its output goes to ``log`` while ``progress`` reports on it. mutmut's exit status."""
+    def run(self, *, max_children: Optional[int], only: Sequence[str] = (), log: Path, progress: Progress,
+            env: Optional[Mapping[str, str]] = None) -> int:
+        """``mutmut run`` (in ``env``, default this process's); its output goes to ``log`` while
+        ``progress`` reports on it. mutmut's exit status."""
         cmd = [sys.executable, "-m", "mutmut", "run", *([f"--max-children={max_children}"] if max_children else []), *only]
         with open(log, "w", encoding="utf-8") as out:
-            proc = subprocess.Popen(cmd, cwd=self.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                     encoding="utf-8", errors="replace")
             seen = None
             # mutmut's total counts every mutant even when ``only`` picks a few: count the picked ones
