@@ -116,6 +116,10 @@ def _relay_rank(ctx: Any, nbytes: int, reps: int, mode: str) -> float:
         peer.send(warm, "cpu")
     start = time.perf_counter()
     for _ in range(reps):
+        if mode == "sglang":
+            # The Boundary keeps every message's tensor for the fault matrix; kept here, 200
+            # received 1 MB tensors would make each new one cost fresh pages.
+            ctx.sglang.boundary.messages.clear()
         if mode == "raw":
             if ctx.rank == 0:
                 peer.send(tensor, "cpu")

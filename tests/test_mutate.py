@@ -17,7 +17,7 @@ import pytest
 from ppaux.cli import mutate
 from ppaux.cli.main import main
 from ppaux.testing import mutation
-from ppaux.testing.mutation import Progress, Target, changed_line, crashes, name_crashes, parse_results, resolve, scratch_package_init, verdicts
+from ppaux.testing.mutation import Progress, Target, changed_line, crashes, name_crashes, parse_results, resolve, scratch_package_init, verdicts, write_scratch
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 ROOT = IMPLS.parent.parent
@@ -281,6 +281,19 @@ def test_a_real_run_scores_a_weak_suite_below_the_gate_beside_a_baseline(tmp_pat
 
 
 @pytest.mark.subprocess
+def test_a_baseline_that_imports_the_copy_and_passes_on_it_is_timed(tmp_path, monkeypatch):
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    target = resolve(str(tmp_path / "own_pop.py"))
+    scratch = tmp_path / "scratch"
+    write_scratch(target, scratch, tests=[])
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    command = [sys.executable, "-c", "import own_pop"]
+    mutate._baseline_imports_the_copy(command, target, scratch)  # raises UsageError where it must not
+    assert mutate._baseline_on_the_copy(command, scratch) > 0
+
+
+@pytest.mark.subprocess
 def test_a_baseline_that_does_not_import_the_copy_is_bad_input(tmp_path, monkeypatch, capsys):
     """Beside the original module the baseline imports that, not the mutated copy: it could kill nothing."""
     (tmp_path / "own_pop.py").write_text(OWN_POP)
@@ -466,8 +479,8 @@ def test_the_baseline_runs_every_mutant_and_says_how_each_ended(monkeypatch, tmp
     seen = []
     verdict = {"m.x_f__mutmut_1": "survived", "m.x_f__mutmut_2": "killed"}
 
-    def runner(command, *, cwd, pythonpath, mutant, timeout):
-        seen.append((command, cwd, mutant, timeout, [str(p) for p in pythonpath]))
+    def runner(command, *, pythonpath, mutant, timeout):
+        seen.append((command, mutant, timeout, [str(p) for p in pythonpath]))
         return verdict.get(mutant, "timeout"), 0.1
 
     monkeypatch.setattr(mutate, "run_with_mutant", runner)
@@ -475,23 +488,22 @@ def test_the_baseline_runs_every_mutant_and_says_how_each_ended(monkeypatch, tmp
     names = ["m.x_f__mutmut_1", "m.x_f__mutmut_2", "m.x_f__mutmut_3"]
     assert mutate._run_baseline(["cmd"], tmp_path, names, 2.5, 1) == {
         "m.x_f__mutmut_1": "survived", "m.x_f__mutmut_2": "killed", "m.x_f__mutmut_3": "timeout"}
-    # The user's command from where they ran ppaux; ten times the clean run, at least 10 s; the
-    # mutated copy first on the path.
-    assert seen == [(["cmd"], Path.cwd(), n, 25.0, [str(tmp_path / "mutants")]) for n in names]
+    # The user's command; ten times the clean run, at least 10 s; the mutated copy first on the path.
+    assert seen == [(["cmd"], n, 25.0, [str(tmp_path / "mutants")]) for n in names]
     # One worker: the mutants in turn, counted as they end (a timeout kills).
     assert [line.split("  elapsed")[0] for line in capsys.readouterr().err.splitlines()] == [
         "baseline mutants 1/3  killed 0  survived 1", "baseline mutants 2/3  killed 1  survived 1",
         "baseline mutants 3/3  killed 2  survived 1"]
     seen.clear()
     mutate._run_baseline(["cmd"], tmp_path, names[:1], 0.1, 1)
-    assert seen[0][3] == 10.0
+    assert seen[0][2] == 10.0
 
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_the_baseline_runs_at_most_max_children_commands_at_once(monkeypatch, tmp_path, workers):
     lock, running, most = threading.Lock(), [0], [0]
 
-    def runner(command, *, cwd, pythonpath, mutant, timeout):
+    def runner(command, *, pythonpath, mutant, timeout):
         with lock:
             running[0] += 1
             most[0] = max(most[0], running[0])
@@ -526,11 +538,15 @@ def test_progress_counts_only_the_mutants_a_run_picks(tmp_path):
 
 def test_a_progress_line_cut_by_a_chunk_boundary_is_read_whole():
     status = "  🎉 {} 🫥 0  ⏰ 0  🤔 0  🙁 {}  🔇 0  🧙 0"
-    chunks = ["⠦ 2", "28/6064" + status.format(188, 40) + "\r⠦ 22", "9/6064" + status.format(189, 40) + "\r⠧ 230/6064" + status.format(189, 41)]
-    seen = [(chunk, [m.group(1, 2, 3, 7) for m in matches]) for chunk, matches in mutation.status_lines(chunks)]
-    # Every chunk is passed on as it came (for the log); each line is counted once, whole.
+    line = lambda done, killed: f"{done}/6064" + status.format(killed, 40)  # noqa: E731
+    chunks = ["⠦ 2", line(28, 188) + "\r⠦ 22", line(9, 189) + "\r⠧ " + line(230, 190) + "\r",
+              "⠇ " + line(231, 191) + "\n⠏ " + line(232, 192) + "\n", "⠋ " + line(233, 193)]
+    seen = [(chunk, [m.group(1, 3) for m in matches]) for chunk, matches in mutation.status_lines(chunks)]
+    # Every chunk is passed on as it came (for the log); each line is counted once, whole, as soon
+    # as it ends ("\r" or "\n"); the last, unended one when the output ends.
     assert [chunk for chunk, _ in seen] == [*chunks, ""]
-    assert [found for _, found in seen] == [[], [("228", "6064", "188", "40")], [("229", "6064", "189", "40")], [("230", "6064", "189", "41")]]
+    assert [found for _, found in seen] == [[], [("228", "188")], [("229", "189"), ("230", "190")], [("231", "191"), ("232", "192")],
+                                            [], [("233", "193")]]
 
 
 def test_a_run_narrowed_by_patterns_keeps_the_mutants_they_name():

@@ -231,10 +231,14 @@ print(json.dumps(out))
 """
 
 
-def run_with_mutant(command: Sequence[str], *, cwd: Path, pythonpath: Sequence[Path], mutant: str,
-                    timeout: float) -> Tuple[str, float]:
-    """Run ``command`` with ``mutant`` active (mutmut's trampolines read ``MUTANT_UNDER_TEST``):
-    ``("survived" | "killed" | "timeout", seconds)``; ``mutant=""`` runs the unmutated code."""
+def run_with_mutant(command: Sequence[str], *, pythonpath: Sequence[Path], timeout: float,
+                    # pragma: no mutate start - equivalent: a name no mutant has runs the unmutated code, as the empty one does
+                    mutant: str = "",
+                    # pragma: no mutate end
+                    cwd: Optional[Path] = None) -> Tuple[str, float]:
+    """Run ``command`` (in ``cwd``, default the caller's directory) with ``mutant`` active
+    (mutmut's trampolines read ``MUTANT_UNDER_TEST``): ``("survived" | "killed" | "timeout",
+    seconds)``; without a mutant it runs the unmutated code."""
     # The user's own PYTHONPATH after the copy; none when unset (an empty entry would add the cwd).
     paths = [*map(str, pythonpath), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])]
     env = dict(os.environ, MUTANT_UNDER_TEST=mutant, PYTHONPATH=os.pathsep.join(paths))
