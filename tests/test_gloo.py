@@ -407,6 +407,21 @@ def test_contexts_join_cpu_device_and_consecutive_all_gather_groups():
     assert got == {0: (0, 0, 2, [0, 1], 10), 1: (1, 1, 2, [0, 1], 0), 2: (2, 0, 2, [2, 3], 30), 3: (3, 1, 2, [2, 3], 20)}
 
 
+def test_the_all_gather_group_gathers_complex_tensors_as_torch_distributed_does():
+    """gloo itself refuses complex ("Invalid scalar type"); torch.distributed.all_gather, which
+    SGLang's all-gather is, gathers them, and so must the model."""
+    store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+    got = {}
+
+    def rank(r):
+        ctx = gloo.make_context(r, 2, store, 2, 10.0)
+        got[r] = ctx.all_gather.all_gather(torch.tensor([r + 1j, -r * 1j], dtype=torch.complex64))
+
+    _run_in_threads(rank, 2)
+    want = torch.tensor([1j, 0j, 1 + 1j, -1j], dtype=torch.complex64)
+    assert all(t.dtype == torch.complex64 and torch.equal(t, want) for t in got.values()), got
+
+
 def test_contexts_without_all_gather_and_a_rendezvous_that_times_out():
     store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
     gathers = {}

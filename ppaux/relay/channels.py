@@ -235,5 +235,11 @@ class GlooAllGather:
 
     def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
         outs = [torch.empty_like(tensor) for _ in range(self.size)]
-        self.pg.allgather([outs], [tensor.contiguous()]).wait()
+        # gloo has no complex types: torch.distributed.all_gather gathers their real views, and so
+        # does SGLang's all-gather (the views write into the complex outputs).
+        self.pg.allgather([[_real_view(o) for o in outs]], [_real_view(tensor.contiguous())]).wait()
         return torch.cat(outs)
+
+
+def _real_view(tensor: torch.Tensor) -> torch.Tensor:
+    return torch.view_as_real(tensor) if tensor.is_complex() else tensor
