@@ -184,6 +184,7 @@ def test_planted_failure_is_found_saved_and_replayed_from_a_real_redis(redis_url
     assert client.keys(b"hypothesis-example:*")
 
 
+@pytest.mark.slow
 def test_sigterm_stops_cleanly_with_a_partial_report(tmp_path):
     report = tmp_path / "report"
     proc = subprocess.Popen([sys.executable, "-m", "fuzz", "run", "--budget", "10m", "--db", str(tmp_path / "db"),
