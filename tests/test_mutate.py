@@ -377,12 +377,13 @@ def test_mutmut_without_a_project_fails_and_logs_why(tmp_path):
     assert stream.getvalue() == "" and mutation.MutmutProject(tmp_path).diffs([], str) == {}
 
 
-def test_a_command_runs_with_a_mutant_and_reports_how_it_ended(tmp_path):
+def test_a_command_runs_with_a_mutant_and_reports_how_it_ended(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     probe = [sys.executable, "-c", "import os, sys; sys.exit(os.environ['MUTANT_UNDER_TEST'] == 'm.x_f__mutmut_1')"]
     run = mutation.run_with_mutant
-    assert run(probe, cwd=tmp_path, pythonpath=[], mutant="", timeout=30)[0] == "survived"
-    assert run(probe, cwd=tmp_path, pythonpath=[], mutant="m.x_f__mutmut_1", timeout=30)[0] == "killed"
-    status, seconds = run([sys.executable, "-c", "import time; time.sleep(30)"], cwd=tmp_path, pythonpath=[], mutant="", timeout=0.5)
+    assert run(probe, pythonpath=[], mutant="", timeout=30)[0] == "survived"
+    assert run(probe, pythonpath=[], mutant="m.x_f__mutmut_1", timeout=30)[0] == "killed"
+    status, seconds = run([sys.executable, "-c", "import time; time.sleep(30)"], pythonpath=[], mutant="", timeout=0.5)
     assert status == "timeout" and 0.5 <= seconds < 30
 
 
@@ -395,7 +396,8 @@ def test_a_command_run_with_a_mutant_keeps_the_users_environment_and_finds_the_c
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "users"))
     probe = [sys.executable, "-c", "import os, sys, mutated_copy, users_module; print('noise'); print('noise', file=sys.stderr); "
              f"sys.exit(os.environ.get('PPAUX_TEST_USER_SETTING') != 'kept' or os.getcwd() != {str(tmp_path / 'run_here')!r})"]
-    status, seconds = mutation.run_with_mutant(probe, cwd=tmp_path / "run_here", pythonpath=[tmp_path / "copy"], mutant="", timeout=30)
+    monkeypatch.chdir(tmp_path / "run_here")
+    status, seconds = mutation.run_with_mutant(probe, pythonpath=[tmp_path / "copy"], mutant="", timeout=30)
     assert status == "survived" and 0 < seconds < 30
     # The command's output stays out of ppaux's console.
     assert capfd.readouterr() == ("", "")
@@ -404,7 +406,7 @@ def test_a_command_run_with_a_mutant_keeps_the_users_environment_and_finds_the_c
     (tmp_path / "run_here" / "only_in_cwd.py").write_text("")
     script = tmp_path / "probe.py"
     script.write_text("import sys\ntry:\n    import only_in_cwd\nexcept ImportError:\n    sys.exit(0)\nsys.exit(1)\n")
-    assert mutation.run_with_mutant([sys.executable, str(script)], cwd=tmp_path / "run_here", pythonpath=[tmp_path / "copy"],
+    assert mutation.run_with_mutant([sys.executable, str(script)], pythonpath=[tmp_path / "copy"],
                                     mutant="", timeout=30)[0] == "survived"
 
 

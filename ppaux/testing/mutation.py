@@ -235,16 +235,16 @@ def run_with_mutant(command: Sequence[str], *, pythonpath: Sequence[Path], timeo
                     # pragma: no mutate start - equivalent: a name no mutant has runs the unmutated code, as the empty one does
                     mutant: str = "",
                     # pragma: no mutate end
-                    cwd: Optional[Path] = None) -> Tuple[str, float]:
-    """Run ``command`` (in ``cwd``, default the caller's directory) with ``mutant`` active
-    (mutmut's trampolines read ``MUTANT_UNDER_TEST``): ``("survived" | "killed" | "timeout",
-    seconds)``; without a mutant it runs the unmutated code."""
+                    ) -> Tuple[str, float]:
+    """Run ``command`` in the caller's directory with ``mutant`` active (mutmut's trampolines
+    read ``MUTANT_UNDER_TEST``): ``("survived" | "killed" | "timeout", seconds)``; without a
+    mutant it runs the unmutated code."""
     # The user's own PYTHONPATH after the copy; none when unset (an empty entry would add the cwd).
     paths = [*map(str, pythonpath), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])]
     env = dict(os.environ, MUTANT_UNDER_TEST=mutant, PYTHONPATH=os.pathsep.join(paths))
     start = time.monotonic()
     try:
-        proc = subprocess.run(list(command), cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        proc = subprocess.run(list(command), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               timeout=timeout)
     except subprocess.TimeoutExpired:
         return "timeout", time.monotonic() - start
