@@ -1,12 +1,11 @@
 """``ppaux check`` in-process: its options, how it groups tests into clauses, the exact report it
-writes, and how it drives the child pytest (faked here, so each case costs milliseconds; the real
-child runs in tests/test_cli.py)."""
+writes, and how it drives the suite's pytest run (faked here, so each case costs milliseconds; the
+real run is in tests/test_cli.py)."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -27,7 +26,7 @@ def test_check_help_names_every_option_with_its_metavar(capsys):
         " --report DIR where to write conformance.md and conformance.json"
         " --marks EXPR which tests (pytest -m expression; default: 'contract or robustness')"
         " --tests EXPR narrow further by test name (pytest -k expression)"
-        " --junit PATH also write the child run's JUnit XML there"
+        " --junit PATH also write the suite run's JUnit XML there"
     )
 
 
@@ -128,22 +127,22 @@ def test_markdown_report_of_a_pass_has_no_counterexample_section():
 
 
 class FakePytest:
-    """Stands in for the child pytest: records how it was called and writes the rows it is given."""
+    """Stands in for the suite's pytest run: records how it was called and writes the rows it is given."""
 
-    def __init__(self, rows, returncode=0, stdout="", stderr=""):
-        self.rows, self.returncode, self.stdout, self.stderr = rows, returncode, stdout, stderr
+    def __init__(self, rows, status=0, printed=""):
+        self.rows, self.status, self.printed = rows, status, printed
         self.calls = []
 
-    def __call__(self, cmd, **kwargs):
-        results = cmd[cmd.index("--ppaux-results") + 1]
-        self.calls.append((cmd, kwargs, results, os.path.isdir(os.path.dirname(results))))
+    def __call__(self, argv):
+        results = argv[argv.index("--ppaux-results") + 1]
+        self.calls.append((argv, os.getcwd(), results, os.path.isdir(os.path.dirname(results))))
         Path(results).write_text("".join(json.dumps(r) + "\n" for r in self.rows))
-        return subprocess.CompletedProcess(cmd, self.returncode, self.stdout, self.stderr)
+        return self.status, self.printed
 
 
 def test_check_writes_both_reports_into_a_new_directory_and_prints_the_markdown(capsys, monkeypatch, tmp_path):
-    fake = FakePytest(ROWS, returncode=1)
-    monkeypatch.setattr(check.subprocess, "run", fake)
+    fake = FakePytest(ROWS, status=1)
+    monkeypatch.setattr(check, "run_suite", fake)
     out = tmp_path / "a" / "b"
     assert main(["check", "--marks", "contract", "--report", str(out)]) == 1
     printed = capsys.readouterr().out
@@ -152,53 +151,69 @@ def test_check_writes_both_reports_into_a_new_directory_and_prints_the_markdown(
     assert (out / "conformance.md").read_text() == GOLDEN.replace("`m`", f"`{DEFAULT_IMPL}`")
     assert printed == GOLDEN.replace("`m`", f"`{DEFAULT_IMPL}`") + "\n" + (
         f"report written to {out / 'conformance.md'}, {out / 'conformance.json'}\n")
-    ((cmd, kwargs, results, results_dir_existed),) = fake.calls
+    ((argv, cwd, results, results_dir_existed),) = fake.calls
     # The rows go through a private temporary directory that is gone afterwards, never the cwd.
     assert os.path.isabs(results) and results_dir_existed and not os.path.exists(os.path.dirname(results))
     assert os.path.basename(results) == "results.jsonl"
-    # The caller's directory stays the child's: an implementation module there must import.
-    assert kwargs == {"text": True, "capture_output": True}
-    assert "--ppaux-impl" not in cmd and "--junitxml" not in cmd
+    # The caller's directory stays the run's: an implementation module there must import.
+    assert cwd == os.getcwd()
+    assert "--ppaux-impl" not in argv and "--junitxml" not in argv
 
 
 def test_check_records_the_implementation_it_was_given_and_passes_it_resolved(capsys, monkeypatch, tmp_path):
     fake = FakePytest(ROWS[:1])
-    monkeypatch.setattr(check.subprocess, "run", fake)
+    monkeypatch.setattr(check, "run_suite", fake)
     monkeypatch.chdir(IMPLS.parent)
     spec = "impls/unstripped_names.py"
     assert main(["check", "--impl", spec, "--profile", "dev", "--tests", "round_trip", "--report", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "conformance.json").read_text())
     assert (report["implementation"], report["profile"], report["marks"]) == (spec, "dev", "contract or robustness")
-    ((cmd, _, _, _),) = fake.calls
-    assert cmd[cmd.index("--ppaux-impl") + 1] == str(IMPLS / "unstripped_names.py")
-    assert cmd[-2:] == ["-k", "round_trip"]
+    ((argv, _, _, _),) = fake.calls
+    assert argv[argv.index("--ppaux-impl") + 1] == str(IMPLS / "unstripped_names.py")
+    assert argv[-2:] == ["-k", "round_trip"]
     capsys.readouterr()
 
 
-def test_the_child_runs_the_installed_suite_under_an_empty_config_of_its_own(capsys, monkeypatch, tmp_path):
+def test_the_suite_runs_installed_under_an_empty_config_of_its_own(capsys, monkeypatch, tmp_path):
     """The caller's pytest config, addopts and conftest.py never reach the suite's run."""
     seen = []
 
-    def child(cmd, **kwargs):
-        ini = cmd[cmd.index("-c") + 1]
-        seen.append((Path(ini).read_text(), cmd))
-        return FakePytest(ROWS[:1])(cmd, **kwargs)
+    def suite(argv):
+        ini = argv[argv.index("-c") + 1]
+        seen.append((Path(ini).read_text(), argv))
+        return FakePytest(ROWS[:1])(argv)
 
-    monkeypatch.setattr(check.subprocess, "run", child)
+    monkeypatch.setattr(check, "run_suite", suite)
     junit = tmp_path / "j.xml"
     monkeypatch.chdir(tmp_path)
     assert main(["check", "--junit", "j.xml", "--report", "r"]) == 0
-    ((ini_text, cmd),) = seen
+    ((ini_text, argv),) = seen
     assert ini_text == "[pytest]\n"
-    assert cmd[:5] == [sys.executable, "-m", "pytest", "--pyargs", "ppaux.conformance"]
-    assert cmd[cmd.index("--rootdir") + 1] == str(check.ROOT)
-    assert cmd[cmd.index("--confcutdir") + 1] == str(check.ROOT / "ppaux" / "conformance")
-    assert cmd[cmd.index("--junitxml") + 1] == str(junit)
+    assert argv[:2] == ["--pyargs", "ppaux.conformance"]
+    assert argv[argv.index("--rootdir") + 1] == str(check.ROOT)
+    assert argv[argv.index("--confcutdir") + 1] == str(check.ROOT / "ppaux" / "conformance")
+    assert argv[argv.index("--junitxml") + 1] == str(junit)
     assert capsys.readouterr().out.endswith(f"report written to {Path('r') / 'conformance.md'}, {Path('r') / 'conformance.json'}, j.xml\n")
 
 
-def test_a_child_pytest_that_did_not_run_shows_the_tail_of_its_output(capsys, monkeypatch, tmp_path):
-    stdout, stderr = "o" + "x" * 4000, "e" + "y" * 4000
-    monkeypatch.setattr(check.subprocess, "run", FakePytest([], returncode=4, stdout=stdout, stderr=stderr))
+def test_a_suite_run_that_did_not_start_shows_the_tail_of_its_output(capsys, monkeypatch, tmp_path):
+    printed = "o" + "x" * 8000
+    monkeypatch.setattr(check, "run_suite", FakePytest([], status=4, printed=printed))
     assert main(["check", "--report", str(tmp_path)]) == 2
-    assert capsys.readouterr().err == "x" * 4000 + "y" * 4000 + "ppaux: error: the suite did not run (pytest exit 4)\n"
+    assert capsys.readouterr().err == "x" * 8000 + "ppaux: error: the suite did not run (pytest exit 4)\n"
+
+
+def test_a_module_in_the_current_directory_is_found_as_under_python_dash_m(capsys, monkeypatch, tmp_path):
+    """The console script's sys.path[0] is its bin directory: ``--impl mymodule`` must still find ./mymodule.py,
+    and the caller's sys.path is as it was afterwards."""
+    (tmp_path / "my_transport_here.py").write_text((IMPLS / "unstripped_names.py").read_text())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    before = list(sys.path)
+    fake = FakePytest(ROWS[:1])
+    monkeypatch.setattr(check, "run_suite", fake)
+    assert main(["check", "--impl", "my_transport_here", "--report", "r"]) == 0
+    ((argv, _, _, _),) = fake.calls
+    assert argv[argv.index("--ppaux-impl") + 1] == "my_transport_here"
+    assert sys.path == before
+    capsys.readouterr()

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import ppaux
 from ppaux.cli import check
@@ -70,11 +71,12 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     assert (code, out, err) == (2, "", message)
 
 
-def test_check_reports_a_pytest_that_did_not_run(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(check, "pytest_command", lambda *a: [sys.executable, "-c", "import sys; print('boom'); sys.exit(4)"])
-    code, _, err = run_cli(capsys, "check", "--report", str(tmp_path))
-    assert code == 2
-    assert err == "boom\nppaux: error: the suite did not run (pytest exit 4)\n"
+def test_check_reports_a_pytest_that_did_not_run_in_pytests_own_words(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(check, "pytest_args", lambda *a: ["--no-such-option"])
+    code, out, err = run_cli(capsys, "check", "--report", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err.endswith("ppaux: error: the suite did not run (pytest exit 4)\n")
+    assert "error: unrecognized arguments: --no-such-option\n" in err
 
 
 def test_python_dash_m_ppaux_runs_the_cli():
@@ -111,6 +113,20 @@ def test_check_fails_on_a_broken_implementation_with_its_counterexample(capsys, 
     assert "## Counterexamples" in out and test["blob"] in out
 
 
+def test_each_check_in_one_process_runs_under_its_own_profile_and_leaves_the_callers(capsys, tmp_path):
+    """A run under the mutation profile (no blob) must not decide the next run's settings, and the
+    caller's profile is the same afterwards."""
+    before = settings.get_current_profile_name()
+    broken = str(IMPLS / "unstripped_names.py")
+    assert main(["check", "--impl", broken, "--profile", "mutation", "--tests", "round_trip", "--report", str(tmp_path / "m")]) == 1
+    assert settings.get_current_profile_name() == before
+    assert main(["check", "--impl", broken, "--profile", "ci", "--tests", "round_trip", "--report", str(tmp_path / "c")]) == 1
+    capsys.readouterr()
+    (mutation_row,) = json.loads((tmp_path / "m" / "conformance.json").read_text())["clauses"][0]["tests"]
+    (ci_row,) = json.loads((tmp_path / "c" / "conformance.json").read_text())["clauses"][0]["tests"]
+    assert mutation_row["blob"] is None and ci_row["blob"].startswith("@reproduce_failure(")
+
+
 def test_report_with_no_tests_is_a_failure():
     report = check.build_report([], impl="x", profile="ci", marks="contract")
     assert report["verdict"] == "fail" and report["counts"] == {"passed": 0, "failed": 0, "skipped": 0}
@@ -123,12 +139,12 @@ def test_report_of_a_failure_without_example_or_blob_says_where_to_look():
     assert text.endswith(f"### add.6: `t.py::test_x`\n\nClause: {CLAUSES['add.6'].statement}\n\n\n\nError: `see the test output`\n")
 
 
-def test_pytest_command_selects_by_marks_and_optionally_by_name():
+def test_the_suites_run_selects_by_marks_and_optionally_by_name():
     args = argparse.Namespace(marks="contract", profile="ci", tests=None, junit=None)
-    cmd = check.pytest_command(args, "", "r.jsonl", "p.ini")
-    assert cmd[-6:] == ["-m", "contract", "--hypothesis-profile", "ci", "--ppaux-results", "r.jsonl"]
+    argv = check.pytest_args(args, "", "r.jsonl", "p.ini")
+    assert argv[-6:] == ["-m", "contract", "--hypothesis-profile", "ci", "--ppaux-results", "r.jsonl"]
     args.tests = "round_trip"
-    assert check.pytest_command(args, "m", "r.jsonl", "p.ini")[-4:] == ["--ppaux-impl", "m", "-k", "round_trip"]
+    assert check.pytest_args(args, "m", "r.jsonl", "p.ini")[-4:] == ["--ppaux-impl", "m", "-k", "round_trip"]
 
 
 def test_help_says_what_each_command_does(capsys):

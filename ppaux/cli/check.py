@@ -5,14 +5,18 @@ clause's statement, verdict, minimal example and reproduce blob."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
+
+import pytest
+from hypothesis import settings
 
 import ppaux.conformance as conformance
 from ppaux.cli.usage import UsageError
@@ -31,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", default="reports/out/conformance", metavar="DIR", help="where to write conformance.md and conformance.json")
     parser.add_argument("--marks", default="contract or robustness", metavar="EXPR", help="which tests (pytest -m expression; default: 'contract or robustness')")
     parser.add_argument("--tests", metavar="EXPR", help="narrow further by test name (pytest -k expression)")
-    parser.add_argument("--junit", metavar="PATH", help="also write the child run's JUnit XML there")
+    parser.add_argument("--junit", metavar="PATH", help="also write the suite run's JUnit XML there")
 
 
 def build_report(rows: List[Dict[str, Any]], *, impl: str, profile: str, marks: str) -> Dict[str, Any]:
@@ -86,12 +90,13 @@ def render_markdown(report: Dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def pytest_command(args: argparse.Namespace, spec: str, results: str, ini: str) -> List[str]:
-    """The child run: the installed suite, under an empty config of its own (the caller's
+def pytest_args(args: argparse.Namespace, spec: str, results: str, ini: str) -> List[str]:
+    """The suite's run: the installed suite, under an empty config of its own (the caller's
     pytest config and conftest.py are theirs, not the suite's)."""
-    cmd = [sys.executable, "-m", "pytest", "--pyargs", SUITE, "-q", "-p", "no:cacheprovider",
-           "-c", ini, "--rootdir", str(ROOT), "--confcutdir", str(ROOT / "ppaux" / "conformance"),
-           "-m", args.marks, "--hypothesis-profile", args.profile, "--ppaux-results", results]
+    # This process imported Hypothesis (and ppaux) before pytest could rewrite their asserts; the
+    # suite's own modules it imports afresh and rewrites, so the warning says nothing about the run.
+    cmd = ["--pyargs", SUITE, "-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
+           "-c", ini, "--rootdir", str(ROOT), "--confcutdir", str(ROOT / "ppaux" / "conformance"), "-m", args.marks, "--hypothesis-profile", args.profile, "--ppaux-results", results]
     if spec:
         cmd += ["--ppaux-impl", spec]
     if args.tests:
@@ -99,6 +104,30 @@ def pytest_command(args: argparse.Namespace, spec: str, results: str, ini: str) 
     if args.junit:
         cmd += ["--junitxml", str(Path(args.junit).resolve())]
     return cmd
+
+
+def run_suite(argv: List[str]) -> Tuple[int, str]:
+    """Run pytest on ``argv`` in this process, as ``python -m pytest`` would from the caller's
+    directory; return its exit status and everything it printed.
+
+    In process, because a second interpreter would import torch and Hypothesis again: a third of
+    the run on two cores. The caller keeps its Hypothesis profile (``--hypothesis-profile`` loads
+    one for the whole process) and its imports of the suite's modules.
+    """
+    profile = settings.get_current_profile_name()
+    # Hypothesis fixes a test's settings when its module is imported: every run imports the
+    # suite's modules afresh, under its own profile, and the caller gets its own modules back.
+    callers = {name: sys.modules.pop(name) for name in list(sys.modules) if name.startswith(SUITE + ".")}
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            status = pytest.main(argv)
+    finally:
+        settings.load_profile(profile)
+        for name in [name for name in sys.modules if name.startswith(SUITE + ".")]:
+            del sys.modules[name]
+        sys.modules.update(callers)
+    return int(status), printed.getvalue()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,13 +145,12 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         results, ini = os.path.join(tmp, "results.jsonl"), os.path.join(tmp, "pytest.ini")
         Path(ini).write_bytes(b"[pytest]\n")
-        # The caller's directory stays the working directory: their implementation module imports from it.
-        proc = subprocess.run(pytest_command(args, spec, results, ini), text=True, capture_output=True)
+        status, printed = run_suite(pytest_args(args, spec, results, ini))
         rows = [json.loads(line) for line in Path(results).read_text().splitlines()] if os.path.exists(results) else []
-    if proc.returncode not in (0, 1):
+    if status not in (0, 1):
         # Collection or usage failure inside pytest: show its own words, exit as a usage error.
-        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-        raise UsageError(f"the suite did not run (pytest exit {proc.returncode})")
+        sys.stderr.write(printed[-8000:])
+        raise UsageError(f"the suite did not run (pytest exit {status})")
     report = build_report(rows, impl=args.impl or DEFAULT_IMPL, profile=args.profile, marks=args.marks)
     (out / "conformance.json").write_text(json.dumps(report, indent=2) + "\n")
     markdown = render_markdown(report)

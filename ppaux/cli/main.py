@@ -7,6 +7,7 @@ bad input is one line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -41,6 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    # An implementation named as a module imports from the current directory first, as under
+    # `python -m ppaux` (the console script's own sys.path[0] is its bin directory).
+    path = list(sys.path)
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     try:
         args = build_parser().parse_args(argv)
         run: Any = args._run
@@ -48,3 +54,5 @@ def main(argv: Optional[List[str]] = None) -> int:
     except UsageError as exc:
         print(f"ppaux: error: {exc}" if not str(exc).startswith("ppaux") else f"{exc}", file=sys.stderr)
         return USAGE_ERROR
+    finally:
+        sys.path[:] = path

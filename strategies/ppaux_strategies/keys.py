@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, Optional
 
 import torch
@@ -34,6 +35,11 @@ def prefixes(*, sglang_only: bool = False) -> st.SearchStrategy[str]:
     Shrinks towards SGLang's prefix.
     """
     check_type(bool, sglang_only, "sglang_only")
+    return _prefixes(sglang_only)
+
+
+@functools.lru_cache(maxsize=None)
+def _prefixes(sglang_only: bool) -> st.SearchStrategy[str]:
     if sglang_only:
         return st.just(SGLANG_PREFIX)
     random = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8).map(
@@ -49,6 +55,11 @@ def aux_names(*, prefix: str = SGLANG_PREFIX) -> st.SearchStrategy[str]:
     Shrinks towards short ASCII names.
     """
     check_prefix(prefix)
+    return _aux_names(prefix)
+
+
+@functools.lru_cache(maxsize=256)
+def _aux_names(prefix: str) -> st.SearchStrategy[str]:
     tricky = st.sampled_from(
         ["scores", "top.k", " ", "é", "a b", prefix, prefix + "x", "x" + prefix, prefix.rstrip(".") or "p"]
     )
@@ -62,27 +73,36 @@ def near_prefix_keys(prefix: str) -> tuple:
     return tuple(sorted(k for k in candidates if k and not k.startswith(prefix)))
 
 
-def _ordinary_value(tensors: st.SearchStrategy[torch.Tensor]) -> st.SearchStrategy[Any]:
-    return st.one_of(tensors, st.none(), st.lists(st.integers(0, 9), max_size=3))
+NON_STR_KEYS = st.lists(st.one_of(st.integers(-3, 3), st.tuples(st.integers(0, 2)), st.none()), min_size=1, max_size=2, unique=True)
+MSG_TYPE_VALUES = st.sampled_from(MSG_TYPES)
 
 
-@st.composite
-def _transport_dict(draw, prefix, tensors, max_extra, aux, non_str_keys):
+# The tests build the same dicts strategy in every example, for that example's prefix: built once,
+# a strategy is validated once, and validating a tree of them costs more than drawing from it.
+@functools.lru_cache(maxsize=256)
+def _transport_dicts(prefix, tensors, max_extra, aux, non_str_keys):
     # A prefix like "next_" would claim SGLang's own key; fall back to another first letter.
     base = next(k for k in ("next_token_ids", "hidden_states", "logits") if not k.startswith(prefix))
-    items = [(base, draw(tensors))]
     extra_keys = SGLANG_TENSOR_KEYS + SGLANG_LIST_KEYS + near_prefix_keys(prefix)
-    extras = draw(st.lists(st.sampled_from(extra_keys), max_size=max_extra, unique=True))
-    items += [(k, draw(_ordinary_value(tensors))) for k in extras if not k.startswith(prefix)]
-    if draw(st.booleans()):
-        items.append(("__msg_type__", draw(st.sampled_from(MSG_TYPES))))
-    if aux:
-        names = draw(st.lists(aux_names(prefix=prefix), min_size=1, max_size=2, unique=True))
-        items += [(prefix + n, draw(tensors)) for n in names]
-    if non_str_keys:
-        keys = draw(st.lists(st.one_of(st.integers(-3, 3), st.tuples(st.integers(0, 2)), st.none()), min_size=1, max_size=2, unique=True))
-        items += [(k, draw(tensors)) for k in keys]
-    return dict(draw(st.permutations(items)))
+    extras_st = st.lists(st.sampled_from(extra_keys), max_size=max_extra, unique=True)
+    ordinary_value = st.one_of(tensors, st.none(), st.lists(st.integers(0, 9), max_size=3))
+    aux_names_st = st.lists(aux_names(prefix=prefix), min_size=1, max_size=2, unique=True)
+
+    @st.composite
+    def transport_dict(draw):
+        items = [(base, draw(tensors))]
+        extras = draw(extras_st)
+        items += [(k, draw(ordinary_value)) for k in extras if not k.startswith(prefix)]
+        if draw(st.booleans()):
+            items.append(("__msg_type__", draw(MSG_TYPE_VALUES)))
+        if aux:
+            items += [(prefix + n, draw(tensors)) for n in draw(aux_names_st)]
+        if non_str_keys:
+            items += [(k, draw(tensors)) for k in draw(NON_STR_KEYS)]
+        order = draw(st.permutations(range(len(items))))
+        return dict(items[i] for i in order)
+
+    return transport_dict()
 
 
 def transport_dicts(
@@ -111,4 +131,4 @@ def transport_dicts(
     if tensors is None:
         tensors = tensors_st(max_dims=2, max_side=3)
     check_type(st.SearchStrategy, tensors, "tensors")
-    return _transport_dict(prefix, tensors, max_extra, aux, non_str_keys)
+    return _transport_dicts(prefix, tensors, max_extra, aux, non_str_keys)

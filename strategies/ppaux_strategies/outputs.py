@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Sequence
+import functools
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import torch
 from hypothesis import strategies as st
@@ -36,23 +37,27 @@ def _checked(prefix: str, min_size: int, max_size: int, tensors: Optional[st.Sea
     return tensors
 
 
-def _malformed_payload(prefix: str, max_size: int, tensors: st.SearchStrategy, collide_with: Optional[Mapping[Any, Any]]) -> st.SearchStrategy[Any]:
+def _taken_names(prefix: str, collide_with: Optional[Mapping[Any, Any]]) -> Tuple[str, ...]:
+    """Names whose reserved key is already in the PP dict ``collide_with``."""
+    return tuple(k[len(prefix):] for k in collide_with or () if isinstance(k, str) and k.startswith(prefix) and len(k) > len(prefix))
+
+
+def _malformed_payload(prefix: str, max_size: int, tensors: st.SearchStrategy, taken: Tuple[str, ...]) -> st.SearchStrategy[Any]:
     """Valid items, then one defective item, then any items: every draw has a defect, and the
     valid items before it show whether add wrote anything before refusing."""
     names = aux_names(prefix=prefix)
     defects = [st.tuples(BAD_NAMES, st.one_of(tensors, NON_TENSORS)), st.tuples(names, NON_TENSORS)]
-    if collide_with:
+    if taken:
         # Names whose reserved key is already in the dict: A5 on add.
-        taken = [k[len(prefix):] for k in collide_with if isinstance(k, str) and k.startswith(prefix) and len(k) > len(prefix)]
-        if taken:
-            defects.append(st.tuples(st.sampled_from(taken), tensors))
+        defects.append(st.tuples(st.sampled_from(taken), tensors))
+    defect = st.one_of(defects)
     valid = st.lists(st.tuples(names, tensors), max_size=max_size - 1, unique_by=lambda item: item[0])
     anything = st.tuples(st.one_of(names, BAD_NAMES), st.one_of(tensors, NON_TENSORS))
 
     @st.composite
     def payload(draw: Any) -> Dict[Any, Any]:
         out = dict(draw(valid))
-        name, value = draw(st.one_of(defects))
+        name, value = draw(defect)
         # The defect always lands (replacing a valid item of the same name); later items never undo it.
         out[name] = value
         for name, value in draw(st.lists(anything, max_size=max_size - len(out))):
@@ -86,10 +91,16 @@ def aux_payloads(
     check_type(bool, valid, "valid")
     if collide_with is not None and not isinstance(collide_with, Mapping):
         raise InvalidArgument(f"collide_with={collide_with!r} must be a mapping (a PP dict)")
+    return _aux_payloads(prefix, valid, min_size, max_size, tensors, _taken_names(prefix, collide_with) if not valid else ())
+
+
+# Tests build these in every example, for its prefix and dict: built once, a strategy is validated once.
+@functools.lru_cache(maxsize=256)
+def _aux_payloads(prefix: str, valid: bool, min_size: int, max_size: int, tensors: st.SearchStrategy, taken: Tuple[str, ...]) -> st.SearchStrategy[Any]:
     good = st.dictionaries(aux_names(prefix=prefix), tensors, min_size=min_size, max_size=max_size)
     if valid:
         return good
-    return st.one_of(st.just({}), st.none(), _malformed_payload(prefix, max_size, tensors, collide_with), good)
+    return st.one_of(st.just({}), st.none(), _malformed_payload(prefix, max_size, tensors, taken), good)
 
 
 def aux_outputs(
@@ -111,7 +122,11 @@ def aux_outputs(
     Shrinks towards a valid one-tensor output.
     """
     check_type(bool, allow_none, "allow_none")
-    payloads = aux_payloads(prefix=prefix, valid=valid, min_size=min_size, max_size=max_size, tensors=tensors, collide_with=collide_with)
+    return _aux_outputs(aux_payloads(prefix=prefix, valid=valid, min_size=min_size, max_size=max_size, tensors=tensors, collide_with=collide_with), valid, allow_none)
+
+
+@functools.lru_cache(maxsize=256)
+def _aux_outputs(payloads: st.SearchStrategy[Any], valid: bool, allow_none: bool) -> st.SearchStrategy[Any]:
     outputs = payloads.map(PPOutput)
     if not valid:
         outputs = st.one_of(outputs, st.builds(NotPPOutput), st.builds(RaisingPPOutput))
@@ -130,6 +145,11 @@ def observers(*, modes: Sequence[str] = OBSERVER_MODES, allow_none: bool = True,
     modes = tuple(modes)
     if not modes or any(m not in OBSERVER_MODES for m in modes):
         raise InvalidArgument(f"modes={modes!r} must be a non-empty selection of {OBSERVER_MODES!r}")
+    return _observers(modes, allow_none, allow_not_pp)
+
+
+@functools.lru_cache(maxsize=None)
+def _observers(modes: Tuple[str, ...], allow_none: bool, allow_not_pp: bool) -> st.SearchStrategy[Any]:
     choices = [st.sampled_from(modes).map(RecordingObserver)]
     if allow_none:
         choices.append(st.none())

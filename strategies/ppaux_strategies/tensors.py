@@ -43,6 +43,11 @@ def devices(*, include_meta: bool = False) -> st.SearchStrategy[torch.device]:
     Shrinks towards ``cpu``.
     """
     check_type(bool, include_meta, "include_meta")
+    return _devices(include_meta)
+
+
+@functools.lru_cache(maxsize=None)
+def _devices(include_meta: bool) -> st.SearchStrategy[torch.device]:
     return st.sampled_from([torch.device(d) for d in visible_devices(include_meta=include_meta)])
 
 
@@ -66,7 +71,12 @@ def dtypes(*, device: torch.device | str = "cpu") -> st.SearchStrategy[torch.dty
     Shrinks towards ``torch.float32``.
     """
     check_type((str, torch.device), device, "device")
-    return st.sampled_from(supported_dtypes(str(torch.device(device))))
+    return _dtypes(str(torch.device(device)))
+
+
+@functools.lru_cache(maxsize=None)
+def _dtypes(device: str) -> st.SearchStrategy[torch.dtype]:
+    return st.sampled_from(supported_dtypes(device))
 
 
 def shapes(*, min_dims: int = 0, max_dims: int = 3, min_side: int = 0, max_side: int = 4) -> st.SearchStrategy[Tuple[int, ...]]:
@@ -80,8 +90,12 @@ def shapes(*, min_dims: int = 0, max_dims: int = 3, min_side: int = 0, max_side:
     check_range(min_side, "min_side", low=0)
     check_range(max_side, "max_side", low=0)
     check_order(min_side, max_side, "min_side", "max_side")
-    side = st.integers(min_side, max_side)
-    return st.lists(side, min_size=min_dims, max_size=max_dims).map(tuple)
+    return _shapes(min_dims, max_dims, min_side, max_side)
+
+
+@functools.lru_cache(maxsize=None)
+def _shapes(min_dims: int, max_dims: int, min_side: int, max_side: int) -> st.SearchStrategy[Tuple[int, ...]]:
+    return st.lists(st.integers(min_side, max_side), min_size=min_dims, max_size=max_dims).map(tuple)
 
 
 VIEWS = ("contiguous", "transpose", "step_slice", "expand", "size1_stride")
@@ -121,13 +135,16 @@ def _as_view(t: torch.Tensor, view: str) -> torch.Tensor:
     return t
 
 
+SEEDS = st.none() | st.integers(0, 2**32 - 1)
+
+
 @st.composite
-def _tensor(draw, dtype_st, shape_st, device_st, views, fill):
+def _tensor(draw, dtype_st, shape_st, device_st, view_st, fill):
     device = draw(device_st)
     dtype = draw(dtype_st(device))
     shape = draw(shape_st(device))
-    seed = draw(st.none() | st.integers(0, 2**32 - 1)) if fill else None
-    view = draw(st.sampled_from(views))
+    seed = draw(SEEDS) if fill else None
+    view = draw(view_st)
     return _as_view(_filled(shape, dtype, device, seed), view)
 
 
@@ -170,12 +187,22 @@ def tensors(
         raise InvalidArgument(f"views={views!r} must be a non-empty selection of {VIEWS!r}")
     if device is not None:
         check_type((str, torch.device), device, "device")
-        device_st = st.just(torch.device(device))
-    else:
-        device_st = devices(include_meta=include_meta)
+        device = torch.device(device)
+    # Tests build the same tensors() in every example: a strategy built once is validated once.
+    return _tensors(dtype, shape, device, include_meta, views, max_dims, max_side, fill)
+
+
+@functools.lru_cache(maxsize=None)
+def _tensors(
+    dtype: Optional[torch.dtype], shape: Optional[Tuple[int, ...]], device: Optional[torch.device],
+    include_meta: bool, views: Tuple[str, ...], max_dims: int, max_side: int, fill: bool,
+) -> st.SearchStrategy[torch.Tensor]:
+    device_st = st.just(device) if device is not None else devices(include_meta=include_meta)
+
+    pinned_dtype = st.just(dtype)
 
     def dtype_st(dev: torch.device):
-        return st.just(dtype) if dtype is not None else dtypes(device=dev)
+        return pinned_dtype if dtype is not None else dtypes(device=dev)
 
     small = st.just(shape) if shape is not None else shapes(max_dims=max_dims, max_side=max_side)
     # Only meta has no storage, so only meta gets shapes far larger than memory.
@@ -184,7 +211,7 @@ def tensors(
     def shape_st(dev: torch.device):
         return huge if dev.type == "meta" else small
 
-    return _tensor(dtype_st, shape_st, device_st, views, fill)
+    return _tensor(dtype_st, shape_st, device_st, st.sampled_from(views), fill)
 
 
 def tensors_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
