@@ -21,7 +21,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ppaux.testing.mutation import MutmutProject, Progress, is_killed, module_of, mutmut_table, select, verdicts
+from ppaux.testing.mutation import MUTANT_PYTEST_ARGS, MutmutProject, Progress, is_killed, module_of, mutmut_table, select, verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 CLEAN_RUN_FAILED = "Failed to run clean test"
@@ -133,9 +133,11 @@ def project(scope: Scope, dest: Path) -> MutmutProject:
     config = {
         "source_paths": ["ppaux/"],
         "only_mutate": list(scope.mutate),
-        "do_not_mutate": ["ppaux/conformance/*"],
+        # The plugin that orders and freezes mutmut's own test runs: a mutant of it changes how
+        # long a run takes, never a verdict.
+        "do_not_mutate": ["ppaux/conformance/*", "ppaux/testing/mutant_runs.py"],
         "also_copy": [n + ("/" if (ROOT / n).is_dir() else "") for n in COPIED if n not in ("ppaux", "pyproject.toml")],
-        "pytest_add_cli_args": list(PYTEST_ARGS),
+        "pytest_add_cli_args": [*MUTANT_PYTEST_ARGS, *PYTEST_ARGS],
         "pytest_add_cli_args_test_selection": list(scope.tests),
         # Fork every mutant from a server that has already imported torch and collected the suite:
         # forking from mutmut's own process re-imports torch and every test module per mutant (~2 s each).

@@ -254,7 +254,8 @@ def test_the_scratch_project_carries_the_scopes_mutmut_table(tmp_path):
 
     mutation.project(SCOPES["contract"], tmp_path)
     table = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["mutmut"]
-    assert table["only_mutate"] == list(mutation.CONTRACT_MODULES) and table["do_not_mutate"] == ["ppaux/conformance/*"]
+    assert table["only_mutate"] == list(mutation.CONTRACT_MODULES)
+    assert table["do_not_mutate"] == ["ppaux/conformance/*", "ppaux/testing/mutant_runs.py"]
     assert table["pytest_add_cli_args_test_selection"] == list(SCOPES["contract"].tests)
     assert all((tmp_path / path.rstrip("/")).exists() for path in table["also_copy"])
     assert (tmp_path / "ppaux" / "core" / "transport.py").read_bytes() == (ROOT / "ppaux" / "core" / "transport.py").read_bytes()

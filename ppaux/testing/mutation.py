@@ -33,6 +33,11 @@ KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 # mutmut files any exit code it has no name for as "suspicious", SIGABRT included: read the code.
 SUSPICIOUS = "suspicious"
 CRASHED = "crashed"
+# Every test run of a mutation run: the cheapest tests first and the collected suite frozen for
+# the garbage collector (ppaux.testing.mutant_runs). pytest's unraisable-exception plugin runs
+# gc.collect() as each session ends, a quarter of a second in a child forked from a server that
+# holds torch and the collected suite; the warning it gives kills no mutant.
+MUTANT_PYTEST_ARGS = ("-p", "ppaux.testing.mutant_runs", "-p", "no:unraisableexception")
 _RESULT_LINE = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+?)\s*$")
 # mutmut's progress line: "⠹ 44/53  🎉 44 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0".
 _PROGRESS = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+)\s+🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)")
@@ -325,7 +330,7 @@ def write_config(target: Target, root: Path, *, pytest_args: Sequence[str]) -> N
     config = {
         "source_paths": [target.module.split(".")[0] + ("" if target.packages else ".py")],
         "only_mutate": [target.relative_path.as_posix()],
-        "pytest_add_cli_args": list(pytest_args),
+        "pytest_add_cli_args": [*MUTANT_PYTEST_ARGS, *pytest_args],
         "pytest_add_cli_args_test_selection": ["tests/"],
         # Fork each mutant from a server that has already imported torch and collected the suite.
         "process_isolation": "forkserver",

@@ -1,0 +1,80 @@
+"""The plugin of mutation runs' test runs: the first run records durations, later runs go cheapest
+first, and the collected suite is frozen for the garbage collector. Which tests run never changes."""
+
+from __future__ import annotations
+
+import gc
+import json
+
+import pytest
+
+from ppaux.testing.mutant_runs import DURATIONS
+
+PLUGIN = ("-p", "ppaux.testing.mutant_runs", "-p", "no:cacheprovider")
+
+# Each test appends its name to order.txt, so the run's order can be read back.
+TESTS = '''
+import time
+from pathlib import Path
+
+def _ran(name):
+    with open(Path(__file__).parent / "order.txt", "a") as f:
+        f.write(name + "\\n")
+
+def test_slow():
+    _ran("slow")
+    time.sleep(0.2)
+
+def test_quick():
+    _ran("quick")
+
+def test_failing():
+    _ran("failing")
+    assert False
+'''
+
+
+@pytest.fixture
+def thawed():
+    """A nested run freezes this process's objects too: give them back to the collector afterwards."""
+    yield
+    gc.unfreeze()
+
+
+def _order(pytester) -> list:
+    order = (pytester.path / "order.txt").read_text().split()
+    (pytester.path / "order.txt").unlink()
+    return order
+
+
+def test_the_first_run_records_each_tests_duration_and_keeps_the_order(pytester, thawed):
+    pytester.makepyfile(test_demo=TESTS)
+    pytester.runpytest_inprocess(*PLUGIN).assert_outcomes(passed=2, failed=1)
+    assert _order(pytester) == ["slow", "quick", "failing"]
+    seconds = json.loads((pytester.path / DURATIONS).read_text())
+    assert sorted(seconds) == ["test_demo.py::test_failing", "test_demo.py::test_quick", "test_demo.py::test_slow"]
+    assert seconds["test_demo.py::test_slow"] >= 0.2 > seconds["test_demo.py::test_quick"]
+
+
+def test_later_runs_go_cheapest_first_with_unrecorded_tests_last_and_never_rewrite_the_record(pytester, thawed):
+    pytester.makepyfile(test_demo=TESTS)
+    recorded = {"test_demo.py::test_slow": 2.0, "test_demo.py::test_failing": 0.5}
+    (pytester.path / DURATIONS).write_text(json.dumps(recorded))
+    pytester.runpytest_inprocess(*PLUGIN).assert_outcomes(passed=2, failed=1)
+    assert _order(pytester) == ["failing", "slow", "quick"]
+    # -x, as mutmut runs a mutant: the cheapest failing test ends the run before the others.
+    pytester.runpytest_inprocess(*PLUGIN, "-x").assert_outcomes(failed=1)
+    assert _order(pytester) == ["failing"]
+    assert json.loads((pytester.path / DURATIONS).read_text()) == recorded
+
+
+def test_a_run_that_runs_no_test_records_nothing(pytester, thawed):
+    pytester.makepyfile(test_demo=TESTS)
+    pytester.runpytest_inprocess(*PLUGIN, "--collect-only")
+    assert not (pytester.path / DURATIONS).exists()
+
+
+def test_the_collected_suite_is_frozen_for_the_garbage_collector(pytester, thawed):
+    pytester.makepyfile(test_frozen="import gc\n\ndef test_frozen():\n    assert gc.get_freeze_count() > 0\n")
+    gc.unfreeze()
+    pytester.runpytest_inprocess(*PLUGIN).assert_outcomes(passed=1)
