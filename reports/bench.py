@@ -7,6 +7,8 @@
    0.5.23, when it can be had), and raw gloo send/recv of the same tensor, on the same ranks;
    the goal is at least 0.9x raw throughput from 1 MB up.
 3. the extra cost of integrity mode: add+pop in process, and the gloo relay with the manifest.
+4. the wall time of the main job, ``ppaux check`` on the reference in a fresh interpreter (the
+   goal: at most 15 s on 2 cores).
 
 Numbers are medians of repeated runs on whatever machine runs this; nothing here is asserted.
 """
@@ -18,6 +20,9 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from typing import Any, Callable, Dict, List
 
@@ -185,6 +190,20 @@ def bench_gloo(repeat: int) -> List[Dict[str, Any]]:
     return rows
 
 
+def bench_check(runs: int) -> List[Dict[str, Any]]:
+    """``python -m ppaux check`` on the reference, from a fresh interpreter to its exit."""
+    seconds = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as report:
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "ppaux", "check", "--report", report], check=True, capture_output=True)
+            seconds.append(time.perf_counter() - start)
+    # Without a bytecode cache, every import compiles its module again (this figure's worst case).
+    cache = "off" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
+    return [{"command": "ppaux check (reference, profile ci)", "runs": runs, "median s": statistics.median(seconds),
+             "min s": min(seconds), "max s": max(seconds), "bytecode cache": cache}]
+
+
 def _table(rows: List[Dict[str, Any]]) -> str:
     keys = list(rows[0])
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
@@ -196,6 +215,7 @@ def _table(rows: List[Dict[str, Any]]) -> str:
 def main(argv: Any = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement; the median is kept (default 5)")
+    parser.add_argument("--check-runs", type=int, default=1, help="runs of ppaux check to time (default 1; the median is kept)")
     parser.add_argument("--out", default=OUT, help=f"output directory (default {OUT})")
     args = parser.parse_args(argv)
     results = {
@@ -203,6 +223,7 @@ def main(argv: Any = None) -> int:
         "add_pop": bench_add_pop(args.repeat),
         "integrity_in_process": bench_integrity_in_process(args.repeat),
         "gloo_relay": bench_gloo(args.repeat),
+        "check": bench_check(args.check_runs),
     }
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench.json"), "w", encoding="utf-8") as fh:
@@ -217,6 +238,8 @@ def main(argv: Any = None) -> int:
             _table(results["integrity_in_process"]),
             "### gloo relay: ppaux's model (relay), SGLang's own code (sglang), raw gloo send/recv (one aux tensor per dict, 2 processes on 127.0.0.1)",
             _table(results["gloo_relay"]),
+            "### The main job: `ppaux check` on the reference, wall time from a fresh interpreter (goal: at most 15 s on 2 cores)",
+            _table(results["check"]),
         ]
     ) + "\n"
     with open(os.path.join(args.out, "bench.md"), "w", encoding="utf-8") as fh:
