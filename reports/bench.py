@@ -192,16 +192,12 @@ def bench_gloo(repeat: int) -> List[Dict[str, Any]]:
 
 def bench_check(runs: int) -> List[Dict[str, Any]]:
     """``python -m ppaux check`` on the reference, from a fresh interpreter to its exit."""
-    seconds = []
-    for _ in range(runs):
-        with tempfile.TemporaryDirectory() as report:
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "ppaux", "check", "--report", report], check=True, capture_output=True)
-            seconds.append(time.perf_counter() - start)
+    with tempfile.TemporaryDirectory() as report:
+        cmd = [sys.executable, "-m", "ppaux", "check", "--report", report]
+        seconds = _median_seconds(lambda: subprocess.run(cmd, check=True, capture_output=True), repeat=runs, number=1)
     # Without a bytecode cache, every import compiles its module again (this figure's worst case).
     cache = "off" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
-    return [{"command": "ppaux check (reference, profile ci)", "runs": runs, "median s": statistics.median(seconds),
-             "min s": min(seconds), "max s": max(seconds), "bytecode cache": cache}]
+    return [{"command": "ppaux check (reference, profile ci)", "runs": runs, "median s": seconds, "bytecode cache": cache}]
 
 
 def _table(rows: List[Dict[str, Any]]) -> str:

@@ -96,7 +96,8 @@ def pytest_args(args: argparse.Namespace, spec: str, results: str, ini: str) -> 
     # This process imported Hypothesis (and ppaux) before pytest could rewrite their asserts; the
     # suite's own modules it imports afresh and rewrites, so the warning says nothing about the run.
     cmd = ["--pyargs", SUITE, "-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
-           "-c", ini, "--rootdir", str(ROOT), "--confcutdir", str(ROOT / "ppaux" / "conformance"), "-m", args.marks, "--hypothesis-profile", args.profile, "--ppaux-results", results]
+           "-c", ini, "--rootdir", str(ROOT), "--confcutdir", str(ROOT / "ppaux" / "conformance"),
+           "-m", args.marks, "--hypothesis-profile", args.profile, "--ppaux-results", results]
     if spec:
         cmd += ["--ppaux-impl", spec]
     if args.tests:
@@ -104,6 +105,10 @@ def pytest_args(args: argparse.Namespace, spec: str, results: str, ini: str) -> 
     if args.junit:
         cmd += ["--junitxml", str(Path(args.junit).resolve())]
     return cmd
+
+
+def _suite_modules() -> List[str]:
+    return [name for name in sys.modules if name.startswith(SUITE + ".")]
 
 
 def run_suite(argv: List[str]) -> Tuple[int, str]:
@@ -117,14 +122,14 @@ def run_suite(argv: List[str]) -> Tuple[int, str]:
     profile = settings.get_current_profile_name()
     # Hypothesis fixes a test's settings when its module is imported: every run imports the
     # suite's modules afresh, under its own profile, and the caller gets its own modules back.
-    callers = {name: sys.modules.pop(name) for name in list(sys.modules) if name.startswith(SUITE + ".")}
+    callers = {name: sys.modules.pop(name) for name in _suite_modules()}
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             status = pytest.main(argv)
     finally:
         settings.load_profile(profile)
-        for name in [name for name in sys.modules if name.startswith(SUITE + ".")]:
+        for name in _suite_modules():
             del sys.modules[name]
         sys.modules.update(callers)
     return int(status), printed.getvalue()
