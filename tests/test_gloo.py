@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import tempfile
 import threading
 import time
 
@@ -186,10 +185,10 @@ def _run_in_threads(fn, n, limit=20.0):
     assert not any(t.is_alive() for t in threads), f"ranks still running after {limit} s"
 
 
-def test_rank_code_in_threads_sends_and_receives_through_real_gloo_groups(monkeypatch):
+def test_rank_code_in_threads_sends_and_receives_through_real_gloo_groups(monkeypatch, tmp_path):
     """rank_main, serve and the gloo channel run in threads of this process (for coverage): a
     parent drives two ranks over pipes exactly as it drives worker processes."""
-    store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+    store = str(tmp_path / "store")
     pipes = [multiprocessing.Pipe() for _ in range(4)]
     # Daemon threads, and replies awaited only while their rank lives: a rank that fails fails
     # the test at once instead of leaving its peers blocked in gloo.
@@ -231,8 +230,8 @@ def _read_mark(ctx):
     return ctx.mark
 
 
-def test_an_extension_is_set_up_on_every_rank_before_it_serves():
-    store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+def test_an_extension_is_set_up_on_every_rank_before_it_serves(tmp_path):
+    store = str(tmp_path / "store")
     pipes = [multiprocessing.Pipe() for _ in range(2)]
     threads = [threading.Thread(target=gloo.rank_main, args=(r, 2, store, 1, 10.0, pipes[r][1], (_mark, (f"set on {r}",))), daemon=True)
                for r in range(2)]
@@ -343,13 +342,13 @@ def test_read_reply_tells_working_answered_and_dead_ranks_apart():
     assert gloo.read_reply(_Conn(False), _Proc(False, 1)) == gloo.Outcome("died", exitcode=1)
 
 
-def test_pipeline_ranks_in_threads_over_real_gloo_groups():
+def test_pipeline_ranks_in_threads_over_real_gloo_groups(tmp_path):
     """The pipeline's rank function in threads of this process over real gloo groups (no
     all-gather, no loopback stall detector): the same code the worker processes run."""
     from ppaux.relay.pipeline import PipelineConfig, Plan, Stage, run_rank
     from ppaux_strategies import RecordingObserver
 
-    store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+    store = str(tmp_path / "store")
     config = PipelineConfig([Stage(observer=RecordingObserver()), Stage()], outputs=[{"s": torch.arange(3.0)}])
     reports = {}
 
@@ -389,8 +388,8 @@ def test_gloo_channel_routes_each_group_name_to_its_own_process_group():
     assert all(len(ts) == 1 and ts[0] is t for _, _, ts, _, _ in log)
 
 
-def test_contexts_join_cpu_device_and_consecutive_all_gather_groups():
-    store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+def test_contexts_join_cpu_device_and_consecutive_all_gather_groups(tmp_path):
+    store = str(tmp_path / "store")
     got = {}
 
     def rank(r):
@@ -407,10 +406,10 @@ def test_contexts_join_cpu_device_and_consecutive_all_gather_groups():
     assert got == {0: (0, 0, 2, [0, 1], 10), 1: (1, 1, 2, [0, 1], 0), 2: (2, 0, 2, [2, 3], 30), 3: (3, 1, 2, [2, 3], 20)}
 
 
-def test_the_all_gather_group_gathers_complex_tensors_as_torch_distributed_does():
+def test_the_all_gather_group_gathers_complex_tensors_as_torch_distributed_does(tmp_path):
     """gloo itself refuses complex ("Invalid scalar type"); torch.distributed.all_gather, which
     SGLang's all-gather is, gathers them, and so must the model."""
-    store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+    store = str(tmp_path / "store")
     got = {}
 
     def rank(r):
@@ -422,12 +421,12 @@ def test_the_all_gather_group_gathers_complex_tensors_as_torch_distributed_does(
     assert all(t.dtype == torch.complex64 and torch.equal(t, want) for t in got.values()), got
 
 
-def test_contexts_without_all_gather_and_a_rendezvous_that_times_out():
-    store = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+def test_contexts_without_all_gather_and_a_rendezvous_that_times_out(tmp_path):
+    store = str(tmp_path / "store")
     gathers = {}
     _run_in_threads(lambda r: gathers.__setitem__(r, gloo.make_context(r, 2, store, 1, 10.0).all_gather), 2)
     assert gathers == {0: None, 1: None}
-    lonely = os.path.join(tempfile.mkdtemp(prefix="ppaux-test-"), "store")
+    lonely = str(tmp_path / "lonely")
     with pytest.raises(RuntimeError):
         gloo.make_context(0, 2, lonely, 1, 0.2)  # rank 1 never comes: gloo gives up after the timeout
 
