@@ -1,9 +1,10 @@
-"""``python -m reports build|mutation``: exit 0 = fine, 1 = below the gate / failed, 2 = usage error."""
+"""``python -m reports build|mutation|cli-reference``: exit 0 = fine, 1 = below the gate / failed, 2 = usage error."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import List, Optional
 
 from ppaux.cli.usage import OneLineParser, UsageError
@@ -23,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--max-children", type=int, default=None, metavar="N", help="mutmut worker processes (default: CPU count)")
     m.add_argument("--only", action="append", default=[], metavar="PATTERN",
                    help="mutate only these mutants (fnmatch, e.g. 'ppaux.core.transport*'; repeatable); the score covers them alone")
+    c = sub.add_parser("cli-reference", help="write docs/cli.md: every ppaux command's --help, rendered from its parser")
+    c.add_argument("--page", default="docs/cli.md", metavar="FILE", help="the page to write (default docs/cli.md)")
     return parser
 
 
@@ -32,6 +35,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     except UsageError as exc:
         print(f"reports: error: {exc}", file=sys.stderr)
         return 2
+    if args.command == "cli-reference":
+        from reports.cli_reference import write
+
+        print(f"reports: wrote {write(Path(args.page))}")
+        return 0
     if args.command == "build":
         from reports.build import build
 

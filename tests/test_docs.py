@@ -11,6 +11,7 @@ import pytest
 
 from ppaux.conformance import test_add, test_pop, test_properties, test_robustness, test_sglang_cases, test_stateful
 from ppaux.core.clauses import CLAUSES, markdown_table
+from reports import cli_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -49,6 +50,25 @@ def test_the_readme_is_a_front_door():
 def test_the_clause_table_is_generated_from_the_clauses():
     assert markdown_table() in (ROOT / "docs" / "contract.md").read_text(encoding="utf-8"), \
         "docs/contract.md's clause table is stale: paste `ppaux clauses --markdown`"
+
+
+def test_the_command_reference_is_what_the_console_script_prints():
+    """docs/cli.md is every command's --help; an option, a default or a word changed in the parser
+    and not in the page (or the other way round) leaves the page telling users something false."""
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    rendered_by = re.search(r"Python (\d+\.\d+)'s argparse", page)[1]
+    if rendered_by != cli_reference.python_version():
+        pytest.skip(f"docs/cli.md was rendered by Python {rendered_by}'s argparse, whose layout differs from this Python's")
+    assert page == cli_reference.render(), "docs/cli.md is stale: run `python -m reports cli-reference`"
+
+
+def test_the_command_reference_is_written_where_asked(tmp_path, capsys):
+    from reports.__main__ import main
+
+    page = tmp_path / "cli.md"
+    assert main(["cli-reference", "--page", str(page)]) == 0
+    assert capsys.readouterr().out == f"reports: wrote {page}\n"
+    assert page.read_text(encoding="utf-8") == cli_reference.render()
 
 
 def _clause_marks():

@@ -1,0 +1,62 @@
+"""``docs/cli.md``: every ``ppaux`` command's ``--help``, rendered from the parser itself, so the
+page cannot drift from what the console script says (``tests/test_docs.py`` compares them)."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from contextlib import contextmanager, redirect_stdout, suppress
+from pathlib import Path
+from typing import Iterator, List
+
+from ppaux.cli.main import SUBCOMMANDS, build_parser
+
+# argparse wraps to the terminal's width and, from Python 3.14, colours a terminal's help.
+PLAIN_TERMINAL = {"COLUMNS": "100", "NO_COLOR": "1", "PYTHON_COLORS": "0"}
+
+
+def python_version() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+@contextmanager
+
+
+def _plain_terminal() -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in PLAIN_TERMINAL}
+    os.environ.update(PLAIN_TERMINAL)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _help(argv: List[str]) -> str:
+    """What ``ppaux ARGV --help`` prints (argparse prints it, then exits 0)."""
+    out = io.StringIO()
+    with redirect_stdout(out), suppress(SystemExit):
+        build_parser().parse_args([*argv, "--help"])
+    return out.getvalue()
+
+
+def render() -> str:
+    with _plain_terminal():
+        blocks = [("ppaux", _help([]))] + [(f"ppaux {name}", _help([name])) for name in SUBCOMMANDS]
+    lines = ["# Command reference", "",
+             f"What each `ppaux` command prints for `--help`, rendered from its parser (Python {python_version()}'s "
+             "argparse, 100 columns) by `python -m reports cli-reference`; a test fails when this page and the "
+             "console script disagree.", ""]
+    lines += [f"- [`{title}`](#{title.replace(' ', '-')})" for title, _ in blocks]
+    for title, text in blocks:
+        lines += ["", f"## {title}", "", "```text", text.rstrip("\n"), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def write(page: Path) -> Path:
+    page.write_text(render(), encoding="utf-8")
+    return page
