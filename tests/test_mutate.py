@@ -229,14 +229,75 @@ def test_the_report_puts_the_suite_and_the_baseline_side_by_side(monkeypatch):
                                  {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"}, 12.5)
     assert (report["total"], report["equivalent"], report["killed"], report["score"], report["passes"]) == (4, 1, 2, 66.67, False)
     assert report["baseline"]["side_by_side"] == {"both": 1, "only ppaux": 1, "only the baseline": 1, "neither": 1}
-    assert report["baseline"]["score"] == 50.0 and report["stale_equivalents"] == ["m.x_f__mutmut_1"]
+    # The judged-equivalent mutant counts in neither score: the baseline kills 2 of the other 3.
+    assert report["baseline"]["score"] == 66.67 and report["stale_equivalents"] == ["m.x_f__mutmut_1"]
     shown = {m["mutant"]: m for m in report["mutants"] if "diff" in m}
     assert sorted(shown) == ["m.x_f__mutmut_2", "m.x_f__mutmut_3", "m.x_f__mutmut_4"]
     assert shown["m.x_f__mutmut_2"]["line"] == "return 1 -> return 2"
-    text = mutate.render_markdown(report)
-    assert "| only the baseline | 1 |" in text and "(survives ppaux's suite, killed by the baseline)" in text
-    assert "Judged equivalent: no caller sees it" in text and "- `m.x_f__mutmut_1`" in text
-    assert "left out of the kill set (robustness tests that fail on the unmutated module): `t::robust`" in text
+
+
+def test_the_markdown_report_reads_as_a_whole(monkeypatch):
+    """What a maintainer reads in mutate.md: the score without the judged-equivalent mutant, the
+    baseline's score over the same mutants, the table, each survivor with the line it changes."""
+    monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
+    diffs = {n: f"-    return {i}\n+    return {i + 1}\n" for i, n in enumerate(SUITE)}
+    report = mutate.build_report(_args(tests="p4"), Target("m", Path("m.py")), SUITE, BASELINE_RESULTS, diffs,
+                                 {"passed": ["t::a", "t::b"], "left_out": ["t::robust"]},
+                                 {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"}, 12.5)
+    assert mutate.render_markdown(report) == textwrap.dedent("""\
+        # Mutation testing: `m.py`
+
+        - ppaux's conformance suite: **66.67%** (2/3 mutants killed; 1 judged equivalent); gate 100.0%: **FAIL**
+        - module `m`, mutmut 3.8.1, profile `mutation`, tests `contract` and `-k p4`: 2 tests; wall time 12.5 s
+        - verdicts: survived 2, killed 1, timeout 1
+        - left out of the kill set (robustness tests that fail on the unmutated module): `t::robust`
+
+        ## Side by side with `pytest t.py`
+
+        | killed by | mutants |
+        | --- | --- |
+        | both | 1 |
+        | only ppaux | 1 |
+        | only the baseline | 1 |
+        | neither | 1 |
+
+        ppaux's suite 66.67%, the baseline 66.67% of 3 mutants (1 judged equivalent left out).
+
+        ## Survivors
+
+        ### `m.x_f__mutmut_2` (survives ppaux's suite, killed by the baseline)
+
+        Changes `return 1 -> return 2`
+
+        ```diff
+        -    return 1
+        +    return 2
+        ```
+
+        ### `m.x_f__mutmut_3` (killed by ppaux's suite, survives the baseline)
+
+        Changes `return 2 -> return 3`
+
+        ```diff
+        -    return 2
+        +    return 3
+        ```
+
+        ### `m.x_f__mutmut_4` (survives ppaux's suite, survives the baseline)
+
+        Judged equivalent: no caller sees it
+
+        Changes `return 3 -> return 4`
+
+        ```diff
+        -    return 3
+        +    return 4
+        ```
+
+        ## Stale equivalence entries (killed, or no such mutant)
+
+        - `m.x_f__mutmut_1`
+        """)
 
 
 def test_a_report_without_survivors_says_so():

@@ -171,8 +171,10 @@ def build_report(args: argparse.Namespace, target: Target, suite: Dict[str, str]
         only_ppaux = [m for m in mutants if is_killed(m["suite"]) and m["baseline"] == "survived"]
         only_baseline = [m for m in mutants if not is_killed(m["suite"]) and m["baseline"] != "survived"]
         neither = [m for m in mutants if not is_killed(m["suite"]) and m["baseline"] == "survived"]
-        report["baseline"] = {"command": args.baseline, "killed": len(both) + len(only_baseline),
-                              "score": round(100.0 * (len(both) + len(only_baseline)) / len(mutants), 2) if mutants else 100.0,
+        # Over the same mutants as ppaux's score: no test can kill one judged equivalent.
+        baseline_killed = sum(m["mutant"] not in judged for m in both + only_baseline)
+        report["baseline"] = {"command": args.baseline, "killed": baseline_killed,
+                              "score": round(100.0 * baseline_killed / len(counted), 2) if counted else 100.0,
                               "side_by_side": {"both": len(both), "only ppaux": len(only_ppaux),
                                                "only the baseline": len(only_baseline), "neither": len(neither)}}
     return report
@@ -194,7 +196,8 @@ def render_markdown(report: Dict[str, Any]) -> str:
         lines += ["", f"## Side by side with `{b['command']}`", "",
                   "| killed by | mutants |", "| --- | --- |"]
         lines += [f"| {kind} | {n} |" for kind, n in b["side_by_side"].items()]
-        lines += ["", f"ppaux's suite {report['score']}%, the baseline {b['score']}% of {report['total']} mutants."]
+        lines += ["", f"ppaux's suite {report['score']}%, the baseline {b['score']}% of {report['total'] - report['equivalent']} mutants"
+                  + (f" ({report['equivalent']} judged equivalent left out)." if report["equivalent"] else ".")]
     survivors = [m for m in report["mutants"] if "diff" in m]
     lines += ["", "## Survivors", ""]
     if not survivors:
@@ -208,7 +211,7 @@ def render_markdown(report: Dict[str, Any]) -> str:
             lines += [f"Judged equivalent: {m['equivalent']}", ""]
         lines += [f"Changes `{m['line']}`", "", "```diff", m["diff"].strip(), "```", ""]
     if report["stale_equivalents"]:
-        lines += ["", "## Stale equivalence entries (killed, or no such mutant)", ""]
+        lines += ["## Stale equivalence entries (killed, or no such mutant)", ""]
         lines += [f"- `{name}`" for name in report["stale_equivalents"]]
     return "\n".join(lines).rstrip() + "\n"
 
