@@ -399,20 +399,25 @@ def test_over_sglangs_code_the_models_column_stands_beside_it(tmp_path, capsys, 
     ran = []
 
     def cells(**kw):
-        ran.append(kw["channel"])
+        ran.append(kw)
         out = dict(_CELLS)
         if kw["channel"] == "sglang":
             out["delay"] = Verdict(fault_matrix.H, "waited")
+        else:  # where SGLang's code does as expected and the model does not, the model is wrong
+            out["none"] = Verdict(fault_matrix.H, "")
         return out
 
     monkeypatch.setattr(faults_cli, "matrix", cells)
-    monkeypatch.setitem(fault_matrix.EXPECTED, ("sglang", False), _EXPECTED)
-    assert main(["faults", "--channel", "sglang", "--report", str(tmp_path)]) == 1
-    assert ran == ["sglang", "gloo"]
+    monkeypatch.setitem(fault_matrix.EXPECTED, ("sglang", True), _EXPECTED)
+    assert main(["faults", "--channel", "sglang", "--integrity", "--timeout", "2.5", "--report", str(tmp_path)]) == 1
+    # The model runs in the same mode and under the same watchdog as SGLang's code.
+    assert ran == [{"channel": "sglang", "integrity": True, "timeout": 2.5}, {"channel": "gloo", "integrity": True, "timeout": 2.5}]
     out = capsys.readouterr()
     assert "| fault | what it does | SGLang's own code | ppaux's model (gloo) | expected | detail |" in out.out
     assert ("| delay | the message is sent late | hang stopped by the watchdog **(differs)** | harmless **(differs)** | harmless | waited |"
             in out.out)
-    assert "ppaux faults: delay: hang stopped by the watchdog, expected harmless" in out.err
-    data = json.loads((tmp_path / "faults-sglang.json").read_text())
+    assert out.err == ("ppaux faults: none: harmless, expected harmless; ppaux's model (gloo): hang stopped by the watchdog\n"
+                       "ppaux faults: bit_flip: silent corruption, expected documented error\n"
+                       "ppaux faults: delay: hang stopped by the watchdog, expected harmless; ppaux's model (gloo): harmless\n")
+    data = json.loads((tmp_path / "faults-sglang-integrity.json").read_text())
     assert data["cells"]["delay"]["model"] == {"outcome": "harmless", "detail": ""}

@@ -224,16 +224,20 @@ def test_rank_code_in_threads_sends_and_receives_through_real_gloo_groups(monkey
 
 def _mark(ctx, value):
     ctx.mark = value
+    # What an extension joins its own groups with: the rendezvous store, shared by every rank.
+    ctx.store.set(f"mark of {ctx.rank}", value)
 
 
 def _read_mark(ctx):
-    return ctx.mark
+    peer = 1 - ctx.rank
+    return ctx.mark, ctx.world_size, ctx.ag_size, ctx.store.get(f"mark of {peer}").decode()
 
 
 def test_an_extension_is_set_up_on_every_rank_before_it_serves(tmp_path):
+    """It runs on each rank before the rank says it is ready, and sees the world's shape and its store."""
     store = str(tmp_path / "store")
     pipes = [multiprocessing.Pipe() for _ in range(2)]
-    threads = [threading.Thread(target=gloo.rank_main, args=(r, 2, store, 1, 10.0, pipes[r][1], (_mark, (f"set on {r}",))), daemon=True)
+    threads = [threading.Thread(target=gloo.rank_main, args=(r, 2, store, 2, 10.0, pipes[r][1], (_mark, (f"set on {r}",))), daemon=True)
                for r in range(2)]
     for t in threads:
         t.start()
@@ -241,12 +245,22 @@ def test_an_extension_is_set_up_on_every_rank_before_it_serves(tmp_path):
     assert [_reply(parents[r], threads[r]) for r in range(2)] == [("ready",)] * 2
     for r in range(2):
         parents[r].send_bytes(gloo.dumps((_read_mark, ())))
-    assert [_reply(parents[r], threads[r]) for r in range(2)] == [("ok", "set on 0"), ("ok", "set on 1")]
+    assert [_reply(parents[r], threads[r]) for r in range(2)] == [("ok", ("set on 0", 2, 2, "set on 1")), ("ok", ("set on 1", 2, 2, "set on 0"))]
     for c in parents:
         c.send_bytes(gloo.dumps(None))
     for t in threads:
         t.join(10)
     assert not any(t.is_alive() for t in threads)
+
+
+def test_a_shared_world_with_an_extension_sets_it_up_on_its_worker_processes():
+    w = gloo.world(2, extension=(_mark, ("shared",)))
+    try:
+        outcomes = w.run({rank: (_read_mark, ()) for rank in (0, 1)}, timeout=30)
+        assert {rank: o.value for rank, o in outcomes.items()} == {0: ("shared", 2, 1, "shared"), 1: ("shared", 2, 1, "shared")}
+        assert gloo.world(2, extension=(_mark, ("shared",))) is w and gloo.world(2) is not w
+    finally:
+        w.stop()
 
 
 def test_shared_world_is_reused_and_stopped():

@@ -41,5 +41,8 @@ def run(args: argparse.Namespace) -> int:
     print(text, end="")
     differs = [n for n, v in cells.items() if v.outcome != expected[n] or (model is not None and model[n].outcome != v.outcome)]
     for n in differs:
-        print(f"ppaux faults: {n}: {cells[n].outcome}, expected {expected[n]}", file=sys.stderr)
+        said = f"ppaux faults: {n}: {cells[n].outcome}, expected {expected[n]}"
+        if model is not None and model[n].outcome != cells[n].outcome:
+            said += f"; ppaux's model (gloo): {model[n].outcome}"
+        print(said, file=sys.stderr)
     return 1 if differs else 0
