@@ -178,6 +178,11 @@ class Plain:
         (Plain(x=1, y=2), Plain(x=1), "host.y: missing"),
         (Plain(x=1), Plain(x=1, z=2), "host: attributes ['z'] appeared"),
         ("a", "b", "host: 'a' became 'b'"),
+        ([0.0], torch.zeros(1), "host: a list became a tensor (1,) torch.float32"),
+        (float("nan"), 1.0, "host: nan became 1.0"),
+        (1.0, float("nan"), "host: 1.0 became nan"),
+        # An object that merely has a _fields attribute is not a named tuple.
+        (Plain(_fields=("x",), x=1), Plain(_fields=("x",), x=2), "host.x: 1 became 2"),
     ],
 )
 def test_a_difference_names_its_path_and_what_differs(before, after, said):
@@ -190,4 +195,10 @@ def test_equal_structures_have_no_difference_nan_and_cycles_included():
     loop_a, loop_b = Plain(), Plain()
     loop_a.me, loop_b.me = loop_a, loop_b
     assert difference(loop_a, loop_b) is None
+    # Cycles through lists and dicts too, however deep they are entered.
+    list_a, list_b = [1.0], [1.0]
+    list_a.append([list_a]), list_b.append([list_b])
+    dict_a, dict_b = {"x": 1}, {"x": 1}
+    dict_a["inner"], dict_b["inner"] = {"back": dict_a}, {"back": dict_b}
+    assert difference(list_a, list_b) is None and difference(dict_a, dict_b) is None
     assert difference({"k": Pair(torch.zeros(1), None)}, {"k": Pair(torch.zeros(1), None)}) is None

@@ -147,6 +147,10 @@ def test_mutmuts_listing_and_a_diff_read_back():
     diff = "--- a.py\n+++ a.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n"
     assert changed_line(diff) == "return 1 -> return 2"
     assert changed_line("") == ""
+    # A module-level line keeps its first character; a change over two lines, or a line removed, reads as such.
+    assert changed_line("--- a.py\n+++ a.py\n-LIMIT = 1\n+LIMIT = 2\n") == "LIMIT = 1 -> LIMIT = 2"
+    assert changed_line("-    f(a,\n-      b)\n+    f(a)\n") == "f(a, / b) -> f(a)"
+    assert changed_line("-    x = 1\n") == "x = 1 -> "
 
 
 def test_progress_rewrites_one_line_on_a_terminal_and_prints_lines_otherwise():
@@ -517,8 +521,10 @@ def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_
     (tmp_path / "ppaux").mkdir()
     (tmp_path / "ppaux" / "gloo.py.meta").write_text(json.dumps({"exit_code_by_key": {
         "ppaux.gloo.x_a__mutmut_1": -6, "ppaux.gloo.x_a__mutmut_2": 1, "ppaux.gloo.x_a__mutmut_3": None,
-        "ppaux.gloo.x_a__mutmut_4": 4, "ppaux.gloo.x_a__mutmut_5": -11, "ppaux.gloo.x_a__mutmut_6": -99}}))
+        "ppaux.gloo.x_a__mutmut_4": 4, "ppaux.gloo.x_a__mutmut_5": -11, "ppaux.gloo.x_a__mutmut_6": -99,
+        "ppaux.gloo.x_a__mutmut_8": 0}}))
     (tmp_path / "ppaux" / "broken.py.meta").write_text("{not json")
+    (tmp_path / "ppaux" / "unrun.py.meta").write_text("{}")
     crashed = crashes(tmp_path)
     assert crashed == {"ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)", "ppaux.gloo.x_a__mutmut_5": "crashed (SIGSEGV)",
                        "ppaux.gloo.x_a__mutmut_6": "crashed (signal 99)"}
@@ -527,8 +533,10 @@ def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_
     named = name_crashes(results, crashed)
     # Only a suspicious verdict is renamed; an exit code 4 (pytest's usage error) stays suspicious.
     assert named == {**results, "ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)"}
-    assert verdicts(named) == {"crashed (SIGABRT)": 1, "killed": 1, "segfault": 1, "suspicious": 1}
-    assert verdicts({**named, "ppaux.gloo.x_a__mutmut_7": "killed"})["killed"] == 2
+    # Most common first, then by name: the report's "verdicts" line reads in this order.
+    assert list(verdicts(named).items()) == [("crashed (SIGABRT)", 1), ("killed", 1), ("segfault", 1), ("suspicious", 1)]
+    assert list(verdicts({**named, "ppaux.gloo.x_a__mutmut_7": "segfault", "ppaux.gloo.x_a__mutmut_9": "segfault"}).items()) == [
+        ("segfault", 3), ("crashed (SIGABRT)", 1), ("killed", 1), ("suspicious", 1)]
     assert [n for n, status in named.items() if mutation.is_killed(status)] == [
         "ppaux.gloo.x_a__mutmut_1", "ppaux.gloo.x_a__mutmut_2", "ppaux.gloo.x_a__mutmut_5"]
 

@@ -55,9 +55,7 @@ def difference(before: Any, after: Any, path: str = "host", _seen: Optional[Set[
     if (id(before), id(after)) in seen:
         return None
     seen.add((id(before), id(after)))
-    if torch.is_tensor(before) or torch.is_tensor(after):
-        if not (torch.is_tensor(before) and torch.is_tensor(after)):
-            return f"{path}: {_describe(before)} became {_describe(after)}"
+    if torch.is_tensor(before) and torch.is_tensor(after):  # one tensor alone differs in type, below
         if before.dtype != after.dtype:
             return f"{path}: dtype {before.dtype} became {after.dtype}"
         if before.shape != after.shape:
