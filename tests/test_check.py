@@ -67,6 +67,12 @@ def test_clauses_follow_the_contract_and_clauses_it_does_not_know_come_last():
     assert [c["clause"] for c in report["clauses"]] == ["add.1", "add.7", "pop.1", "user.2", "user.1"]
 
 
+def test_the_report_names_every_broken_clause_on_one_line():
+    rows = [{**ROWS[1], "nodeid": "t.py::test_b"}, {**ROWS[1], "nodeid": "t.py::test_e", "clause": "pop.2"}]
+    text = check.render_markdown(check.build_report(rows, impl="m", profile="ci", marks="contract"))
+    assert [line for line in text.splitlines() if line.startswith("Clauses broken")] == ["Clauses broken: add.1, pop.2"]
+
+
 def test_report_passes_when_no_test_failed():
     report = check.build_report([ROWS[0], ROWS[3]], impl="m", profile="ci", marks="contract")
     assert (report["verdict"], report["failed_clauses"]) == ("pass", [])

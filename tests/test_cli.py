@@ -113,9 +113,12 @@ def test_check_fails_on_a_broken_implementation_with_its_counterexample(capsys, 
     assert "## Counterexamples" in out and test["blob"] in out
 
 
-def test_each_check_in_one_process_runs_under_its_own_profile_and_leaves_the_callers(capsys, tmp_path):
-    """A run under the mutation profile (no blob) must not decide the next run's settings, and the
-    caller's profile is the same afterwards."""
+def test_each_check_in_one_process_runs_under_its_own_profile_and_leaves_the_callers(capsys, tmp_path, monkeypatch):
+    """A run under the mutation profile (no blob) must not decide the next run's settings; the
+    caller's profile, and its imports of the suite's modules, are the same afterwards."""
+    import ppaux.conformance.test_properties as callers_module
+
+    monkeypatch.delitem(sys.modules, "ppaux.conformance.test_stateful", raising=False)
     before = settings.get_current_profile_name()
     broken = str(IMPLS / "unstripped_names.py")
     assert main(["check", "--impl", broken, "--profile", "mutation", "--tests", "round_trip", "--report", str(tmp_path / "m")]) == 1
@@ -125,6 +128,8 @@ def test_each_check_in_one_process_runs_under_its_own_profile_and_leaves_the_cal
     (mutation_row,) = json.loads((tmp_path / "m" / "conformance.json").read_text())["clauses"][0]["tests"]
     (ci_row,) = json.loads((tmp_path / "c" / "conformance.json").read_text())["clauses"][0]["tests"]
     assert mutation_row["blob"] is None and ci_row["blob"].startswith("@reproduce_failure(")
+    assert sys.modules["ppaux.conformance.test_properties"] is callers_module
+    assert "ppaux.conformance.test_stateful" not in sys.modules
 
 
 def test_report_with_no_tests_is_a_failure():
