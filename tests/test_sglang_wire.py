@@ -410,6 +410,27 @@ def test_a_downloaded_release_lands_in_the_cache(tmp_path, monkeypatch):
     assert sglang.wheel("0.0.2") == tmp_path / "sglang-0.0.2" / "sglang-0.0.2-py3-none-any.whl"
 
 
+def test_a_release_is_fetched_by_pip_into_the_cache_once(tmp_path, monkeypatch):
+    """The real pip command, pointed by pip's own environment variables at a local folder instead
+    of the package index (no network): the wheel lands in the cache, and the next call finds it there."""
+    index = tmp_path / "index"
+    index.mkdir()
+    with zipfile.ZipFile(index / "sglang-0.0.3-py3-none-any.whl", "w") as zf:
+        zf.writestr(sglang.WIRE_FILE, textwrap.dedent(PARALLEL_STATE))
+        zf.writestr("sglang-0.0.3.dist-info/METADATA", "Metadata-Version: 2.1\nName: sglang\nVersion: 0.0.3\n")
+        zf.writestr("sglang-0.0.3.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr("sglang-0.0.3.dist-info/RECORD", "")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PPAUX_CACHE_DIR", str(cache))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    fetched = sglang.wheel("0.0.3")
+    assert fetched == cache / "sglang-0.0.3" / "sglang-0.0.3-py3-none-any.whl" and fetched.read_bytes() == (
+        index / "sglang-0.0.3-py3-none-any.whl").read_bytes()
+    monkeypatch.setattr(sglang.subprocess, "run", None)  # cached: pip is not asked again
+    assert sglang.wheel("0.0.3") == fetched
+
+
 def test_a_link_receives_with_sglangs_own_recv(link):
     link_, _ = link
     assert link_.recv() == ("recv_tensor_dict", 0, None)
