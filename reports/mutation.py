@@ -143,6 +143,10 @@ def project(scope: Scope, dest: Path) -> MutmutProject:
         # forking from mutmut's own process re-imports torch and every test module per mutant (~2 s each).
         "process_isolation": "forkserver",
         "forkserver_warmup": "collect",
+        # mutmut stops a mutant's run at 15 times the time its tests took in the clean run (a
+        # quarter of an hour for the command-line tests): a mutant that loops for ever cost that
+        # much. Three times is margin enough on a machine running one mutant per core.
+        "timeout_multiplier": 3.0,
     }
     pyproject = (dest / "pyproject.toml").read_text(encoding="utf-8")
     (dest / "pyproject.toml").write_text(pyproject.rstrip() + "\n\n" + mutmut_table(config), encoding="utf-8")

@@ -295,10 +295,16 @@ class _Proc:
 
 
 class _Clock:
-    """Time for _collect: it passes only while a silent rank is polled, a quarter second per poll."""
+    """Time for _collect: it passes only while a silent rank is polled, a quarter second per poll.
+    Frozen time is no bound on a loop that never ends, so the clock is one: read too often, it fails."""
 
     def __init__(self):
-        self.t = 0.0
+        self.t, self.readings = 0.0, 0
+
+    def read(self):
+        self.readings += 1
+        assert self.readings < 2_000, f"_collect read the clock {self.readings} times: its loop does not end"
+        return self.t
 
 
 class _LateConn:
@@ -320,7 +326,7 @@ class _LateConn:
 def _collecting(monkeypatch, answers, timeout):
     """What ``_collect`` reports for ranks answering at the given times (``"died"``: dead at once)."""
     clock = _Clock()
-    monkeypatch.setattr(gloo, "_now", lambda: clock.t)
+    monkeypatch.setattr(gloo, "_now", clock.read)
     w = gloo.GlooWorld(len(answers))
     w.conns = [_LateConn(clock, None if at == "died" else at) for at in answers]
     w.procs = [_Proc(at != "died", exitcode=3) for at in answers]

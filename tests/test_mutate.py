@@ -141,6 +141,13 @@ def test_a_scratch_package_finds_the_copy_first_and_everything_else_in_the_origi
     assert (pkg_under_test.target.WHERE, pkg_under_test.sibling.WHERE, pkg_under_test.MARK) == ("copy", "original", "original init ran")
 
 
+def test_a_mutmut_table_is_toml_that_mutmut_reads_back():
+    import tomllib
+
+    config = {"source_paths": ["ppaux/"], "process_isolation": "forkserver", "timeout_multiplier": 2.5, "max_stack_depth": 8}
+    assert tomllib.loads(mutation.mutmut_table(config)) == {"tool": {"mutmut": config}}
+
+
 def test_mutmuts_listing_and_a_diff_read_back():
     listing = "    a.b.x_f__mutmut_1: killed\n    a.b.xǁCǁm__mutmut_2: survived\nnoise\n"
     assert parse_results(listing) == {"a.b.x_f__mutmut_1": "killed", "a.b.xǁCǁm__mutmut_2": "survived"}
@@ -596,7 +603,8 @@ def test_progress_counts_only_the_mutants_a_run_picks(tmp_path):
     (tmp_path / "tests" / "test_arith.py").write_text(
         "from arith import double, halve\n\n\ndef test_double():\n    assert double(3) == 6\n\n\n"
         "def test_halve():\n    assert halve(6) == 3\n")
-    (tmp_path / "pyproject.toml").write_text(mutation.mutmut_table({"paths_to_mutate": ["arith.py"], "tests_dir": ["tests"]}))
+    (tmp_path / "pyproject.toml").write_text(mutation.mutmut_table({"paths_to_mutate": ["arith.py"], "tests_dir": ["tests"],
+                                                                    "timeout_multiplier": 2.5}))
     stream = io.StringIO()
     code = mutation.MutmutProject(tmp_path).run(max_children=1, only=["arith.x_double*"], log=tmp_path / "log",
                                                 progress=Progress(stream=stream, every=0))

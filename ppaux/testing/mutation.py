@@ -153,9 +153,11 @@ class Progress:
 
 
 def toml_value(value: Any) -> str:
-    """A TOML literal for the str and list-of-str values of a mutmut configuration."""
+    """A TOML literal for the str, number and list-of-str values of a mutmut configuration."""
     if isinstance(value, str):
         return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return repr(value)
     return "[" + ", ".join(toml_value(v) for v in value) + "]"
 
 
