@@ -116,8 +116,10 @@ def test_check_fails_on_a_broken_implementation_with_its_counterexample(capsys, 
 def test_each_check_in_one_process_runs_under_its_own_profile_and_leaves_the_callers(capsys, tmp_path, monkeypatch):
     """A run under the mutation profile (no blob) must not decide the next run's settings; the
     caller's profile, and its imports of the suite's modules, are the same afterwards."""
-    import ppaux.conformance.test_properties as callers_module
+    import ppaux.conformance.test_properties  # noqa: F401 - the caller's own import
 
+    # From sys.modules: `import a.b as m` reads the package's attribute, which a run may have replaced.
+    callers_module = sys.modules["ppaux.conformance.test_properties"]
     monkeypatch.delitem(sys.modules, "ppaux.conformance.test_stateful", raising=False)
     before = settings.get_current_profile_name()
     broken = str(IMPLS / "unstripped_names.py")
