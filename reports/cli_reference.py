@@ -6,9 +6,10 @@ from __future__ import annotations
 import io
 import os
 import sys
-from contextlib import contextmanager, redirect_stdout, suppress
+from contextlib import redirect_stdout, suppress
 from pathlib import Path
-from typing import Iterator, List
+from typing import List
+from unittest.mock import patch
 
 from ppaux.cli.main import SUBCOMMANDS, build_parser
 
@@ -20,22 +21,6 @@ def python_version() -> str:
     return f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
-@contextmanager
-
-
-def _plain_terminal() -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in PLAIN_TERMINAL}
-    os.environ.update(PLAIN_TERMINAL)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def _help(argv: List[str]) -> str:
     """What ``ppaux ARGV --help`` prints (argparse prints it, then exits 0)."""
     out = io.StringIO()
@@ -45,7 +30,7 @@ def _help(argv: List[str]) -> str:
 
 
 def render() -> str:
-    with _plain_terminal():
+    with patch.dict(os.environ, PLAIN_TERMINAL):
         blocks = [("ppaux", _help([]))] + [(f"ppaux {name}", _help([name])) for name in SUBCOMMANDS]
     lines = ["# Command reference", "",
              f"What each `ppaux` command prints for `--help`, rendered from its parser (Python {python_version()}'s "

@@ -146,8 +146,6 @@ def test_a_scratch_package_finds_the_copy_first_and_everything_else_in_the_origi
 
 
 def test_a_mutmut_table_is_toml_that_mutmut_reads_back():
-    import tomllib
-
     config = {"source_paths": ["ppaux/"], "process_isolation": "forkserver", "timeout_multiplier": 2.5, "max_stack_depth": 8}
     assert tomllib.loads(mutation.mutmut_table(config)) == {"tool": {"mutmut": config}}
 
