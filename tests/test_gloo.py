@@ -111,6 +111,8 @@ def test_world_reports_dead_ranks_and_documented_errors():
         assert os.path.isdir(rendezvous)
         # Daemons: a test run that dies without stopping its world takes the ranks with it.
         assert [p.daemon for p in w.procs] == [True, True]
+        # Warm: a rank that first imports this module may answer after the dead peer's grace.
+        assert w.run({0: (_rank, ()), 1: (_rank, ())}) == {0: gloo.Outcome("ok", 0), 1: gloo.Outcome("ok", 1)}
         out = w.run({0: (_die, ()), 1: (_raise_documented, ())})
         assert out[0].status == "died" and out[0].exitcode == 3
         assert out[1].status == "error" and out[1].error.code == "P1"

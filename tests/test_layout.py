@@ -5,6 +5,7 @@ at any depth, so a lazy import inside a function counts too."""
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 from typing import Dict, Iterator, Set
 
@@ -47,6 +48,8 @@ def imported(path: Path, here: str) -> Iterator[str]:
             yield from (f"{base}.{alias.name}" for alias in node.names)
 
 
+# Parsed once: in mutmut's copy every module holds each function's mutants, a few seconds to read.
+@lru_cache(maxsize=None)
 def graph() -> Dict[str, Set[str]]:
     mods = modules()
     edges: Dict[str, Set[str]] = {}

@@ -14,6 +14,7 @@ import threading
 import time
 import tomllib
 import types
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,17 @@ def test_a_file_must_be_named_like_a_module(tmp_path):
     with pytest.raises(mutation.ImplementationError) as info:
         resolve(str(path))
     assert str(info.value) == f"implementation file {str(path)!r}: 'my-transport' is not a module name; rename the file"
+
+
+def test_a_file_that_only_re_exports_an_implementation_cannot_be_mutated(tmp_path):
+    """Its mutants would change nothing the suite calls."""
+    path = tmp_path / "reexported.py"
+    path.write_text("from ppaux.core.transport import *  # noqa\nfrom ppaux.core.transport import _OUTPUT_PREFIX  # noqa\n")
+    with pytest.raises(mutation.ImplementationError) as info:
+        resolve(str(path))
+    assert str(info.value) == (
+        f"implementation {str(path)!r} defines neither add_auxiliary_output_to_pp_tensors nor pop_auxiliary_output_from_pp_tensors "
+        "(they come from ppaux.core.transport); point --impl at the module that defines them")
 
 
 def test_a_module_is_mutated_in_its_parent_packages():
@@ -247,6 +259,39 @@ def test_the_report_puts_the_suite_and_the_baseline_side_by_side(monkeypatch):
     shown = {m["mutant"]: m for m in report["mutants"] if "diff" in m}
     assert sorted(shown) == ["m.x_f__mutmut_2", "m.x_f__mutmut_3", "m.x_f__mutmut_4"]
     assert shown["m.x_f__mutmut_2"]["line"] == "return 1 -> return 2"
+
+
+# Each kind of verdict pair a different number of times, so that no two kinds can be mistaken for each other.
+UNEVEN_SUITE = {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "survived", "m.x_f__mutmut_3": "timeout",
+                "m.x_f__mutmut_4": "survived", "m.x_f__mutmut_5": "killed", "m.x_f__mutmut_6": "killed",
+                "m.x_f__mutmut_7": "killed", "m.x_f__mutmut_8": "survived"}
+UNEVEN_BASELINE = {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "killed", "m.x_f__mutmut_3": "survived",
+                   "m.x_f__mutmut_4": "survived", "m.x_f__mutmut_5": "killed", "m.x_f__mutmut_6": "survived",
+                   "m.x_f__mutmut_7": "timeout", "m.x_f__mutmut_8": "survived"}
+
+
+def test_the_side_by_side_counts_each_mutant_by_who_killed_it(monkeypatch):
+    """mutate.json: both 3, only ppaux 2, only the baseline 1, neither 2 (one judged equivalent);
+    a baseline that times out has killed. A survivor whose diff mutmut could not show keeps its place."""
+    monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
+    diffs = {n: f"-    return {i}\n+    return {i + 1}\n" for i, n in enumerate(UNEVEN_SUITE) if n != "m.x_f__mutmut_8"}
+    report = mutate.build_report(_args(), Target("m", Path("m.py")), UNEVEN_SUITE, UNEVEN_BASELINE, diffs,
+                                 {"passed": ["t::a"], "left_out": []}, {"m.x_f__mutmut_4": "no caller sees it"}, 3.0)
+    assert report["baseline"]["side_by_side"] == {"both": 3, "only ppaux": 2, "only the baseline": 1, "neither": 2}
+    # 7 mutants count: ppaux kills 5 of them, the baseline 4 (1, 2, 5 and 7).
+    assert (report["killed"], report["score"]) == (5, 71.43)
+    assert (report["baseline"]["killed"], report["baseline"]["score"]) == (4, 57.14)
+    shown = {m["mutant"]: (m["diff"], m["line"]) for m in report["mutants"] if "diff" in m}
+    assert sorted(shown) == ["m.x_f__mutmut_2", "m.x_f__mutmut_3", "m.x_f__mutmut_4", "m.x_f__mutmut_6", "m.x_f__mutmut_8"]
+    assert shown["m.x_f__mutmut_8"] == ("", "")
+
+
+def test_a_run_whose_every_mutant_is_judged_equivalent_scores_full_marks(monkeypatch):
+    monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
+    suite = {"m.x_f__mutmut_1": "survived"}
+    report = mutate.build_report(_args(), Target("m", Path("m.py")), suite, {"m.x_f__mutmut_1": "survived"}, {},
+                                 {"passed": ["t::a"], "left_out": []}, {"m.x_f__mutmut_1": "no caller sees it"}, 1.0)
+    assert (report["equivalent"], report["score"], report["passes"], report["baseline"]["score"]) == (1, 100.0, True, 100.0)
 
 
 def test_the_markdown_report_reads_as_a_whole(monkeypatch):
@@ -387,8 +432,8 @@ class _CleanRun:
     """Stands in for the clean run's child pytest: writes the rows its ``--ppaux-results`` file
     would hold and exits as pytest does (1 when a test failed), or with ``code`` and no rows."""
 
-    def __init__(self, rows, code=None, printed=""):
-        self.rows, self.code, self.printed, self.calls = rows, code, printed, []
+    def __init__(self, rows, code=None, printed="", printed_err=""):
+        self.rows, self.code, self.printed, self.printed_err, self.calls = rows, code, printed, printed_err, []
 
     def run(self, cmd, **kw):
         self.calls.append((cmd, kw))
@@ -396,7 +441,7 @@ class _CleanRun:
             results = Path(next(a for a in cmd if a.startswith("--ppaux-results=")).partition("=")[2])
             results.write_text("".join(json.dumps(r) + "\n" for r in self.rows))
         code = self.code if self.code is not None else int(any(r["outcome"] == "failed" for r in self.rows))
-        return subprocess.CompletedProcess(cmd, code, self.printed, "")
+        return subprocess.CompletedProcess(cmd, code, self.printed, self.printed_err)
 
 
 def _row(nodeid, outcome, *marks):
@@ -445,6 +490,27 @@ def test_the_clean_run_runs_the_copied_suite_against_the_copy_with_the_runs_opti
     assert capsys.readouterr().err.startswith("ppaux mutate: 50.0% (1/2 killed) in ")
 
 
+def test_the_clean_run_keeps_the_users_environment_with_or_without_a_pythonpath(tmp_path, monkeypatch, capsys):
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    fake = _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
+    monkeypatch.setattr(mutate, "MutmutProject", _Verdicts)
+    monkeypatch.setenv("PPAUX_TEST_USER_SETTING", "kept")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert main(["mutate", "--impl", "own_pop.py", "--gate", "50", "--report", "out"]) == 0
+    ((cmd, kw),) = fake.calls
+    assert kw["env"]["PPAUX_TEST_USER_SETTING"] == "kept"
+    assert kw["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path / "out" / "scratch")
+
+
+@pytest.mark.parametrize("gate, code", [("0", 0), ("100", 1)])
+def test_the_gate_may_be_anything_from_0_to_100(tmp_path, monkeypatch, gate, code):
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
+    monkeypatch.setattr(mutate, "MutmutProject", _Verdicts)
+    assert _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py", "--gate", gate) == code
+
+
 def test_robustness_tests_that_fail_on_the_unmutated_module_are_left_out_of_the_kill_set(tmp_path, monkeypatch, capsys):
     (tmp_path / "own_pop.py").write_text(OWN_POP)
     _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed"), _row("tests/test_pop.py::test_p1", "skipped"),
@@ -475,9 +541,10 @@ def test_a_clean_run_that_cannot_kill_is_bad_input(tmp_path, monkeypatch, capsys
 @pytest.mark.parametrize("code", [0, 1, 4])
 def test_a_clean_run_without_results_shows_what_pytest_printed(tmp_path, monkeypatch, capsys, code):
     (tmp_path / "own_pop.py").write_text(OWN_POP)
-    _stand_in_clean_run(monkeypatch, [], code=code, printed="ERROR: usage: pytest [options]\n")
+    traceback = "Traceback (most recent call last):\n" + '  File "conftest.py", line 1\n' * 50 + "ImportError: own_pop\n"
+    _stand_in_clean_run(monkeypatch, [], code=code, printed="ERROR: usage: pytest [options]\n", printed_err=traceback)
     assert _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py") == 2
-    assert capsys.readouterr().err == ("ERROR: usage: pytest [options]\n"
+    assert capsys.readouterr().err == ("ERROR: usage: pytest [options]\n" + traceback +
                                        f"ppaux: error: the conformance suite did not run on the unmutated module (pytest exit {code})\n")
 
 
@@ -617,6 +684,67 @@ def test_without_a_baseline_the_verdicts_make_the_report_and_the_exit_status(tmp
     text = (tmp_path / "out" / "mutate.md").read_text()
     assert "### `ppaux.core.transport.x_f__mutmut_2` (survives ppaux's suite)\n\nChanges `a -> b`" in text
     assert "--- ppaux/core/transport.py" in text and "Side by side" not in text
+
+
+class _UnevenVerdicts(mutation.MutmutProject):
+    """mutmut stood in for with :data:`UNEVEN_SUITE`; it shows its progress on the run's console as mutmut's does."""
+
+    def run(self, *, progress, **kw):
+        progress.update(len(UNEVEN_SUITE), len(UNEVEN_SUITE), 6, 2, force=True)
+        return 0
+
+    def results(self):
+        return {name.replace("m.", "own_pop.", 1): status for name, status in UNEVEN_SUITE.items()}
+
+    def diffs(self, names, source_of):
+        return {name: f"--- {source_of(name)}\n+++ {source_of(name)}\n-    return {name[-1]}\n+    return 0\n" for name in names}
+
+
+def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp_path, monkeypatch, capsys):
+    """The whole run in one process: the baseline must fail on a copy that cannot be imported and
+    pass on the unmutated copy, then runs once per mutant against the mutated copy, as many at
+    once as there are CPUs; the console, mutate.json and mutate.md say what each side killed."""
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    (tmp_path / "out" / "scratch").mkdir(parents=True)
+    (tmp_path / "out" / "scratch" / "left_by_an_earlier_run.txt").write_text("")
+    _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
+    monkeypatch.setattr(mutate, "MutmutProject", _UnevenVerdicts)
+    scratch = tmp_path / "out" / "scratch"
+    runs = []
+
+    def baseline(command, *, pythonpath, timeout, mutant=""):
+        runs.append((mutant, [Path(p) for p in pythonpath]))
+        if pythonpath == [scratch / "sentinel"]:
+            return "killed", 0.1
+        assert command == [sys.executable, "baseline.py"] and pythonpath in ([scratch], [scratch / "mutants"])
+        return UNEVEN_BASELINE.get(mutant.replace("own_pop.", "m.", 1), "survived"), 0.5
+
+    monkeypatch.setattr(mutate, "run_with_mutant", baseline)
+    workers = []
+    monkeypatch.setattr(mutate, "ThreadPoolExecutor", lambda max_workers: workers.append(max_workers) or ThreadPoolExecutor(1))
+    monkeypatch.setattr(mutate.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(mutate, "time", Clock(step=1.25))
+    code = _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py", "--baseline", f"{sys.executable} baseline.py", "--gate", "62.5")
+    assert code == 0 and workers == [3]
+    # The copy that cannot be imported, the unmutated copy, then every mutant.
+    assert runs[:2] == [("", [scratch / "sentinel"]), ("", [scratch])]
+    assert sorted(m for m, _ in runs[2:]) == sorted(_UnevenVerdicts(scratch).results())
+    assert all(path == [scratch / "mutants"] for _, path in runs[2:])
+    assert not (scratch / "left_by_an_earlier_run.txt").exists()
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("mutants 8/8  killed 6  survived 2  elapsed ")
+    assert err[-1] == ("ppaux mutate: 62.5% (5/8 killed) in 1.2 s; baseline 50.0%; both 3, only ppaux 2, only the baseline 1, "
+                       f"neither 2; gate 62.5% pass; report {tmp_path / 'out' / 'mutate.md'}")
+    text = (tmp_path / "out" / "mutate.json").read_text(encoding="utf-8")
+    report = json.loads(text)
+    # Readable as it is written: indented, one entry a line.
+    assert text == json.dumps(report, indent=2) + "\n"
+    assert (report["wall_s"], report["baseline"]["side_by_side"]) == (
+        1.2, {"both": 3, "only ppaux": 2, "only the baseline": 1, "neither": 2})
+    assert (tmp_path / "out" / "mutate.md").read_text(encoding="utf-8") == mutate.render_markdown(report)
+    # Each mutant one side missed, with its diff: the suite's survivors and the baseline's.
+    shown = {m["mutant"]: m["line"] for m in report["mutants"] if "diff" in m}
+    assert shown == {f"own_pop.x_f__mutmut_{i}": f"return {i} -> return 0" for i in (2, 3, 4, 6, 8)}
 
 
 def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_path):
