@@ -91,10 +91,15 @@ def test_main_module_exits_with_the_cli_status(monkeypatch):
     assert info.value.code == 2
 
 
-def test_check_passes_on_the_reference_and_writes_both_reports(capsys, tmp_path):
+def test_check_passes_on_the_reference_and_writes_both_reports(capsys, tmp_path, monkeypatch):
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
     code, out, _ = run_cli(capsys, "check", "--profile", "mutation", "--tests", "round_trip or none_output", "--report", str(tmp_path))
     report = json.loads((tmp_path / "conformance.json").read_text())
     assert code == 0 and report["verdict"] == "pass"
+    # The run's own pytest configuration stays out of the user's directory (other plugins may write theirs).
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conformance.json", "conformance.md", "here"]
+    assert not (tmp_path / "here" / "pytest.ini").exists()
     assert [c["clause"] for c in report["clauses"]] == ["add.1", "round-trip"]
     assert (tmp_path / "conformance.md").read_text() in out
 

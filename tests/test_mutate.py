@@ -441,7 +441,9 @@ class _CleanRun:
             results = Path(next(a for a in cmd if a.startswith("--ppaux-results=")).partition("=")[2])
             results.write_text("".join(json.dumps(r) + "\n" for r in self.rows))
         code = self.code if self.code is not None else int(any(r["outcome"] == "failed" for r in self.rows))
-        return subprocess.CompletedProcess(cmd, code, self.printed, self.printed_err)
+        # What subprocess.run hands back: the output only when it was captured, as text when asked.
+        captured = kw.get("capture_output") and kw.get("text")
+        return subprocess.CompletedProcess(cmd, code, self.printed if captured else None, self.printed_err if captured else None)
 
 
 def _row(nodeid, outcome, *marks):
@@ -486,6 +488,7 @@ def test_the_clean_run_runs_the_copied_suite_against_the_copy_with_the_runs_opti
     # The mutants are killed by the same tests, under the same options.
     table = tomllib.loads(_Verdicts.last.table)["tool"]["mutmut"]
     assert table["only_mutate"] == ["own_pop.py"] and "--ppaux-impl=own_pop" in table["pytest_add_cli_args"]
+    assert (table["source_paths"], table["pytest_add_cli_args_test_selection"]) == (["own_pop.py"], ["tests/"])
     assert "--deselect" not in table["pytest_add_cli_args"]
     assert capsys.readouterr().err.startswith("ppaux mutate: 50.0% (1/2 killed) in ")
 
@@ -587,6 +590,18 @@ def test_a_red_baseline_is_bad_input(tmp_path, monkeypatch, capsys, script, why)
     assert capsys.readouterr().err == f"ppaux: error: the baseline command {why} on the unmutated module: {sys.executable} project/baseline.py\n"
 
 
+@pytest.mark.parametrize("status, why", [("killed", "fails"), ("timeout", "timed out")])
+def test_a_baseline_red_on_the_unmutated_copy_says_how(tmp_path, monkeypatch, capsys, status, why):
+    """In one process, the runner stood in for: the real commands are the test above."""
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
+    scratch = tmp_path / "out" / "scratch"
+    verdicts = {str(scratch / "sentinel"): "killed", str(scratch): status}
+    monkeypatch.setattr(mutate, "run_with_mutant", lambda command, *, pythonpath, timeout: (verdicts[str(pythonpath[0])], 0.1))
+    assert _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py", "--baseline", "true") == 2
+    assert capsys.readouterr().err == f"ppaux: error: the baseline command {why} on the unmutated module: true\n"
+
+
 def _shorter(run_with_mutant):
     """The same runner with a timeout of 2 s: a hanging baseline is found out without waiting ten minutes."""
     return lambda command, **kw: run_with_mutant(command, **{**kw, "timeout": 2})
@@ -665,19 +680,16 @@ def test_a_namespace_package_needs_no_original_init(tmp_path):
 
 def test_without_a_baseline_the_verdicts_make_the_report_and_the_exit_status(tmp_path, monkeypatch, capsys):
     """mutmut's verdicts (stood in for here) decide: one survivor of two is 50%, below a gate of 60."""
-    class Verdicts(mutation.MutmutProject):
-        def run(self, **kw):
-            return 0
-
+    class Verdicts(_Verdicts):
         def results(self):
             return {"ppaux.core.transport.x_f__mutmut_1": "killed", "ppaux.core.transport.x_f__mutmut_2": "survived"}
-
-        def diffs(self, names, source_of):
-            return {name: f"--- {source_of(name)}\n+++ {source_of(name)}\n-    a\n+    b\n" for name in names}
 
     _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
     monkeypatch.setattr(mutate, "MutmutProject", Verdicts)
     assert _mutate(tmp_path, monkeypatch, "--impl", "ppaux.core.transport", "--tests", "returning_none_is_p4", "--gate", "60") == 1
+    # A module inside packages: mutmut looks in the top package, for that module alone.
+    table = tomllib.loads(_Verdicts.last.table)["tool"]["mutmut"]
+    assert (table["source_paths"], table["only_mutate"]) == (["ppaux"], ["ppaux/core/transport.py"])
     err = capsys.readouterr().err
     assert err.endswith(f"ppaux mutate: 50.0% (1/2 killed) in {json.loads((tmp_path / 'out' / 'mutate.json').read_text())['wall_s']} s; "
                         f"gate 60.0% FAIL; report {tmp_path / 'out' / 'mutate.md'}\n")
@@ -724,6 +736,7 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
     monkeypatch.setattr(mutate, "ThreadPoolExecutor", lambda max_workers: workers.append(max_workers) or ThreadPoolExecutor(1))
     monkeypatch.setattr(mutate.os, "cpu_count", lambda: 3)
     monkeypatch.setattr(mutate, "time", Clock(step=1.25))
+    monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
     code = _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py", "--baseline", f"{sys.executable} baseline.py", "--gate", "62.5")
     assert code == 0 and workers == [3]
     # The copy that cannot be imported, the unmutated copy, then every mutant.
@@ -741,7 +754,10 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
     assert text == json.dumps(report, indent=2) + "\n"
     assert (report["wall_s"], report["baseline"]["side_by_side"]) == (
         1.2, {"both": 3, "only ppaux": 2, "only the baseline": 1, "neither": 2})
-    assert (tmp_path / "out" / "mutate.md").read_text(encoding="utf-8") == mutate.render_markdown(report)
+    markdown = (tmp_path / "out" / "mutate.md").read_text(encoding="utf-8")
+    assert markdown == mutate.render_markdown(report)
+    assert "- module `own_pop`, mutmut 3.8.1, profile `mutation`, tests `contract or robustness`: 1 tests; wall time 1.2 s\n" in markdown
+    assert "\nppaux's suite 62.5%, the baseline 50.0% of 8 mutants.\n" in markdown
     # Each mutant one side missed, with its diff: the suite's survivors and the baseline's.
     shown = {m["mutant"]: m["line"] for m in report["mutants"] if "diff" in m}
     assert shown == {f"own_pop.x_f__mutmut_{i}": f"return {i} -> return 0" for i in (2, 3, 4, 6, 8)}

@@ -202,7 +202,9 @@ class GlooWorld:
         self.extension = extension
         self.procs: List[Any] = []
         self.conns: List[Any] = []
+        # pragma: no mutate start - equivalent: before start() there is no rendezvous directory, and stop() removes none
         self.tmp: Optional[str] = None
+        # pragma: no mutate end
         self._lock = threading.Lock()
 
     @property

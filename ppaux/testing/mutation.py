@@ -303,8 +303,10 @@ def scratch_package_init(original_dirs: Sequence[str]) -> str:
     other submodule where the original package has it, then runs the original ``__init__``."""
     inits = [str(Path(d) / "__init__.py") for d in original_dirs if (Path(d) / "__init__.py").is_file()]
     lines = [
+        # pragma: no mutate start - equivalent: a comment in the generated file, which Python ignores
         "# Written by ppaux mutate: this package holds only the module under mutation; every other",
         "# submodule comes from the original package, whose __init__ runs below.",
+        # pragma: no mutate end
         f"__path__.extend({list(original_dirs)!r})",
     ]
     if inits:
@@ -335,8 +337,10 @@ def write_config(target: Target, root: Path, *, pytest_args: Sequence[str]) -> N
         "pytest_add_cli_args": [*MUTANT_PYTEST_ARGS, *pytest_args],
         "pytest_add_cli_args_test_selection": ["tests/"],
         # Fork each mutant from a server that has already imported torch and collected the suite.
+        # pragma: no mutate start - equivalent here: speed only; a value mutmut does not know fails its run, which only the slow end-to-end test makes
         "process_isolation": "forkserver",
         "forkserver_warmup": "collect",
+        # pragma: no mutate end
     }
     # The [tool.pytest.ini_options] table stops pytest from reading any configuration above this project.
     (root / "pyproject.toml").write_text(mutmut_table(config) + '\n[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n',
