@@ -121,11 +121,11 @@ def test_check_fails_on_a_broken_implementation_with_its_counterexample(capsys, 
 def test_each_check_in_one_process_runs_under_its_own_profile_and_leaves_the_callers(capsys, tmp_path, monkeypatch):
     """A run under the mutation profile (no blob) must not decide the next run's settings; the
     caller's profile, and its imports of the suite's modules, are the same afterwards."""
-    import ppaux.conformance.test_properties  # noqa: F401 - the caller's own import
+    import ppaux.conformance
+    import ppaux.conformance.test_properties as callers_module
 
-    # From sys.modules: `import a.b as m` reads the package's attribute, which a run may have replaced.
-    callers_module = sys.modules["ppaux.conformance.test_properties"]
     monkeypatch.delitem(sys.modules, "ppaux.conformance.test_stateful", raising=False)
+    monkeypatch.delattr(ppaux.conformance, "test_stateful", raising=False)
     before = settings.get_current_profile_name()
     broken = str(IMPLS / "unstripped_names.py")
     assert main(["check", "--impl", broken, "--profile", "mutation", "--tests", "round_trip", "--report", str(tmp_path / "m")]) == 1
@@ -135,8 +135,11 @@ def test_each_check_in_one_process_runs_under_its_own_profile_and_leaves_the_cal
     (mutation_row,) = json.loads((tmp_path / "m" / "conformance.json").read_text())["clauses"][0]["tests"]
     (ci_row,) = json.loads((tmp_path / "c" / "conformance.json").read_text())["clauses"][0]["tests"]
     assert mutation_row["blob"] is None and ci_row["blob"].startswith("@reproduce_failure(")
-    assert sys.modules["ppaux.conformance.test_properties"] is callers_module
-    assert "ppaux.conformance.test_stateful" not in sys.modules
+    # Both ways a caller reaches the module: sys.modules and the package's attribute.
+    import ppaux.conformance.test_properties as after
+
+    assert after is callers_module and sys.modules["ppaux.conformance.test_properties"] is callers_module
+    assert "ppaux.conformance.test_stateful" not in sys.modules and not hasattr(ppaux.conformance, "test_stateful")
 
 
 def test_report_with_no_tests_is_a_failure():

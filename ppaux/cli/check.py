@@ -129,9 +129,15 @@ def run_suite(argv: List[str]) -> Tuple[int, str]:
             status = pytest.main(argv)
     finally:
         settings.load_profile(profile)
-        for name in _suite_modules():
+        ran = _suite_modules()
+        for name in ran:
             del sys.modules[name]
         sys.modules.update(callers)
+        # `import ppaux.conformance.test_x as m` reads the package's attribute, which the run's import set.
+        for name in ran:
+            vars(conformance).pop(name[len(SUITE) + 1:], None)
+        for name, module in callers.items():
+            setattr(conformance, name[len(SUITE) + 1:], module)
     return int(status), printed.getvalue()
 
 
