@@ -757,7 +757,12 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
         1.2, {"both": 3, "only ppaux": 2, "only the baseline": 1, "neither": 2})
     markdown = (tmp_path / "out" / "mutate.md").read_text(encoding="utf-8")
     assert markdown == mutate.render_markdown(report)
-    assert "- module `own_pop`, mutmut 3.8.1, profile `mutation`, tests `contract or robustness`: 1 tests; wall time 1.2 s\n" in markdown
+    assert markdown.startswith("# Mutation testing: `own_pop.py`\n\n"
+                               "- ppaux's conformance suite: **62.5%** (5/8 mutants killed); gate 62.5%: **pass**\n"
+                               "- module `own_pop`, mutmut 3.8.1, profile `mutation`, tests `contract or robustness`: 1 tests; "
+                               "wall time 1.2 s\n")
+    # The last survivor's diff ends the page, with one newline.
+    assert markdown.endswith("-    return 8\n+    return 0\n```\n")
     assert "\nppaux's suite 62.5%, the baseline 50.0% of 8 mutants.\n" in markdown
     # Each mutant one side missed, with its diff: the suite's survivors and the baseline's.
     shown = {m["mutant"]: m["line"] for m in report["mutants"] if "diff" in m}
