@@ -302,13 +302,11 @@ def scratch_package_init(original_dirs: Sequence[str]) -> str:
     """A package ``__init__`` that finds the mutated module in its own directory first and every
     other submodule where the original package has it, then runs the original ``__init__``."""
     inits = [str(Path(d) / "__init__.py") for d in original_dirs if (Path(d) / "__init__.py").is_file()]
-    lines = [
-        # pragma: no mutate start - equivalent: a comment in the generated file, which Python ignores
-        "# Written by ppaux mutate: this package holds only the module under mutation; every other",
-        "# submodule comes from the original package, whose __init__ runs below.",
-        # pragma: no mutate end
-        f"__path__.extend({list(original_dirs)!r})",
-    ]
+    # pragma: no mutate start - equivalent: a comment in the generated file, which Python ignores
+    header = ["# Written by ppaux mutate: this package holds only the module under mutation; every other",
+              "# submodule comes from the original package, whose __init__ runs below."]
+    # pragma: no mutate end
+    lines = [*header, f"__path__.extend({list(original_dirs)!r})"]
     if inits:
         lines += [f"with open({inits[0]!r}, encoding='utf-8') as _original:",
                   f"    exec(compile(_original.read(), {inits[0]!r}, 'exec'))",
