@@ -9,12 +9,14 @@ edits, so every run starts from a fresh copy and reads the verdicts from ``mutmu
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import shutil
 import sys
 import time
+import tokenize
 from collections import defaultdict
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -76,6 +78,21 @@ NO_REASON = "'# pragma: no mutate' without a reason (write ' - equivalent: why')
 # mutmut 3.8 opens a start/end region only from a comment on a line of its own; after code, the
 # comment marks that one line and the lines in between stay mutated.
 REGION_AFTER_CODE = "a start/end region after code marks only its own line (put the comment on a line of its own)"
+# mutmut 3.8 reads a region's comments only between statements: inside brackets they mark nothing.
+REGION_INSIDE_BRACKETS = "a start/end region inside brackets marks nothing (open it before the statement, between statements)"
+
+
+def _bracket_depths(text: str) -> Dict[int, int]:
+    """For each line with a comment, how many brackets are open where the comment stands."""
+    depth, depths = 0, {}
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+        elif tok.type == tokenize.COMMENT:
+            depths[tok.start[0]] = depth
+    return depths
 
 
 def equivalents(source: Path = ROOT / "ppaux") -> List[Dict[str, object]]:
@@ -84,14 +101,18 @@ def equivalents(source: Path = ROOT / "ppaux") -> List[Dict[str, object]]:
     ``problem`` that makes the gate refuse it (``None`` for a sound marking)."""
     found = []
     for path in sorted(source.rglob("*.py")):
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        text = path.read_text(encoding="utf-8")
+        depths = _bracket_depths(text)
+        for number, line in enumerate(text.splitlines(), 1):
             m = _PRAGMA.search(line)
             if not m:
                 continue
             after_code = m["kind"] in ("start", "end") and line[:m.start()].strip() != ""
             if m["kind"] == "end" and not after_code:  # a region's reason is on its start line
                 continue
-            problem = REGION_AFTER_CODE if after_code else (None if m["reason"] else NO_REASON)
+            inside = m["kind"] in ("start", "block") and depths.get(number, 0) > 0
+            problem = (REGION_AFTER_CODE if after_code else REGION_INSIDE_BRACKETS if inside
+                       else None if m["reason"] else NO_REASON)
             found.append({"where": f"{path.relative_to(source.parent).as_posix()}:{number}",
                           "block": m["kind"] in ("block", "start") and not after_code,
                           "reason": m["reason"], "problem": problem})

@@ -13,7 +13,7 @@ import pytest
 
 from ppaux.testing.mutation import module_of, parse_results
 from reports.build import build
-from reports.mutation import NO_REASON, REGION_AFTER_CODE, SCOPES, equivalents, score, write
+from reports.mutation import NO_REASON, REGION_AFTER_CODE, REGION_INSIDE_BRACKETS, SCOPES, equivalents, score, write
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "mutate", "fuzz", "benchmarks")
@@ -52,6 +52,11 @@ _MARKED = (
     "v = 5  # pragma: no mutate start - after code\n"
     "u = 6\n"
     "w = 7  # pragma: no mutate end\n"
+    "t = [\n"
+    "    # pragma: no mutate start - inside a list\n"
+    "    1,\n"
+    "    # pragma: no mutate end\n"
+    "]\n"
 )
 
 
@@ -67,6 +72,7 @@ def test_equivalence_markings_are_listed_with_their_reasons_and_problems(tmp_pat
         {"where": "pkg/m.py:6", "block": True, "reason": "a tuned region", "problem": None},
         {"where": "pkg/m.py:9", "block": False, "reason": "after code", "problem": REGION_AFTER_CODE},
         {"where": "pkg/m.py:11", "block": False, "reason": None, "problem": REGION_AFTER_CODE},
+        {"where": "pkg/m.py:13", "block": True, "reason": "inside a list", "problem": REGION_INSIDE_BRACKETS},
     ]
     report = {"score": 100.0, "killed": 1, "total": 1, "passes": False, "wall_s": 1.0, "mutmut": "3.8.1", "only": [],
               "verdicts": {"killed": 3, "crashed (SIGABRT)": 1}, "modules": {}, "survivors": [], "equivalents": found}
@@ -79,7 +85,8 @@ def test_equivalence_markings_are_listed_with_their_reasons_and_problems(tmp_pat
             f"- `pkg/m.py:5`: **{NO_REASON}**\n"
             "- `pkg/m.py:6` (block): a tuned region\n"
             f"- `pkg/m.py:9`: after code **{REGION_AFTER_CODE}**\n"
-            f"- `pkg/m.py:11`: **{REGION_AFTER_CODE}**\n") in text
+            f"- `pkg/m.py:11`: **{REGION_AFTER_CODE}**\n"
+            f"- `pkg/m.py:13` (block): inside a list **{REGION_INSIDE_BRACKETS}**\n") in text
 
 
 def test_the_regions_the_report_accepts_are_the_ones_mutmut_honours():
@@ -93,6 +100,7 @@ def test_the_regions_the_report_accepts_are_the_ones_mutmut_honours():
     unmutated = visitor.no_mutate_lines | visitor.ignore_node_lines
     assert {3, 4, 6, 7, 8} <= unmutated  # the block and the region on lines of their own
     assert 10 not in unmutated  # inside the region opened after code
+    assert 14 not in unmutated  # inside the region opened inside the list
 
 
 def test_mutmut_reads_every_marking_in_ppaux():

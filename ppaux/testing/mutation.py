@@ -238,11 +238,7 @@ print(json.dumps(out))
 """
 
 
-def run_with_mutant(command: Sequence[str], *, pythonpath: Sequence[Path], timeout: float,
-                    # pragma: no mutate start - equivalent: a name no mutant has runs the unmutated code, as the empty one does
-                    mutant: str = "",
-                    # pragma: no mutate end
-                    ) -> Tuple[str, float]:
+def run_with_mutant(command: Sequence[str], *, pythonpath: Sequence[Path], timeout: float, mutant: str = "") -> Tuple[str, float]:
     """Run ``command`` in the caller's directory with ``mutant`` active (mutmut's trampolines
     read ``MUTANT_UNDER_TEST``): ``("survived" | "killed" | "timeout", seconds)``; without a
     mutant it runs the unmutated code."""
@@ -334,12 +330,11 @@ def write_config(target: Target, root: Path, *, pytest_args: Sequence[str]) -> N
         "only_mutate": [target.relative_path.as_posix()],
         "pytest_add_cli_args": [*MUTANT_PYTEST_ARGS, *pytest_args],
         "pytest_add_cli_args_test_selection": ["tests/"],
-        # Fork each mutant from a server that has already imported torch and collected the suite.
-        # pragma: no mutate start - equivalent here: speed only; a value mutmut does not know fails its run, which only the slow end-to-end test makes
-        "process_isolation": "forkserver",
-        "forkserver_warmup": "collect",
-        # pragma: no mutate end
     }
+    # Fork each mutant from a server that has already imported torch and collected the suite.
+    # pragma: no mutate start - equivalent here: speed only; a value mutmut does not know fails its run, which only the slow end-to-end test makes
+    config.update({"process_isolation": "forkserver", "forkserver_warmup": "collect"})
+    # pragma: no mutate end
     # The [tool.pytest.ini_options] table stops pytest from reading any configuration above this project.
     (root / "pyproject.toml").write_text(mutmut_table(config) + '\n[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n',
                                          encoding="utf-8")
