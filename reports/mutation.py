@@ -102,6 +102,8 @@ def equivalents(source: Path = ROOT / "ppaux") -> List[Dict[str, object]]:
     found = []
     for path in sorted(source.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
+        if "no mutate" not in text:  # nothing to read, and no need to tokenize it
+            continue
         depths = _bracket_depths(text)
         for number, line in enumerate(text.splitlines(), 1):
             m = _PRAGMA.search(line)

@@ -718,11 +718,11 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
     pass on the unmutated copy, then runs once per mutant against the mutated copy, as many at
     once as there are CPUs; the console, mutate.json and mutate.md say what each side killed."""
     (tmp_path / "own_pop.py").write_text(OWN_POP)
-    (tmp_path / "out" / "scratch").mkdir(parents=True)
-    (tmp_path / "out" / "scratch" / "left_by_an_earlier_run.txt").write_text("")
+    scratch = tmp_path / "out" / "scratch"
+    scratch.mkdir(parents=True)
+    (scratch / "left_by_an_earlier_run.txt").write_text("")
     _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
     monkeypatch.setattr(mutate, "MutmutProject", _UnevenVerdicts)
-    scratch = tmp_path / "out" / "scratch"
     runs = []
 
     def baseline(command, *, pythonpath, timeout, mutant=""):

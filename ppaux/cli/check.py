@@ -129,13 +129,11 @@ def run_suite(argv: List[str]) -> Tuple[int, str]:
             status = pytest.main(argv)
     finally:
         settings.load_profile(profile)
-        ran = _suite_modules()
-        for name in ran:
-            del sys.modules[name]
-        sys.modules.update(callers)
         # `import ppaux.conformance.test_x as m` reads the package's attribute, which the run's import set.
-        for name in ran:
+        for name in _suite_modules():
+            del sys.modules[name]
             vars(conformance).pop(name[len(SUITE) + 1:], None)
+        sys.modules.update(callers)
         for name, module in callers.items():
             setattr(conformance, name[len(SUITE) + 1:], module)
     return int(status), printed.getvalue()
