@@ -20,6 +20,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "default: $PPAUX_IMPL or ppaux's reference",
     )
     group.addoption("--ppaux-results", default=None, metavar="FILE", help="write per-test results as JSON lines (used by `ppaux check`)")
+    group.addoption(
+        "--ppaux-timeout",
+        default=None,
+        metavar="SECONDS",
+        help="per-call time limit on the implementation under test: a call past it fails as a hang "
+        "(default: the ppaux_timeout ini value, else 10)",
+    )
+    group.addoption(
+        "--ppaux-isolation",
+        default=None,
+        choices=("test", "off"),
+        help="'test' (default): each test of ppaux.conformance runs in a forked child, so that a crash or a hang "
+        "signals cannot reach is a finding; 'off': in this process (for a debugger)",
+    )
+    parser.addini("ppaux_timeout", "per-call time limit in seconds on the implementation under test (default 10)")
+    parser.addini("ppaux_isolation", "'test' (default) or 'off': see --ppaux-isolation")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -25,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--db", default=None, metavar="DIR|redis://HOST:PORT", help="example database (default .hypothesis/fuzz-db)")
         p.add_argument("--tests", default=None, metavar="EXPR", help="pytest -k expression over test names, files and marks")
         p.add_argument("--report", default="reports/out/fuzz", metavar="DIR", help="report directory (default reports/out/fuzz)")
+        p.add_argument("--timeout", default=None, metavar="SECONDS",
+                       help="per-call time limit on the implementation: a call past it fails as a hang (default 10)")
     run.add_argument("--seed", type=int, default=None, help="seed round N with SEED+N (a reproducible run); default: random")
     run.add_argument("--max-failures", type=int, default=None, metavar="N", help="stop once N distinct failures are found")
     run.add_argument("--progress-every", type=float, default=10.0, metavar="S", help="seconds between progress lines when not on a terminal")
@@ -39,8 +41,14 @@ def _cuda_count() -> int:
 
 def _check_common(args: argparse.Namespace) -> None:
     from fuzz.database import DatabaseError, open_database
+    from ppaux.isolation import parse_timeout
     from ppaux.testing.impl import ImplementationError, load
 
+    if args.timeout is not None:
+        try:
+            args.timeout = parse_timeout(args.timeout)
+        except ValueError as exc:
+            raise UsageError(f"--timeout: {exc}") from None
     if args.impl:
         try:
             load(args.impl)
@@ -77,7 +85,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if note:
         progress.say(f"fuzz: {note}")
     run = FuzzRun(budget=budget, placements=where, db=describe(args.db), impl=args.impl, tests=args.tests,
-                  report_dir=args.report, seed=args.seed, max_failures=args.max_failures, nightly_max_examples=PROFILES["nightly"].max_examples, progress=progress)
+                  report_dir=args.report, seed=args.seed, max_failures=args.max_failures, timeout=args.timeout, nightly_max_examples=PROFILES["nightly"].max_examples, progress=progress)
     try:
         run.run()
     finally:
@@ -94,7 +102,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     where, _ = placements(args.devices, _cuda_count())
     _check_common(args)
-    replay = Replay(db=describe(args.db), impl=args.impl, tests=args.tests, placement=where[0], report_dir=args.report)
+    replay = Replay(db=describe(args.db), impl=args.impl, tests=args.tests, placement=where[0], report_dir=args.report,
+                    timeout=args.timeout)
     replay.run()
     summary = replay.summary()
     path = write_replay(summary, args.report)

@@ -161,15 +161,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Any):
     _current["nodeid"] = item.nodeid
-    yield
+    outcome = yield
+    if outcome.excinfo is not None and issubclass(outcome.excinfo[0], KeyboardInterrupt):
+        # Stopped with the round (the test's child, if it had one, is killed): no verdict, but never dropped.
+        emit({"kind": "interrupted", "nodeid": item.nodeid})
     _current["nodeid"] = None
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any):
+    outcome = yield
+    # A test of the shipped suite runs in a forked child (ppaux.testing.containment): what it
+    # counted there comes back on its reports.
+    report = outcome.get_result()
+    report.ppaux_fuzz = {"examples": _counts["examples"], "saved": _saved.get(item.nodeid)}
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    counted = getattr(report, "ppaux_fuzz", None) or {}
+    _counts["examples"] = max(_counts["examples"], counted.get("examples", 0))
+    if counted.get("saved") is not None:
+        _saved.setdefault(report.nodeid, counted["saved"])
     if report.when != "call" and not report.failed:
         return
     if _current.get("stopping") and "KeyboardInterrupt" in report.longreprtext:
-        return  # our own stop, not a finding
+        emit({"kind": "interrupted", "nodeid": report.nodeid})
+        return  # our own stop: no verdict, not a finding
     outcome = "failed" if report.failed else ("skipped" if report.skipped else "passed")
     event: Dict[str, Any] = {"kind": "test", "nodeid": report.nodeid, "outcome": outcome}
     if MODE == "replay":

@@ -42,11 +42,16 @@ def write_run(summary: Dict[str, Any], report_dir: Path) -> Path:
         f"- implementation: `{s['impl']}`; tests: `{s['tests'] or 'all Hypothesis tests'}`; placements: {', '.join(s['placements'])}",
         f"- example database: `{s['db']}`",
         f"- examples: {s['examples']:,} ({s['examples_per_s']:,}/s) in {len(s['rounds'])} rounds",
-        f"- failures: **{len(s['failures'])}**", "",
+        f"- per-call time limit: {s['timeout_s']:g} s",
+        f"- failures: **{len(s['failures'])}**"
+        + (f"; interrupted (still running when stopped, no verdict): {len(s['interrupted'])}" if s.get("interrupted") else ""), "",
         "| round | placement | examples/test | tests | examples | ended by |", "| --- | --- | --- | --- | --- | --- |",
     ]
     lines += [f"| {r['round']} | {r['placement']} | {r['max_examples']} | {r['tests']} | {r['examples']:,} | {r['ended_by']} |"
               for r in s["rounds"]]
+    if s.get("interrupted"):
+        lines += ["", "## Interrupted", "", "Still running when their round was stopped: no verdict for these runs.", ""]
+        lines += [f"- `{i['nodeid']}` (round {i['round']}, {i['placement']}; stopped by {i['stopped_by']})" for i in s["interrupted"]]
     lines += ["", "## Failures", ""]
     if not s["failures"]:
         lines += ["None.", ""]

@@ -18,7 +18,7 @@ MARK_FILTER = "not sglang"
 TEST_PATHS = ("ppaux/conformance", "tests")
 
 
-def pytest_command(*, tests: Optional[str], impl: Optional[str]) -> List[str]:
+def pytest_command(*, tests: Optional[str], impl: Optional[str], timeout: Optional[float] = None) -> List[str]:
     # -o addopts= drops the coverage gate and xdist: the fuzz plugin counts examples in this one process.
     cmd = [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "fuzz.pytest_plugin", f"--hypothesis-profile={PROFILE}",
            "-q", "--no-header", "-p", "no:cacheprovider", "--strict-markers", "-m", MARK_FILTER]
@@ -26,6 +26,8 @@ def pytest_command(*, tests: Optional[str], impl: Optional[str]) -> List[str]:
         cmd += ["-k", tests]
     if impl:
         cmd += ["--ppaux-impl", impl]
+    if timeout is not None:
+        cmd += ["--ppaux-timeout", repr(timeout)]
     return cmd + list(TEST_PATHS)
 
 
@@ -60,13 +62,14 @@ class Round:
 
     @classmethod
     def start(cls, number: int, placement: str, max_examples: Optional[int], *, mode: str, db: str,
-              tests: Optional[str], impl: Optional[str], workdir: Path, seed: Optional[int] = None) -> "Round":
+              tests: Optional[str], impl: Optional[str], workdir: Path, seed: Optional[int] = None,
+              timeout: Optional[float] = None) -> "Round":
         events = workdir / f"round-{number:03d}.events.jsonl"
         log = workdir / f"round-{number:03d}.log"
         events.write_text("")
         with open(log, "wb") as out:
             # Own session: a Ctrl-C on the terminal reaches the parent only, which then stops the round.
-            proc = subprocess.Popen(pytest_command(tests=tests, impl=impl), cwd=ROOT, stdout=out,
+            proc = subprocess.Popen(pytest_command(tests=tests, impl=impl, timeout=timeout), cwd=ROOT, stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     env=round_env(mode=mode, db=db, events=events, placement=placement,
                                                   max_examples=max_examples, seed=seed),

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from fuzz.progress import Progress
+from ppaux.isolation import DEFAULT_TIMEOUT
 from fuzz.rounds import Round
 
 # Examples per test in successive rounds on each placement: a quick sweep first so every test
@@ -35,9 +36,11 @@ class FuzzRun:
     progress: Progress
     seed: Optional[int] = None
     max_failures: Optional[int] = None
+    timeout: Optional[float] = None
     started_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     rounds: List[Dict[str, Any]] = field(default_factory=list)
     failures: Dict[Tuple[str, str], Dict[str, Any]] = field(default_factory=dict)
+    interrupted: List[Dict[str, Any]] = field(default_factory=list)
     timeline: List[Tuple[float, int, int]] = field(default_factory=list)
     stopped_by: Optional[str] = None
     elapsed: float = 0.0
@@ -85,7 +88,7 @@ class FuzzRun:
                 placement = self.placements[(round_no - 1) % len(self.placements)]
                 rnd = Round.start(round_no, placement, self.max_examples(round_no), mode="run", db=self.db,
                                   tests=self.tests, impl=self.impl, workdir=workdir,
-                                  seed=None if self.seed is None else self.seed + round_no)
+                                  seed=None if self.seed is None else self.seed + round_no, timeout=self.timeout)
                 reason = self._drive(rnd, start, done_examples)
                 done_examples += rnd.examples
                 status = rnd.proc.returncode
@@ -119,18 +122,27 @@ class FuzzRun:
             elif not exited and self.max_failures and len(self.failures) >= self.max_failures:
                 reason = self.stopped_by = "max-failures"
                 rnd.interrupt()
-            for event in rnd.poll_events():
-                if event["kind"] == "failure":
-                    self._record_failure(event, rnd, elapsed)
+            self._take(rnd.poll_events(), rnd, elapsed, reason)
             self.examples = done_examples + rnd.examples
             self._sample(elapsed)
             self.progress.update(elapsed, self.examples, len(self.failures), rnd.placement, rnd.number)
             if exited or reason != "finished":
                 rnd.proc.wait()
-                rnd.poll_events()
+                self._take(rnd.poll_events(), rnd, elapsed, reason)
                 self.examples = done_examples + rnd.examples
                 return reason
             time.sleep(0.1)
+
+    def _take(self, events: List[Dict[str, Any]], rnd: Round, elapsed: float, reason: str) -> None:
+        for event in events:
+            if event["kind"] == "failure":
+                self._record_failure(event, rnd, elapsed)
+            elif event["kind"] == "interrupted":
+                # A test still running when the round was stopped: no verdict, and said so.
+                self.interrupted.append({"nodeid": event["nodeid"], "round": rnd.number, "placement": rnd.placement,
+                                         "stopped_by": reason})
+                self.progress.say(f"fuzz: interrupted {event['nodeid']} (round {rnd.number}, {rnd.placement}): "
+                                  f"still running when the round was stopped ({reason}); no verdict")
 
     @staticmethod
     def _broken_message(rnd: Round, status: int) -> str:
@@ -146,7 +158,8 @@ class FuzzRun:
             "complete": self.stopped_by in (None, "max-failures"), "impl": self.impl or "ppaux.transport", "db": self.db,
             "tests": self.tests, "seed": self.seed, "placements": self.placements, "examples": self.examples,
             "examples_per_s": round(self.examples / self.elapsed, 1) if self.elapsed else 0.0,
-            "rounds": self.rounds, "failures": list(self.failures.values()),
+            "timeout_s": self.timeout or DEFAULT_TIMEOUT, "rounds": self.rounds, "failures": list(self.failures.values()),
+            "interrupted": self.interrupted,
             "timeline": [list(p) for p in _thin(self.timeline, 600)],
         }
 
@@ -166,6 +179,7 @@ class Replay:
     tests: Optional[str]
     placement: str
     report_dir: Path
+    timeout: Optional[float] = None
     rows: List[Dict[str, Any]] = field(default_factory=list)
     failures: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
@@ -173,7 +187,7 @@ class Replay:
         workdir = self.report_dir / "rounds"
         workdir.mkdir(parents=True, exist_ok=True)
         rnd = Round.start(0, self.placement, None, mode="replay", db=self.db, tests=self.tests, impl=self.impl,
-                          workdir=workdir)
+                          workdir=workdir, timeout=self.timeout)
         try:
             rnd.proc.wait()
         except KeyboardInterrupt:

@@ -27,13 +27,14 @@ def test_check_help_names_every_option_with_its_metavar(capsys):
         " --marks EXPR which tests (pytest -m expression; default: 'contract or robustness')"
         " --tests EXPR narrow further by test name (pytest -k expression)"
         " --junit PATH also write the suite run's JUnit XML there"
+        " --timeout SECONDS per-call time limit: a call into the implementation past it fails as a hang (default: 10)"
     )
 
 
 def test_check_defaults_are_the_ones_its_help_states():
     assert cli_defaults("check") == {
         "command": "check", "impl": None, "profile": "ci", "report": "reports/out/conformance",
-        "marks": "contract or robustness", "tests": None, "junit": None,
+        "marks": "contract or robustness", "tests": None, "junit": None, "timeout": 10.0,
     }
 
 
@@ -50,9 +51,9 @@ ROWS = [
 def test_report_groups_tests_by_clause_in_the_contracts_order_with_each_statement():
     report = check.build_report(ROWS, impl="m", profile="ci", marks="contract")
     assert report == {
-        "implementation": "m", "profile": "ci", "marks": "contract", "verdict": "fail",
+        "implementation": "m", "profile": "ci", "marks": "contract", "timeout_s": 10.0, "verdict": "fail",
         "counts": {"passed": 2, "failed": 1, "skipped": 1},
-        "failed_clauses": ["add.1"],
+        "failed_clauses": ["add.1"], "findings": {"hang": 0, "crash": 0},
         "clauses": [
             {"clause": "add.1", "statement": CLAUSES["add.1"].statement, "marks": ["contract", "robustness"], "verdict": "fail", "tests": ROWS[:2]},
             {"clause": "pop.2", "statement": CLAUSES["pop.2"].statement, "marks": [], "verdict": "pass", "tests": [ROWS[3]]},
@@ -82,7 +83,7 @@ def test_report_passes_when_no_test_failed():
 GOLDEN = f"""\
 # Conformance report: `m`
 
-Verdict: **FAIL** (profile `ci`, tests `contract`; 2 passed, 1 failed, 1 skipped)
+Verdict: **FAIL** (profile `ci`, tests `contract`, per-call limit 10 s; 2 passed, 1 failed, 1 skipped)
 
 Clauses broken: add.1
 
@@ -126,7 +127,7 @@ def test_markdown_report_of_a_pass_has_no_counterexample_section():
     text = check.render_markdown(check.build_report([ROWS[0]], impl="m", profile="ci", marks="contract"))
     assert text == (
         "# Conformance report: `m`\n\n"
-        "Verdict: **PASS** (profile `ci`, tests `contract`; 1 passed, 0 failed, 0 skipped)\n\n"
+        "Verdict: **PASS** (profile `ci`, tests `contract`, per-call limit 10 s; 1 passed, 0 failed, 0 skipped)\n\n"
         "| clause | verdict | statement | marks | tests |\n| --- | --- | --- | --- | --- |\n"
         f"| add.1 | pass | {CLAUSES['add.1'].statement} | contract | 1 |\n"
     )

@@ -62,6 +62,10 @@ def test_explain_a_pasted_traceback_line(capsys):
         (["explain", "Z9"], "ppaux: error: no catalog entry matches 'Z9'; `ppaux errors` lists them\n"),
         (["bogus"], "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', 'clauses', 'errors', 'explain', 'faults', 'mutate', 'wire-diff')\n"),
         (["check", "--profile", "fast"], "ppaux: error: unknown profile 'fast'; choose from ci, dev, nightly, mutation\n"),
+        (["check", "--timeout", "0"], "ppaux check: argument --timeout: timeout '0' must be a positive number of seconds\n"),
+        (["check", "--timeout", "-1"], "ppaux check: argument --timeout: timeout '-1' must be a positive number of seconds\n"),
+        (["check", "--timeout", "nan"], "ppaux check: argument --timeout: timeout 'nan' must be a positive number of seconds\n"),
+        (["check", "--timeout", "ten"], "ppaux check: argument --timeout: timeout 'ten' is not a number of seconds\n"),
         (["check", "--impl", "no_such_module_xyz"], "ppaux: error: cannot import implementation module 'no_such_module_xyz': ModuleNotFoundError: No module named 'no_such_module_xyz'\n"),
         (["check", "--impl", str(IMPLS / "lacks_pop.py")], f"ppaux: error: implementation {str(IMPLS / 'lacks_pop.py')!r} lacks PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, pop_auxiliary_output_from_pp_tensors\n"),
     ],
@@ -155,9 +159,9 @@ def test_report_of_a_failure_without_example_or_blob_says_where_to_look():
 
 
 def test_the_suites_run_selects_by_marks_and_optionally_by_name():
-    args = argparse.Namespace(marks="contract", profile="ci", tests=None, junit=None)
+    args = argparse.Namespace(marks="contract", profile="ci", tests=None, junit=None, timeout=2.5)
     argv = check.pytest_args(args, "", "r.jsonl", "p.ini")
-    assert argv[-6:] == ["-m", "contract", "--hypothesis-profile", "ci", "--ppaux-results", "r.jsonl"]
+    assert argv[-8:] == ["-m", "contract", "--hypothesis-profile", "ci", "--ppaux-results", "r.jsonl", "--ppaux-timeout", "2.5"]
     args.tests = "round_trip"
     assert check.pytest_args(args, "m", "r.jsonl", "p.ini")[-4:] == ["--ppaux-impl", "m", "-k", "round_trip"]
 

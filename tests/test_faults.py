@@ -147,7 +147,9 @@ def test_classify_prefers_documented_errors_then_exceptions_then_hangs():
     assert classify({0: Outcome("error", error=AuxiliaryPPError("I3", "s"))}, cfg).detail == "I3: auxiliary PP tensor 's' is missing"
     assert classify({0: Outcome("hang"), 1: Outcome("error", error=ValueError(""))}, cfg).detail == "rank 1: ValueError: "
     assert classify({0: Outcome("hang"), 1: Outcome("died")}, cfg).detail == "rank 1 died"
-    assert classify({0: Outcome("died", exitcode=-6)}, cfg).detail == "rank 0 died (exit code -6)"
+    # A dead rank's exit code in words, as the suite's other findings say it.
+    assert classify({0: Outcome("died", exitcode=-11)}, cfg).detail == "rank 0 died: killed the process with SIGSEGV (signal 11)"
+    assert classify({0: Outcome("died", exitcode=17)}, cfg).detail == "rank 0 died: ended the process with exit status 17"
     assert classify({0: Outcome("ok"), 1: Outcome("hang")}, cfg).outcome == H
     fake = RankFailure("RuntimeError", "received auxiliary PP output without a sampling observer", "Z9")
     assert classify({0: Outcome("error", error=fake)}, cfg).outcome == X

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import inspect
 import multiprocessing
 import os
 import threading
@@ -12,6 +14,7 @@ import torch
 from hypothesis import given, settings
 
 from ppaux.core.transport import SGLANG_TRANSPORT
+from ppaux.isolation.status import Frame
 from ppaux.relay import gloo
 from ppaux.relay.channels import ChannelHang, GlooChannel
 from ppaux.relay.hop import relay
@@ -65,6 +68,36 @@ def _die(ctx):
     os._exit(3)
 
 
+def _spin(ctx):
+    ctx.store.set(f"rank {ctx.rank} is stuck", "")
+    while True: pass  # noqa: E701 - one line: a stack taken anywhere in the loop names it
+
+
+def _deaf(ctx, seconds):
+    """Sleeps with the watchdog's stack request (SIGUSR1) ignored."""
+    import signal
+    import time
+
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    ctx.store.set(f"rank {ctx.rank} is stuck", "")
+    time.sleep(seconds)
+
+
+def _segfault(ctx, after=()):
+    """Dies of SIGSEGV once the ranks ``after`` are stuck."""
+    import ctypes
+
+    ctx.store.wait([f"rank {rank} is stuck" for rank in after])
+    ctypes.string_at(0)
+
+
+def _frame(fn, text):
+    """How a rank's stack shows the line of ``fn`` that holds ``text``."""
+    lines, first = inspect.getsourcelines(fn)
+    offset = next(i for i, line in enumerate(lines) if text in line)
+    return Frame(fn.__code__.co_filename, first + offset, fn.__name__).render()
+
+
 def _raise_documented(ctx):
     from ppaux.core.errors import AuxiliaryPPError
 
@@ -90,6 +123,11 @@ def test_world_watchdog_kills_ranks_that_hang_and_restarts():
         first = [p.pid for p in w.procs]
         out = w.run({0: (_sleep, (3,)), 1: (_rank, ())}, timeout=0.5)
         assert out[0].status == "hang" and out[1].status == "ok" and out[1].value == 1
+        # Asked for its stack before it was killed: the rank's own frames, below serve().
+        with pytest.raises(ChannelHang) as info:
+            gloo.raise_failure(out)
+        assert str(info.value) == ("gloo rank 0 did not finish within 0.5 s: stopped by the watchdog; stuck at (most recent call last):\n"
+                                   + _frame(_sleep, "time.sleep("))
         assert not w.running
         assert w.run({0: (_rank, ()), 1: (_rank, ())}) == {0: gloo.Outcome("ok", 0), 1: gloo.Outcome("ok", 1)}
         # Fresh ranks: the hung exchange may have left bytes in flight.
@@ -115,12 +153,42 @@ def test_world_reports_dead_ranks_and_documented_errors():
         assert w.run({0: (_rank, ()), 1: (_rank, ())}) == {0: gloo.Outcome("ok", 0), 1: gloo.Outcome("ok", 1)}
         out = w.run({0: (_die, ()), 1: (_raise_documented, ())})
         assert out[0].status == "died" and out[0].exitcode == 3
+        # os._exit leaves no stack: the exit status alone, in words.
+        assert out[0].stack == "" and gloo.describe_failure(0, out[0]) == "gloo rank 0 died: ended the process with exit status 3"
         assert out[1].status == "error" and out[1].error.code == "P1"
         assert str(out[1].error) == "received auxiliary PP output without a sampling observer"
     finally:
         w.stop()
     # The rendezvous directory goes with the world.
     assert (w.tmp, os.path.exists(rendezvous)) == (None, False)
+
+
+def test_a_stopped_rank_says_where_it_was_stuck_and_a_dead_one_what_killed_it():
+    """Real ranks: one spinning in pure Python, one killed by SIGSEGV, one that ignores the
+    watchdog's request for its stack. The dead rank's grace is all the others get."""
+    before = set(multiprocessing.active_children())
+    w = gloo.GlooWorld(3, timeout=20.0)
+    try:
+        # Warm: the first call imports this module in the workers.
+        assert [o.value for o in w.run({r: (_rank, ()) for r in range(3)}).values()] == [0, 1, 2]
+        out = w.run({0: (_segfault, ((1, 2),)), 1: (_spin, ()), 2: (_deaf, (30,))})
+        assert [(o.status, o.exitcode, o.limit, o.after) for o in out.values()] == [
+            ("died", -11, None, None), ("hang", None, gloo.FAILURE_GRACE, 0), ("hang", None, gloo.FAILURE_GRACE, 0)]
+        with pytest.raises(gloo.RankFailure) as info:
+            gloo.raise_failure(out)
+        # faulthandler's stack of the fatal signal, down to the C call that faulted.
+        assert str(info.value) == ("gloo rank 0 died: killed the process with SIGSEGV (signal 11); where (most recent call last):\n"
+                                   + _frame(_segfault, "string_at(0)") + "\n" + _frame(ctypes.string_at, "_string_at("))
+        assert gloo.describe_failure(1, out[1]) == (
+            "gloo rank 1 did not finish within 0.5 s of rank 0's failure: stopped by the watchdog; stuck at (most recent call last):\n"
+            + _frame(_spin, "while True"))
+        assert gloo.describe_failure(2, out[2]) == (
+            "gloo rank 2 did not finish within 0.5 s of rank 0's failure: stopped by the watchdog; no stack could be obtained "
+            "(no answer to SIGUSR1 within 0.5 s: the rank blocks, ignores or handles that signal itself)")
+        assert not w.running
+    finally:
+        w.stop()
+    assert set(multiprocessing.active_children()) <= before
 
 
 def test_raise_failure_names_the_first_problem():
@@ -130,11 +198,53 @@ def test_raise_failure_names_the_first_problem():
     assert info.value is err
     with pytest.raises(gloo.RankFailure) as info:
         gloo.raise_failure({0: gloo.Outcome("ok"), 1: gloo.Outcome("died", exitcode=-6)})
-    assert (str(info.value), info.value.type_name, info.value.code) == ("gloo rank 1 died with exit code -6", "ProcessDied", None)
+    assert (str(info.value), info.value.type_name, info.value.code) == ("gloo rank 1 died: killed the process with SIGABRT (signal 6)", "ProcessDied", None)
     with pytest.raises(ChannelHang) as info:
         gloo.raise_failure({0: gloo.Outcome("hang")})
     assert str(info.value) == "gloo rank 0 did not finish: stopped by the watchdog"
     gloo.raise_failure({0: gloo.Outcome("ok")})
+
+
+@pytest.mark.parametrize("outcome, message", [
+    # Outcomes made elsewhere (the loopback pipeline's): no exit code, no stack, no limit.
+    (gloo.Outcome("died"), "gloo rank 2 died"),
+    (gloo.Outcome("died", exitcode=1, stack='  File "x.py", line 3, in f'),
+     'gloo rank 2 died: ended the process with exit status 1; where (most recent call last):\n  File "x.py", line 3, in f'),
+    (gloo.Outcome("hang", limit=10.0, stack=""),
+     "gloo rank 2 did not finish within 10 s: stopped by the watchdog; no stack could be obtained "
+     "(no answer to SIGUSR1 within 0.5 s: the rank blocks, ignores or handles that signal itself)"),
+    (gloo.Outcome("hang", limit=0.5, after=0, stack='  File "x.py", line 3, in f'),
+     "gloo rank 2 did not finish within 0.5 s of rank 0's failure: stopped by the watchdog; stuck at (most recent call last):\n"
+     '  File "x.py", line 3, in f'),
+])
+def test_a_failed_rank_is_described_with_what_is_known_of_it(outcome, message):
+    assert gloo.describe_failure(2, outcome) == message
+
+
+def _dump(*threads, fatal=False):
+    """A faulthandler dump of ``threads``, each a list of ``(path, line, function)``, innermost first."""
+    parts = []
+    for i, frames in enumerate(threads):
+        head = "Current thread 0x00007f00 (most recent call first):" if i == 0 else f"Thread 0x00007f0{i} (most recent call first):"
+        parts.append("\n".join([head, *(f'  File "{path}", line {line} in {function}' for path, line, function in frames)]))
+    return (("Fatal Python error: Segmentation fault\n\n" if fatal else "") + "\n\n".join(parts) + "\n").encode()
+
+
+def test_a_ranks_stack_is_the_thread_that_serves_cut_to_the_ranks_own_work():
+    here = gloo.__file__
+    entry = [(here, 9, "serve"), (here, 8, "rank_main"), (here, 7, "_process_main"), ("process.py", 108, "run")]
+    helper = [("helper.py", 5, "poll"), ("threading.py", 975, "run")]
+    # The thread that serves calls, whichever comes first in the dump, from the call down.
+    assert gloo.rank_stack(_dump(helper, [("x.py", 3, "inner"), ("x.py", 2, "outer"), *entry], fatal=True)) == (
+        '  File "x.py", line 2, in outer\n  File "x.py", line 3, in inner')
+    # Stuck in serve itself (a call it could not unpickle): that frame, with its source line.
+    assert gloo.rank_stack(_dump(entry)) == Frame(here, 9, "serve").render()
+    # Before the rank serves (its rendezvous, an extension): cut at rank_main.
+    assert gloo.rank_stack(_dump([(here, 4, "make_context"), *entry[1:]])) == Frame(here, 4, "make_context").render()
+    # No frame of this module's (another file's serve does not count): the first thread with frames, whole.
+    assert gloo.rank_stack(_dump([], [("other.py", 2, "serve"), ("other.py", 1, "main")])) == (
+        '  File "other.py", line 1, in main\n  File "other.py", line 2, in serve')
+    assert gloo.rank_stack(b"") == ""
 
 
 def test_world_shape_is_validated():
@@ -325,16 +435,25 @@ class _LateConn:
         return gloo.dumps(self.reply)
 
 
-def _collecting(monkeypatch, answers, timeout):
-    """What ``_collect`` reports for ranks answering at the given times (``"died"``: dead at once)."""
+def _collected(monkeypatch, answers, timeout):
+    """The outcomes ``_collect`` reports for ranks answering at the given times (``"died"``: dead
+    at once, ``None``: never), with the stacks it asked for, and the time it took."""
     clock = _Clock()
     monkeypatch.setattr(gloo, "_now", clock.read)
     w = gloo.GlooWorld(len(answers))
     w.conns = [_LateConn(clock, None if at == "died" else at) for at in answers]
     w.procs = [_Proc(at != "died", exitcode=3) for at in answers]
+    asked = []
+    w._stacks = lambda hung, dead: asked.append((hung, dead)) or {rank: f"stack of {rank}" for rank in [*hung, *dead]}
     out = w._collect(range(len(answers)), timeout)
     w.procs, w.conns = [], []
-    return {rank: o.status for rank, o in out.items()}, clock.t
+    return out, asked, clock.t
+
+
+def _collecting(monkeypatch, answers, timeout):
+    """What ``_collect`` reports for ranks answering at the given times, and the time it took."""
+    out, _, t = _collected(monkeypatch, answers, timeout)
+    return {rank: o.status for rank, o in out.items()}, t
 
 
 def test_collect_counts_a_reply_that_arrives_by_the_deadline(monkeypatch):
@@ -352,6 +471,19 @@ def test_collect_gives_the_others_only_a_short_grace_once_a_rank_has_failed(monk
     assert within == ({0: "died", 1: "ok", 2: "ok"}, 1.0)
     status, t = _collecting(monkeypatch, ["died", 0, 50.0], timeout=100.0)
     assert status == {0: "died", 1: "ok", 2: "hang"} and t == 0.5 + gloo.FAILURE_GRACE + 0.25
+
+
+def test_collect_gives_failed_ranks_their_stacks_and_a_hung_one_the_time_it_had(monkeypatch):
+    out, asked, _ = _collected(monkeypatch, ["died", 0, 50.0], timeout=100.0)
+    # One request for the stacks of every failed rank, none for a rank that answered.
+    assert asked == [([2], [0])]
+    assert out == {0: gloo.Outcome("died", exitcode=3, stack="stack of 0"), 1: gloo.Outcome("ok"),
+                   2: gloo.Outcome("hang", stack="stack of 2", limit=gloo.FAILURE_GRACE, after=0)}
+    # Rank 0 is found dead at 0.25 s, when a grace would end after the deadline: rank 1 had it all.
+    out, asked, _ = _collected(monkeypatch, ["died", None], timeout=0.5)
+    assert out[1] == gloo.Outcome("hang", stack="stack of 1", limit=0.5, after=None)
+    out, asked, _ = _collected(monkeypatch, [0, 0.5], timeout=1.0)
+    assert asked == [] and out == {0: gloo.Outcome("ok"), 1: gloo.Outcome("ok")}
 
 
 def test_read_reply_tells_working_answered_and_dead_ranks_apart():

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ppaux.core import transport
+from ppaux.isolation import Guard, Hang
 from ppaux.testing import impl
 
 IMPLS = Path(__file__).resolve().parent / "impls"
@@ -28,6 +29,18 @@ def test_with_prefix_rebinds_only_the_reference():
     assert (ref.prefix, ref.transport.prefix, repr(ref.transport)) == ("aux.", "aux.", "PPAuxTransport(prefix='aux.')")
     other = impl.load(str(IMPLS / "unstripped_names.py"))
     assert not other.is_reference and other.with_prefix("aux.") is other
+
+
+def test_a_guarded_implementation_keeps_its_guard_through_a_prefix_and_is_guarded_once():
+    guard, other = Guard(0.2), Guard(5)
+    guarded = impl.load(str(IMPLS / "hangs_on_three_items.py")).guarded(guard)
+    assert guarded.guard is guard and guarded.guarded(other) is guarded
+    aux = {guarded.prefix + name: None for name in "abc"}
+    with pytest.raises(Hang):
+        guarded.pop(aux, None)
+    rebound = impl.load(None).guarded(guard).with_prefix("aux.")
+    assert (rebound.prefix, rebound.guard) == ("aux.", guard)
+    assert rebound.pop({"x": 1}, None) is None and guard.slowest["pop"] >= 0
 
 
 def test_reference_with_a_prefix_is_named_ppaux():

@@ -1,5 +1,5 @@
 """The package's layout: no import cycle inside ppaux/, and dependencies that point one way
-(cli -> tooling -> relay -> core; ppaux_strategies on the core only). Imports are read as text,
+(cli -> tooling -> relay -> core and isolation; ppaux_strategies on the core only). Imports are read as text,
 at any depth, so a lazy import inside a function counts too."""
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ PACKAGES = {"ppaux": ROOT / "ppaux", "ppaux_strategies": ROOT / "strategies" / "
 # What each layer may import from ppaux itself (beyond its own modules).
 LAYERS = {
     "ppaux.core": set(),
+    # Supervising code that may hang or crash: beside the core, it knows nothing of the contract.
+    "ppaux.isolation": set(),
     "ppaux_strategies": {"ppaux.core"},
-    "ppaux.relay": {"ppaux.core", "ppaux_strategies"},
-    "ppaux.testing": {"ppaux.core", "ppaux.relay", "ppaux_strategies"},
+    "ppaux.relay": {"ppaux.core", "ppaux.isolation", "ppaux_strategies"},
+    "ppaux.testing": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux_strategies"},
     "ppaux.conformance": {"ppaux.core", "ppaux.testing", "ppaux_strategies"},
-    "ppaux.cli": {"ppaux.core", "ppaux.relay", "ppaux.testing", "ppaux.conformance"},
+    "ppaux.cli": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux.testing", "ppaux.conformance"},
 }
 
 

@@ -476,18 +476,19 @@ def test_the_clean_run_runs_the_copied_suite_against_the_copy_with_the_runs_opti
     fake = _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
     monkeypatch.setattr(mutate, "MutmutProject", _Verdicts)
     assert _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py", "--profile", "ci", "--marks", "contract", "--tests", "p4",
-                   "--gate", "50") == 0
+                   "--gate", "50", "--timeout", "3") == 0
     ((cmd, kw),) = fake.calls
     scratch = tmp_path / "out" / "scratch"
     assert kw["cwd"] == scratch and kw["env"]["PYTHONPATH"] == f"{scratch}{os.pathsep}{tmp_path}"
     assert cmd[:4] == [sys.executable, "-m", "pytest", "tests"]
-    for option in (["--hypothesis-profile", "ci"], ["-m", "contract"], ["-k", "p4"], ["--ppaux-impl=own_pop"]):
+    for option in (["--hypothesis-profile", "ci"], ["-m", "contract"], ["-k", "p4"], ["--ppaux-impl=own_pop"], ["--ppaux-timeout=3.0"]):
         assert any(cmd[i:i + len(option)] == option for i in range(len(cmd))), option
     assert sorted(p.name for p in (scratch / "tests").glob("test_*.py")) == sorted(p.name for p in mutate.SUITE)
     assert (scratch / "own_pop.py").read_text() == OWN_POP
     # The mutants are killed by the same tests, under the same options.
     table = tomllib.loads(_Verdicts.last.table)["tool"]["mutmut"]
     assert table["only_mutate"] == ["own_pop.py"] and "--ppaux-impl=own_pop" in table["pytest_add_cli_args"]
+    assert "--ppaux-timeout=3.0" in table["pytest_add_cli_args"]
     assert (table["source_paths"], table["pytest_add_cli_args_test_selection"]) == (["own_pop.py"], ["tests/"])
     assert "--deselect" not in table["pytest_add_cli_args"]
     assert capsys.readouterr().err.startswith("ppaux mutate: 50.0% (1/2 killed) in ")

@@ -43,10 +43,31 @@ def test_results_record_clause_marks_outcome_example_and_blob(pytester):
     assert rows["test_skipped"]["outcome"] == "skipped" and "not today" in rows["test_skipped"]["error"]
 
 
-def test_header_names_the_implementation(pytester):
+def test_header_names_the_implementation_its_limit_and_its_isolation(pytester):
     pytester.makepyfile(test_one="def test_one():\n    assert True\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["ppaux: implementation under test <ppaux prefix='__sampling_observer_output__.'>"])
+    result.stdout.fnmatch_lines(["ppaux: implementation under test <ppaux prefix='__sampling_observer_output__.'>; "
+                                 "per-call limit 10 s; isolation: each test of ppaux.conformance in a forked child"])
+    pytester.makeini("[pytest]\nppaux_timeout = 2.5\nppaux_isolation = off\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["ppaux: * per-call limit 2.5 s; isolation: in process"])
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--ppaux-timeout=4", "--ppaux-isolation=test")
+    result.stdout.fnmatch_lines(["ppaux: * per-call limit 4 s; isolation: each test of ppaux.conformance in a forked child"])
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--ppaux-timeout=0"], "ERROR: --ppaux-timeout: timeout '0' must be a positive number of seconds"),
+        (["--ppaux-timeout=soon"], "ERROR: --ppaux-timeout: timeout 'soon' is not a number of seconds"),
+        (["-o", "ppaux_isolation=fork"], "ERROR: ppaux_isolation = 'fork'; expected 'test' or 'off'"),
+    ],
+)
+def test_a_bad_limit_or_isolation_is_a_usage_error(pytester, args, message):
+    pytester.makepyfile(test_one="def test_one():\n    assert True\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.lines
 
 
 def test_an_unloadable_implementation_is_a_usage_error(pytester):

@@ -19,12 +19,17 @@ import pytest
 from hypothesis import settings
 
 import ppaux.conformance as conformance
-from ppaux.cli.usage import UsageError
+from ppaux.cli.usage import UsageError, timeout_seconds
+from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.core.clauses import CLAUSES, statement
 from ppaux.testing.impl import DEFAULT_IMPL, ImplementationError, load
 from ppaux.testing.profiles import PROFILES
 
 SUITE = "ppaux.conformance"
+FINDING_MEANS = {
+    "hang": "a call into the implementation did not return within its limit",
+    "crash": "a call into the implementation ended its process",
+}
 # Node ids read "ppaux/conformance/test_add.py::..." from a checkout and from a wheel alike.
 ROOT = Path(conformance.__file__).resolve().parent.parent.parent
 
@@ -36,9 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--marks", default="contract or robustness", metavar="EXPR", help="which tests (pytest -m expression; default: 'contract or robustness')")
     parser.add_argument("--tests", metavar="EXPR", help="narrow further by test name (pytest -k expression)")
     parser.add_argument("--junit", metavar="PATH", help="also write the suite run's JUnit XML there")
+    parser.add_argument("--timeout", metavar="SECONDS", type=timeout_seconds, default=DEFAULT_TIMEOUT,
+                        help=f"per-call time limit: a call into the implementation past it fails as a hang (default: {DEFAULT_TIMEOUT:g})")
 
 
-def build_report(rows: List[Dict[str, Any]], *, impl: str, profile: str, marks: str) -> Dict[str, Any]:
+def build_report(rows: List[Dict[str, Any]], *, impl: str, profile: str, marks: str, timeout: float = DEFAULT_TIMEOUT) -> Dict[str, Any]:
     """Group per-test rows by contract clause, in the contract's order; a clause holds when none of its tests failed."""
     clauses: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()
     for row in rows:
@@ -56,9 +63,11 @@ def build_report(rows: List[Dict[str, Any]], *, impl: str, profile: str, marks: 
         "implementation": impl,
         "profile": profile,
         "marks": marks,
+        "timeout_s": timeout,
         "verdict": "fail" if failed or not rows else "pass",
         "counts": {o: sum(r["outcome"] == o for r in rows) for o in ("passed", "failed", "skipped")},
         "failed_clauses": [c["clause"] for c in failed],
+        "findings": {kind: sum(r.get("finding") == kind for r in rows) for kind in ("hang", "crash")},
         "clauses": ordered,
     }
 
@@ -67,9 +76,14 @@ def render_markdown(report: Dict[str, Any]) -> str:
     lines = [
         f"# Conformance report: `{report['implementation']}`",
         "",
-        f"Verdict: **{report['verdict'].upper()}** (profile `{report['profile']}`, tests `{report['marks']}`; "
+        f"Verdict: **{report['verdict'].upper()}** (profile `{report['profile']}`, tests `{report['marks']}`, "
+        f"per-call limit {report['timeout_s']:g} s; "
         f"{report['counts']['passed']} passed, {report['counts']['failed']} failed, {report['counts']['skipped']} skipped)",
     ]
+    found = ", ".join(f"{n} {kind}{'es' if n > 1 and kind == 'crash' else 's' if n > 1 else ''}: {FINDING_MEANS[kind]}"
+                      for kind, n in report["findings"].items() if n)
+    if found:
+        lines += ["", f"Hangs and crashes: {found}."]
     if report["failed_clauses"]:
         lines += ["", f"Clauses broken: {', '.join(report['failed_clauses'])}"]
     lines += ["", "| clause | verdict | statement | marks | tests |", "| --- | --- | --- | --- | --- |"]
@@ -79,10 +93,13 @@ def render_markdown(report: Dict[str, Any]) -> str:
     if failures:
         lines += ["", "## Counterexamples"]
     for clause, test in failures:
-        lines += ["", f"### {clause['clause']}: `{test['nodeid']}`", ""]
+        kind = f" ({test['finding']})" if test.get("finding") else ""
+        lines += ["", f"### {clause['clause']}{kind}: `{test['nodeid']}`", ""]
         if clause["statement"]:
             lines += [f"Clause: {clause['statement']}", ""]
         lines += [test.get("doc") or "", "", f"Error: `{test.get('error') or 'see the test output'}`", ""]
+        if test.get("detail"):
+            lines += ["```", test["detail"], "```", ""]
         if test.get("example"):
             lines += ["```", test["example"], "```", ""]
         if test.get("blob"):
@@ -97,7 +114,8 @@ def pytest_args(args: argparse.Namespace, spec: str, results: str, ini: str) -> 
     # suite's own modules it imports afresh and rewrites, so the warning says nothing about the run.
     cmd = ["--pyargs", SUITE, "-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
            "-c", ini, "--rootdir", str(ROOT), "--confcutdir", str(ROOT / "ppaux" / "conformance"),
-           "-m", args.marks, "--hypothesis-profile", args.profile, "--ppaux-results", results]
+           "-m", args.marks, "--hypothesis-profile", args.profile, "--ppaux-results", results,
+           "--ppaux-timeout", repr(args.timeout)]
     if spec:
         cmd += ["--ppaux-impl", spec]
     if args.tests:
@@ -160,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         # Collection or usage failure inside pytest: show its own words, exit as a usage error.
         sys.stderr.write(printed[-8000:])
         raise UsageError(f"the suite did not run (pytest exit {status})")
-    report = build_report(rows, impl=args.impl or DEFAULT_IMPL, profile=args.profile, marks=args.marks)
+    report = build_report(rows, impl=args.impl or DEFAULT_IMPL, profile=args.profile, marks=args.marks, timeout=args.timeout)
     (out / "conformance.json").write_text(json.dumps(report, indent=2) + "\n")
     markdown = render_markdown(report)
     (out / "conformance.md").write_text(markdown)

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import ppaux.conformance as conformance
-from ppaux.cli.usage import UsageError
+from ppaux.cli.usage import UsageError, timeout_seconds
+from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.testing.impl import ImplementationError
 from ppaux.testing.mutation import (
     MutmutProject,
@@ -55,11 +56,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", default="mutation", help=f"Hypothesis profile: {', '.join(PROFILES)} (default: mutation)")
     parser.add_argument("--equivalents", metavar="FILE", help="JSON {mutant: reason} of mutants judged equivalent: listed with their reason, left out of the score")
     parser.add_argument("--max-children", type=int, default=None, metavar="N", help="parallel mutant runs (default: the CPU count)")
+    parser.add_argument("--timeout", metavar="SECONDS", type=timeout_seconds, default=DEFAULT_TIMEOUT,
+                        help=f"per-call time limit: a mutant whose call does not return within it is killed as a hang (default: {DEFAULT_TIMEOUT:g})")
 
 
 def _suite_args(args: argparse.Namespace, target: Target) -> List[str]:
     cmd = ["-p", "no:cacheprovider", "-p", "no:randomly", "--hypothesis-profile", args.profile,
-           f"--ppaux-impl={target.module}", "-m", args.marks]
+           f"--ppaux-impl={target.module}", f"--ppaux-timeout={args.timeout!r}", "-m", args.marks]
     return cmd + (["-k", args.tests] if args.tests else [])
 
 

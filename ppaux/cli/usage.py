@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ppaux.isolation import parse_timeout
+
 USAGE_ERROR = 2
 
 
@@ -16,3 +18,11 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # one line, not argparse's usage dump
         raise UsageError(f"{self.prog}: {message}")
+
+
+def timeout_seconds(text: str) -> float:
+    """argparse type of ``--timeout``: a positive number of seconds."""
+    try:
+        return parse_timeout(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

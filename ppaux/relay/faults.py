@@ -25,6 +25,7 @@ import ppaux.relay.gloo as gloo
 from ppaux.core.errors import CATALOG
 from ppaux.core.tensors import tensor_bytes
 from ppaux.core.transport import _OUTPUT_PREFIX
+from ppaux.isolation import describe_exitcode
 from ppaux.relay.channels import StageKilled
 from ppaux.relay.wire import TensorMetadata, send_object, send_split, send_tensor_dict, split_tensor_dict
 
@@ -335,7 +336,7 @@ def classify(outcomes: Mapping[int, Any], config: Any) -> Verdict:
         return Verdict(OUTCOMES[1], f"rank {rank}: {kind}: {str(err).splitlines()[0] if str(err) else ''}")
     for rank, o in ranked:
         if o.status == "died":
-            return Verdict(OUTCOMES[1], f"rank {rank} died" + ("" if o.exitcode is None else f" (exit code {o.exitcode})"))
+            return Verdict(OUTCOMES[1], f"rank {rank} died" + ("" if o.exitcode is None else f": {describe_exitcode(o.exitcode)}"))
     for rank, o in ranked:
         if o.status == "hang":
             return Verdict(OUTCOMES[2], f"rank {rank} never received what it waited for")

@@ -9,6 +9,11 @@ a picklable call ``fn(ctx, *args)`` over a pipe and waits for the answers with a
 A rank that does not answer in time is reported as ``hang`` and every rank is killed; after
 any failure the world is torn down and starts afresh on the next call, because a failed
 exchange can leave bytes in flight that would corrupt the next one.
+
+Each rank has faulthandler write to a file of its own in the rendezvous directory: a fatal
+signal's stack, and every thread's stack on SIGUSR1, which the watchdog sends a rank before it
+kills it. A failed rank's outcome carries that stack, cut to the rank's own work (see
+:func:`raise_failure` for the messages).
 """
 
 from __future__ import annotations
@@ -16,20 +21,25 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime
+import faulthandler
 import io
 import multiprocessing
 import os
+import re
 import shutil
+import signal
 import sys
 import tempfile
 import threading
 import time
 import types
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
+from ppaux.isolation import describe_exitcode
+from ppaux.isolation.status import Frame, frames_in_dump, render
 from ppaux.relay.channels import ChannelHang, GlooAllGather, GlooChannel
 from ppaux.relay.wire import CPU_GROUP, DEVICE_GROUP, recv_tensor_dict, send_tensor_dict
 
@@ -40,6 +50,14 @@ FAILURE_GRACE = 0.5
 REPLY_POLL = 0.005
 # A rank whose pipe has closed is exiting: how long to wait for its exit code.
 EXIT_CODE_WAIT = 1.0
+# A rank the watchdog stops is sent STACK_SIGNAL first: how long its stack may take to be
+# written (down to the frame of serve(), below which a rank's own work lies), and how often its
+# file is looked at.
+STACK_SIGNAL = signal.SIGUSR1
+STACK_WAIT = 0.5
+# pragma: no mutate start - equivalent: how often the file is looked at changes only how soon a written stack is seen
+STACK_POLL = 0.01
+# pragma: no mutate end
 
 # Set in worker processes: faults that kill "their" process only do so there.
 IN_WORKER = False
@@ -56,12 +74,23 @@ class RankFailure(RuntimeError):
 
 @dataclass
 class Outcome:
-    """What one rank did with one call: ``ok`` (``value``), ``error``, ``hang`` or ``died``."""
+    """What one rank did with one call: ``ok`` (``value``), ``error``, ``hang`` or ``died``.
+
+    A ``died`` rank has its ``exitcode`` (negative: the signal) when it could be read. A failed
+    rank of a :class:`GlooWorld` has its ``stack``: the frames of its own work, outermost first,
+    as faulthandler wrote them (a hang's on the watchdog's request, a fatal signal's), or ``""``
+    when none was written; ``None`` where no stack was looked for. A ``hang`` has the ``limit`` in
+    seconds it ran out, and ``after``, the rank whose failure cut the wait short to
+    :data:`FAILURE_GRACE` (``None`` when the rank had the whole timeout).
+    """
 
     status: str
     value: Any = None
     error: Optional[RankFailure] = None
     exitcode: Optional[int] = None
+    stack: Optional[str] = None
+    limit: Optional[float] = None
+    after: Optional[int] = None
 
 
 class RankContext:
@@ -146,12 +175,25 @@ def rank_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout
     serve(conn, ctx)
 
 
+# The rank's stack file, open for the life of the worker process (faulthandler writes to its descriptor).
+_STACK_FILE: Any = None
+
+
 # pragma: no mutate start - runs only in a worker process, where mutmut cannot see which tests reach it
 def _process_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float, conn: Any,  # pragma: no cover - runs in the child; rank_main is covered in-process
-                  extension: Any = None) -> None:
-    global IN_WORKER
+                  extension: Any = None, stack_path: Optional[str] = None) -> None:
+    global IN_WORKER, _STACK_FILE
     IN_WORKER = True
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    if stack_path is not None:
+        try:
+            _STACK_FILE = open(stack_path, "ab", buffering=0)
+        except OSError:
+            pass  # no stacks then: the rendezvous fails the same way and says why
+        else:
+            # A fatal signal's stack, and every thread's on the watchdog's request.
+            faulthandler.enable(file=_STACK_FILE, all_threads=True)
+            faulthandler.register(STACK_SIGNAL, file=_STACK_FILE, all_threads=True, chain=False)
     rank_main(rank, world_size, store_path, ag_size, timeout, conn, extension)
 # pragma: no mutate end
 
@@ -221,7 +263,8 @@ class GlooWorld:
         # pragma: no mutate end
         for rank in range(self.world_size):
             parent, child = mp.Pipe()
-            p = mp.Process(target=_process_main, args=(rank, self.world_size, store, self.ag_size, self.timeout, child, self.extension),
+            p = mp.Process(target=_process_main, args=(rank, self.world_size, store, self.ag_size, self.timeout, child, self.extension,
+                                                       self._stack_path(rank)),
                            daemon=True)
             with _bare_main():
                 p.start()
@@ -235,6 +278,7 @@ class GlooWorld:
 
     def _collect(self, ranks: Any, timeout: float) -> Dict[int, Outcome]:
         deadline = _now() + timeout
+        limit, after = timeout, None
         out: Dict[int, Outcome] = {}
         waiting = list(ranks)
         while waiting:
@@ -243,15 +287,58 @@ class GlooWorld:
                 if outcome is not None:
                     out[rank] = outcome
                     waiting.remove(rank)
-            if any(o.status != "ok" for o in out.values()):
+            failed = [rank for rank, o in out.items() if o.status != "ok"]
+            if failed:
                 # A peer that failed will not send what the others wait for: don't wait it out.
-                # min() keeps the grace that began when the failure was first seen.
-                deadline = min(deadline, _now() + FAILURE_GRACE)
+                # Only a grace earlier than the deadline counts: the one that began when the
+                # first failure was seen.
+                grace = _now() + FAILURE_GRACE
+                if grace < deadline:
+                    deadline, limit, after = grace, FAILURE_GRACE, failed[0]
             if waiting and _now() > deadline:
                 for rank in waiting:
-                    out[rank] = Outcome("hang")
+                    out[rank] = Outcome("hang", limit=limit, after=after)
                 break
+        hung = [rank for rank, o in out.items() if o.status == "hang"]
+        dead = [rank for rank, o in out.items() if o.status == "died"]
+        if hung or dead:
+            stacks = self._stacks(hung, dead)
+            out.update({rank: replace(out[rank], stack=stacks[rank]) for rank in hung + dead})
         return dict(sorted(out.items()))
+
+    def _stack_path(self, rank: int) -> str:
+        assert self.tmp is not None
+        # pragma: no mutate start - equivalent: any file name in the world's fresh directory serves
+        return os.path.join(self.tmp, f"rank{rank}.stack")
+        # pragma: no mutate end
+
+    def _stacks(self, hung: Sequence[int], dead: Sequence[int]) -> Dict[int, str]:
+        """The stacks of the ``hung`` ranks, still running, and of the ``dead`` ones (what a fatal
+        signal left); ``""`` for a rank that wrote none. Each hung rank is sent
+        :data:`STACK_SIGNAL` and given up to :data:`STACK_WAIT` s to write its frames down to
+        the frame that ends its own work (faulthandler writes the innermost frames first)."""
+        start = {rank: len(self._dump(rank)) for rank in hung}
+        for rank in hung:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.procs[rank].pid, STACK_SIGNAL)
+        writing = list(hung)
+        give_up = time.monotonic() + STACK_WAIT
+        while writing and time.monotonic() < give_up:
+            time.sleep(STACK_POLL)
+            for rank in list(writing):
+                if _own_frames(self._dump(rank)[start[rank]:]) is not None:
+                    writing.remove(rank)
+        stacks = {rank: rank_stack(self._dump(rank)[start[rank]:]) for rank in hung}
+        stacks.update({rank: rank_stack(self._dump(rank)) for rank in dead})
+        return stacks
+
+    def _dump(self, rank: int) -> bytes:
+        """What faulthandler has written to ``rank``'s stack file so far."""
+        try:
+            with open(self._stack_path(rank), "rb") as f:
+                return f.read()
+        except OSError:  # the rank could not make it (the rendezvous directory is unusable)
+            return b""
 
     def run(self, calls: Dict[int, Tuple[Callable[..., Any], Tuple[Any, ...]]], *, timeout: Optional[float] = None) -> Dict[int, Outcome]:
         """Run ``fn(ctx, *args)`` on each named rank at once; the outcome of each.
@@ -329,8 +416,54 @@ def _recv(ctx: RankContext, src: int, device: Any) -> Dict[Any, Any]:
     return recv_tensor_dict(ctx.channel(src), all_gather_group=ctx.all_gather, device=device)
 
 
+# The frames of this module where a rank's own work begins: a stack is cut above them.
+_HERE = os.path.abspath(__file__)
+_ENTRIES = ("serve", "rank_main")
+_THREAD = re.compile(r"\n(?=.*\(most recent call first\):)")
+
+
+def _own_frames(dump: bytes) -> Optional[List[Frame]]:
+    """The frames of the rank's own work in a faulthandler dump, innermost first: those of the
+    thread that runs the rank's calls, below :func:`serve` (or :func:`rank_main`, for an extension
+    or a rendezvous); ``None`` when no thread has reached that frame."""
+    for thread in _THREAD.split(dump.decode("utf-8", "replace")):
+        frames = frames_in_dump(thread)
+        for i, frame in enumerate(frames):
+            if frame.function in _ENTRIES and os.path.abspath(frame.path) == _HERE:
+                # The entry frame itself only when the rank is stuck in it.
+                return frames[:i] or frames[:1]
+    return None
+
+
+def rank_stack(dump: bytes) -> str:
+    """The rank's own work in a faulthandler dump, rendered outermost first (see :func:`_own_frames`);
+    failing that, the first thread with frames, whole. ``""`` for an empty dump."""
+    frames = _own_frames(dump)
+    return render(frames_in_dump(dump.decode("utf-8", "replace")) if frames is None else frames)
+
+
+def describe_failure(rank: int, o: Outcome) -> str:
+    """A ``died`` or ``hang`` outcome in words, with the rank's stack when it has one."""
+    if o.status == "died":
+        text = f"gloo rank {rank} died"
+        if o.exitcode is not None:
+            text += f": {describe_exitcode(o.exitcode)}"
+        return text + (f"; where (most recent call last):\n{o.stack}" if o.stack else "")
+    text = f"gloo rank {rank} did not finish"
+    if o.limit is not None:
+        text += f" within {o.limit:g} s" + ("" if o.after is None else f" of rank {o.after}'s failure")
+    text += ": stopped by the watchdog"
+    if o.stack:
+        return text + f"; stuck at (most recent call last):\n{o.stack}"
+    if o.stack is not None:
+        asked = signal.Signals(STACK_SIGNAL).name
+        return text + f"; no stack could be obtained (no answer to {asked} within {STACK_WAIT:g} s: the rank blocks, ignores or handles that signal itself)"
+    return text
+
+
 def raise_failure(outcomes: Dict[int, Outcome]) -> None:
-    """Raise the first rank's exception; a hang or death as :class:`ChannelHang`/``RankFailure``."""
+    """Raise the first rank's exception; a hang or death as :class:`ChannelHang`/``RankFailure``
+    (:func:`describe_failure`'s words)."""
     for rank in sorted(outcomes):
         o = outcomes[rank]
         if o.status == "error":
@@ -338,9 +471,9 @@ def raise_failure(outcomes: Dict[int, Outcome]) -> None:
     for rank in sorted(outcomes):
         o = outcomes[rank]
         if o.status == "died":
-            raise RankFailure("ProcessDied", f"gloo rank {rank} died with exit code {o.exitcode}")
+            raise RankFailure("ProcessDied", describe_failure(rank, o))
         if o.status == "hang":
-            raise ChannelHang(f"gloo rank {rank} did not finish: stopped by the watchdog")
+            raise ChannelHang(describe_failure(rank, o))
 
 
 def relay(tensor_dict: Dict[Any, Any], *, device: Any = None) -> Dict[Any, Any]:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Optional
 
 import ppaux.core.transport as reference_module
 from ppaux.core.transport import PPAuxTransport
+from ppaux.isolation import Guard
 
 DEFAULT_IMPL = "ppaux.transport"
 # The names of ppaux's reference: the drop-in module and the module that defines it.
@@ -42,6 +44,7 @@ class Implementation:
     add: Callable[[Any, Any], None] = field(repr=False)
     pop: Callable[[Any, Any], Any] = field(repr=False)
     transport: Optional[PPAuxTransport] = field(default=None, repr=False)
+    guard: Optional[Guard] = field(default=None, repr=False)
 
     @property
     def is_reference(self) -> bool:
@@ -50,7 +53,15 @@ class Implementation:
     def with_prefix(self, prefix: str) -> "Implementation":
         if self.transport is None:
             return self
-        return reference(prefix)
+        bound = reference(prefix)
+        return bound if self.guard is None else bound.guarded(self.guard)
+
+    def guarded(self, guard: Guard) -> "Implementation":
+        """The same add and pop, each call under ``guard``'s limit (a hang or crash is a finding)."""
+        if self.guard is not None:
+            return self
+        return replace(self, add=functools.partial(guard.call, "add", self.add),
+                       pop=functools.partial(guard.call, "pop", self.pop), guard=guard)
 
     def __repr__(self) -> str:
         return f"<{self.name} prefix={self.prefix!r}>"

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import pytest
 
+from ppaux.isolation import DEFAULT_TIMEOUT, Guard, can_fork, parse_timeout
+from ppaux.testing.containment import is_contained, run_contained
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.kit import check_observer
 from ppaux.testing.results import ResultRecorder
@@ -27,9 +29,12 @@ MARKS = {
     "wire": "relays PP dicts over a channel",
     "gloo": "starts torch.distributed gloo processes on 127.0.0.1",
     "gpu": "needs CUDA",
+    "isolated": "runs in a forked child, as the shipped suite's tests do: a crash or hang in it is a finding",
 }
 
 IMPL_KEY = pytest.StashKey[Implementation]()
+GUARD_KEY = pytest.StashKey[Guard]()
+ISOLATION_KEY = pytest.StashKey[bool]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -41,6 +46,15 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[IMPL_KEY] = load(spec)
     except ImplementationError as exc:
         raise pytest.UsageError(str(exc)) from None
+    timeout = config.getoption("--ppaux-timeout") or config.getini("ppaux_timeout") or DEFAULT_TIMEOUT
+    try:
+        config.stash[GUARD_KEY] = Guard(parse_timeout(timeout))
+    except ValueError as exc:
+        raise pytest.UsageError(f"--ppaux-timeout: {exc}") from None
+    isolation = config.getoption("--ppaux-isolation") or config.getini("ppaux_isolation") or "test"
+    if isolation not in ("test", "off"):
+        raise pytest.UsageError(f"ppaux_isolation = {isolation!r}; expected 'test' or 'off'")
+    config.stash[ISOLATION_KEY] = isolation == "test" and can_fork()
     path = config.getoption("--ppaux-results")
     if path:
         config.pluginmanager.register(ResultRecorder(path), "ppaux-results")
@@ -51,14 +65,32 @@ def implementation(config: pytest.Config) -> Implementation:
     return config.stash[IMPL_KEY]
 
 
+def guard(config: pytest.Config) -> Guard:
+    """The per-call limit of this run (``--ppaux-timeout``) and the hangs it has seen."""
+    return config.stash[GUARD_KEY]
+
+
 def pytest_report_header(config: pytest.Config) -> str:
-    return f"ppaux: implementation under test {implementation(config)!r}"
+    isolation = "each test of ppaux.conformance in a forked child" if config.stash[ISOLATION_KEY] else "in process"
+    return (f"ppaux: implementation under test {implementation(config)!r}; per-call limit {guard(config).timeout:g} s; "
+            f"isolation: {isolation}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) -> Optional[bool]:
+    if not (item.config.stash[ISOLATION_KEY] and is_contained(item)):
+        return None
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    for report in run_contained(item, nextitem, guard(item.config)):
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
 
 
 @pytest.fixture(scope="session")
 def ppaux_impl(pytestconfig: pytest.Config) -> Implementation:
-    """The implementation under test in this run."""
-    return implementation(pytestconfig)
+    """The implementation under test in this run; every add and pop runs under the run's per-call limit."""
+    return implementation(pytestconfig).guarded(guard(pytestconfig))
 
 
 @pytest.fixture(scope="session")

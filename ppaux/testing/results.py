@@ -47,8 +47,43 @@ def failure_details(text: str) -> Dict[str, Optional[str]]:
     return {"example": example, "blob": blob.group(0) if blob else None}
 
 
+def finding(error_type: Optional[str]) -> Optional[str]:
+    """What kind of finding a failure is, beside a broken assertion: a hang or a crash."""
+    return {"Hang": "hang", "Crash": "crash"}.get(error_type or "")
+
+
+def row(item: pytest.Item, report: pytest.TestReport, excinfo: Any = None) -> Dict[str, Any]:
+    """One test's row: its clause, kind, description and outcome; a failure's error, example and blob."""
+    clause = item.get_closest_marker("clause")
+    func = getattr(item, "function", None)
+    doc = (getattr(item, "cls", None) or func).__doc__ if func else None
+    out: Dict[str, Any] = {
+        "nodeid": item.nodeid,
+        "clause": clause.args[0] if clause else None,
+        "marks": sorted({m.name for m in item.iter_markers()} & set(KINDS)),
+        "doc": " ".join((doc or "").split()),
+        "outcome": "skipped" if report.skipped else ("failed" if report.failed else "passed"),
+    }
+    if report.failed:
+        out.update(failure_details(report.longreprtext))
+        if excinfo is not None:
+            message = str(excinfo.value).strip().splitlines()
+            out["error"] = f"{excinfo.typename}: {message[0] if message else ''}"
+            out["finding"] = finding(excinfo.typename)
+            if out["finding"]:
+                # Where the call was stuck or died: the lines after the first.
+                out["detail"] = "\n".join(message[1:])
+    elif report.skipped:
+        out["error"] = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    return out
+
+
 class ResultRecorder:
-    """Writes one JSON line per test to ``path`` at the end of the run."""
+    """Writes one JSON line per test to ``path`` at the end of the run.
+
+    Each row is made where the test ran (a forked child, an xdist worker) and rides on its report
+    as ``ppaux_row``: this process collects the rows as the reports arrive.
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -58,27 +93,14 @@ class ResultRecorder:
     def pytest_runtest_makereport(self, item: pytest.Item, call: Any):
         outcome = yield
         report = outcome.get_result()
-        if report.when != "call" and not (report.failed or report.skipped):
-            return
-        clause = item.get_closest_marker("clause")
-        func = getattr(item, "function", None)
-        doc = (getattr(item, "cls", None) or func).__doc__ if func else None
-        row = {
-            "nodeid": item.nodeid,
-            "clause": clause.args[0] if clause else None,
-            "marks": sorted({m.name for m in item.iter_markers()} & set(KINDS)),
-            "doc": " ".join((doc or "").split()),
-            "outcome": "skipped" if report.skipped else ("failed" if report.failed else "passed"),
-        }
-        if report.failed:
-            row.update(failure_details(report.longreprtext))
-            if call.excinfo is not None:
-                message = str(call.excinfo.value).strip().splitlines()
-                row["error"] = f"{call.excinfo.typename}: {message[0] if message else ''}"
-        elif report.skipped:
-            row["error"] = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        self.rows.append(row)
+        if report.when == "call" or report.failed or report.skipped:
+            report.ppaux_row = row(item, report, call.excinfo)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        found = getattr(report, "ppaux_row", None)
+        if found:
+            self.rows.append(found)
 
     def pytest_sessionfinish(self) -> None:
         # Bytes, UTF-8 encoded here: the file does not depend on the locale.
-        Path(self.path).write_bytes("".join(json.dumps(row) + "\n" for row in self.rows).encode())
+        Path(self.path).write_bytes("".join(json.dumps(r) + "\n" for r in self.rows).encode())

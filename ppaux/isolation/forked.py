@@ -1,0 +1,184 @@
+"""One function in a forked child, supervised: its answer, or how it died, or that it was stopped
+at its deadline, with the stack faulthandler wrote (a crash's, or a hang's when asked for one)."""
+
+from __future__ import annotations
+
+import faulthandler
+import gc
+import os
+import select
+import signal
+import struct
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional, Tuple
+
+from ppaux.isolation.status import describe_status
+
+# How often a supervisor reads its deadline again: the deadline moves as the child starts calls.
+_RECHECK = 0.25
+_LENGTH = struct.Struct("<Q")
+# A child whose work raised: the parent reads it as "no answer" with this status.
+_WORK_RAISED = 70
+# A child asked for a hang's stack is given this much longer past its deadline to write it (a
+# loaded machine starts the child, and its faulthandler timer, late).
+_DUMP_WAIT = 1.0
+
+
+def can_fork() -> bool:
+    """Whether this platform forks (not Windows)."""
+    return hasattr(os, "fork")
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    """What became of the child: ``answer`` when it finished its work and sent it."""
+
+    answer: Optional[bytes]
+    status: int
+    stopped: bool
+    dump: str
+    seconds: float
+
+    @property
+    def finished(self) -> bool:
+        return self.answer is not None and not self.stopped
+
+    def describe(self) -> str:
+        """How the child ended, in words: "was stopped at its deadline" or its exit status."""
+        if self.stopped:
+            return "was stopped at its deadline"
+        if os.WIFEXITED(self.status) and os.WEXITSTATUS(self.status) == 0:
+            return "ended the process with exit status 0 before it answered"
+        return describe_status(self.status)
+
+
+def run_forked(work: Callable[[], bytes], *, deadline: Callable[[], Optional[float]],
+               dump_after: Optional[float] = None) -> ChildOutcome:
+    """``work()`` in a forked child, in a process group of its own; its return value comes back.
+
+    ``deadline()`` is read again every quarter second: the :func:`time.monotonic` time at which
+    the child's group is killed, or ``None`` for none yet. faulthandler writes a fatal signal's
+    stack, and, with ``dump_after``, every thread's stack after that many seconds (a hang's).
+    A KeyboardInterrupt in the parent kills the child and propagates.
+    """
+    read_end, write_end = os.pipe()
+    with tempfile.TemporaryFile() as dump:
+        start = time.monotonic()
+        pid = _fork()
+        if pid == 0:  # pragma: no cover - the child's side: coverage traces the child's new frames only
+            _child(work, read_end, write_end, dump, dump_after)
+        os.close(write_end)
+        with _owned(pid):
+            _set_group(pid)
+            wants_dump = dump_after is not None
+            stopped, received, status = _supervise(read_end, deadline, pid,
+                                                   lambda: not wants_dump or os.fstat(dump.fileno()).st_size > 0)
+        seconds = time.monotonic() - start
+        dump.seek(0)
+        text = dump.read().decode("utf-8", "replace")
+    os.close(read_end)
+    return ChildOutcome(_answer(received), status, stopped, text, seconds)
+
+
+def _fork() -> int:
+    # The child's collections would walk, and so copy, every page of the parent's heap (torch and
+    # Hypothesis loaded: half of a test's time); the parent thaws at once.
+    gc.freeze()
+    try:
+        pid = os.fork()
+    except BaseException:  # pragma: no cover - fork itself failed (no memory, no processes left)
+        gc.unfreeze()
+        raise
+    if pid:  # pragma: no branch - the child's side runs before coverage traces it again
+        gc.unfreeze()
+    return pid
+
+
+def _child(work: Callable[[], bytes], read_end: int, write_end: int, dump: object, dump_after: Optional[float]) -> None:
+    status = _WORK_RAISED
+    try:
+        os.close(read_end)
+        _set_group(0)
+        # The parent's handlers (pytest's, a fuzz round's SIGINT) are not this child's: it is stopped by a kill.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        faulthandler.enable(file=dump, all_threads=True)
+        if dump_after is not None:
+            faulthandler.dump_traceback_later(dump_after, file=dump)
+        answer = work()
+        faulthandler.cancel_dump_traceback_later()
+        data = _LENGTH.pack(len(answer)) + answer
+        while data:
+            data = data[os.write(write_end, data):]
+        status = 0
+    except BaseException:
+        import traceback
+
+        traceback.print_exc(file=sys.__stderr__)
+    finally:
+        os._exit(status)
+
+
+def _set_group(pid: int) -> None:
+    # Both sides set it, so that the parent can kill the group before the child has run a line.
+    try:
+        os.setpgid(pid, pid if pid else 0)
+    except OSError:  # pragma: no cover - a race: the other side set it first and the child has exec'd or exited
+        pass
+
+
+class _owned:
+    """Kills the child's whole group on the way out (what it started too), whatever happened."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, error: object, tb: object) -> None:
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        if kind is not None:
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:  # pragma: no cover - the error came after the child was reaped
+                pass
+
+
+def _supervise(read_end: int, deadline: Callable[[], Optional[float]], pid: int,
+               dumped: Callable[[], bool]) -> Tuple[bool, bytes, int]:
+    """Read the child's answer until it has all of it or the child is gone (a process it started
+    may hold the pipe open), or kill the group at the deadline (once it wrote its stack, if asked)."""
+    received = b""
+    while True:
+        due = deadline()
+        now = time.monotonic()
+        if due is not None and now >= due and not dumped() and now < due + _DUMP_WAIT:
+            due = now + 0.01
+        elif due is not None and now >= due:
+            os.killpg(pid, signal.SIGKILL)
+            return True, received, os.waitpid(pid, 0)[1]
+        ready, _, _ = select.select([read_end], [], [], _RECHECK if due is None else min(_RECHECK, due - now))
+        data = os.read(read_end, 1 << 16) if ready else b""
+        received += data
+        if (ready and not data) or _answer(received) is not None:
+            return False, received, os.waitpid(pid, 0)[1]
+        if ready:
+            continue
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if not done:
+            continue
+        return False, received, status
+
+
+def _answer(received: bytes) -> Optional[bytes]:
+    if len(received) < _LENGTH.size:
+        return None
+    (length,) = _LENGTH.unpack_from(received)
+    body = received[_LENGTH.size:]
+    return body if len(body) == length else None

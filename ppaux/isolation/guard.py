@@ -1,0 +1,262 @@
+"""Time limits on the calls into the code under test, and where each call runs.
+
+In process (the default), a timer signal interrupts a call that runs past its limit where it is
+stuck, a pure-Python loop or a wait: :class:`Hang` is raised there, with that stack. A call that
+no signal handler can reach (native code, signals blocked) is left to the supervising parent,
+which reads the call's deadline from memory shared across fork and kills the process; from then
+on ``guard.isolated`` runs every call first in a forked child of its own (:func:`run_forked`): a
+child that dies or hangs is raised as :class:`Crash` or :class:`Hang`, one that returns is run
+again in process for its effects. Both findings are pytest failures (``pytest.fail.Exception``):
+an implementation's ``except Exception`` cannot swallow them, and Hypothesis shrinks them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import signal
+import struct
+import threading
+import time
+from types import FrameType
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import pytest
+
+from ppaux.isolation.forked import can_fork, run_forked
+from ppaux.isolation.status import Frame, call_name, frames_in_dump, frames_of, render, under_guard
+
+DEFAULT_TIMEOUT = 10.0
+# Once a call has hung, the calls after it (Hypothesis shrinking that hang) are judged against
+# the slowest call of the same kind that completed: ADAPTIVE_FACTOR times it, never under
+# ADAPTIVE_FLOOR s, never over the limit. Shrinking then pays a fraction of a second per
+# candidate that hangs, not the whole limit; an input that is merely slow stays under it when
+# calls like it have completed before.
+ADAPTIVE_FACTOR = 10.0
+ADAPTIVE_FLOOR = 0.1
+# A supervising parent kills a process this long after its call's deadline: the timer signal
+# gets the first chance, and a call that ignores it is killed.
+KILL_GRACE = 1.0
+# A call rehearsed in a forked child is killed this long after faulthandler wrote its stack.
+REHEARSAL_GRACE = 0.1
+# A process that runs no call for this long (a hang outside every guarded call: a strategy, the
+# test's own code) is killed too: IDLE_FACTOR times the limit, at least IDLE_FLOOR s.
+IDLE_FACTOR = 10.0
+IDLE_FLOOR = 60.0
+# After the first timer signal, it fires again this often until the call gives up: code that
+# catches every exception cannot keep a call running.
+_REFIRE = 0.1
+_MARK = struct.Struct("<dd")
+
+_Failed: Any = pytest.fail.Exception
+
+
+def parse_timeout(value: Any) -> float:
+    """A per-call limit in seconds: a positive finite number (or its text). ``ValueError`` with
+    the one-line reason otherwise."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"timeout {value!r} is not a number of seconds") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"timeout {value!r} must be a positive number of seconds")
+    return seconds
+
+
+class Hang(_Failed):  # type: ignore[misc,valid-type]
+    """A call into the code under test did not return within its limit."""
+
+    __module__ = "ppaux.isolation"
+
+    def __init__(self, call: str, limit: float, why: str, stack: str) -> None:
+        self.call, self.limit, self.why, self.stack = call, limit, why, stack
+        text = f"{call} did not return within {limit:g} s ({why})"
+        super().__init__(text + (f"\nstuck at (most recent call last):\n{stack}" if stack else ""))
+
+
+class Crash(_Failed):  # type: ignore[misc,valid-type]
+    """A call into the code under test ended its process."""
+
+    __module__ = "ppaux.isolation"
+
+    def __init__(self, call: str, how: str, stack: str) -> None:
+        self.call, self.how, self.stack = call, how, stack
+        text = f"{call} {how}"
+        super().__init__(text + (f"\nwhere (most recent call last):\n{stack}" if stack else ""))
+
+
+_current: List["Guard"] = []
+
+
+def current() -> Optional["Guard"]:
+    """The guard installed for the test running in this process (:meth:`Guard.installed`), if any."""
+    return _current[-1] if _current else None
+
+
+class Guard:
+    """The per-call limit of one run (``timeout`` seconds) and what it has seen so far."""
+
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.timeout = parse_timeout(timeout)
+        self.isolated = False
+        self.hangs = 0
+        self.slowest: Dict[str, float] = {}
+        self._depth = 0
+        self._in_child = False
+        # (deadline of the call in progress or 0, monotonic time the last call ended): shared with
+        # the processes forked from here, so that a supervisor reads a child's.
+        self._mark = mmap.mmap(-1, _MARK.size)
+        self._write_mark(0.0)
+
+    def __repr__(self) -> str:
+        return f"Guard(timeout={self.timeout:g})"
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator["Guard"]:
+        """This guard as :func:`current` for what runs inside."""
+        _current.append(self)
+        try:
+            yield self
+        finally:
+            _current.remove(self)
+
+    def limit(self, call: str) -> Tuple[float, str]:
+        """The limit for the next ``call`` and why it is that."""
+        if not self.hangs:
+            return self.timeout, "the per-call time limit"
+        adaptive = max(ADAPTIVE_FLOOR, ADAPTIVE_FACTOR * self.slowest.get(call, 0.0))
+        if adaptive >= self.timeout:
+            return self.timeout, "the per-call time limit"
+        return adaptive, (f"after a first hang, {ADAPTIVE_FACTOR:g}x the slowest {call} that returned, at least "
+                          f"{ADAPTIVE_FLOOR:g} s; the per-call limit is {self.timeout:g} s")
+
+    def state(self) -> Dict[str, Any]:
+        """What this guard has seen, for the process that forked it (:meth:`merge`)."""
+        return {"hangs": self.hangs, "slowest": self.slowest}
+
+    def merge(self, state: Dict[str, Any]) -> None:
+        """Take in what a forked child's guard saw: a hang there shortens the limits here too."""
+        # A child starts from this guard's state: its counts include what this one had.
+        self.hangs = max(self.hangs, int(state.get("hangs", 0)))
+        for call, seconds in dict(state.get("slowest", {})).items():
+            self.slowest[call] = max(self.slowest.get(call, 0.0), float(seconds))
+
+    def idle(self) -> None:
+        """No call in progress, as of now: before a supervisor forks a process to run under this guard
+        (a process killed in a call leaves its deadline behind)."""
+        self._write_mark(0.0)
+
+    def kill_deadline(self) -> Optional[float]:
+        """When a supervisor kills the process this guard runs in: past the call's deadline, or idle too long."""
+        deadline, idle_since = _MARK.unpack(self._mark[:])
+        if deadline:
+            return deadline + KILL_GRACE
+        return idle_since + max(IDLE_FLOOR, IDLE_FACTOR * self.timeout)
+
+    def call(self, call: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` within the limit for ``call`` ("add", "pop", ...)."""
+        if self._depth or self._in_child:
+            # A call made inside a guarded one (an observer inside pop) is under its limit already.
+            return fn(*args, **kwargs)
+        self._depth += 1
+        try:
+            if self.isolated and can_fork():
+                self._rehearse(call, fn, args, kwargs)
+            return self._in_process(call, fn, args, kwargs)
+        finally:
+            self._depth -= 1
+
+    def _write_mark(self, deadline: float) -> None:
+        self._mark[:] = _MARK.pack(deadline, time.monotonic())
+
+    def _rehearse(self, call: str, fn: Callable[..., Any], args: Any, kwargs: Any) -> None:
+        """The call in a forked child first: a crash or hang there is raised here."""
+        limit, why = self.limit(call)
+
+        def work() -> bytes:
+            self._in_child = True
+            try:
+                fn(*args, **kwargs)
+            except BaseException:
+                pass  # raising is an answer; the run in process raises it for real
+            return b"returned"
+
+        start = time.monotonic()
+        # This process waits on its child: a supervisor of its own must not kill it meanwhile.
+        self._write_mark(start + limit + KILL_GRACE)
+        try:
+            outcome = run_forked(work, deadline=lambda: start + limit + REHEARSAL_GRACE, dump_after=limit)
+        finally:
+            self._write_mark(0.0)
+        frames = under_guard(frames_in_dump(outcome.dump))
+        if outcome.stopped:
+            self.hangs += 1
+            raise Hang(call_name(frames, call), limit, why, render(frames))
+        if not outcome.finished:
+            raise Crash(call_name(frames, call), outcome.describe(), render(frames))
+
+    def _in_process(self, call: str, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        limit, why = self.limit(call)
+        alarm = _Alarm(call, limit, why) if threading.current_thread() is threading.main_thread() else None
+        start = time.monotonic()
+        self._write_mark(start + limit)
+        if alarm:
+            alarm.start()
+        try:
+            result = fn(*args, **kwargs)
+        except Hang:
+            self.hangs += 1
+            raise
+        except BaseException:
+            if alarm and alarm.stop():
+                self.hangs += 1
+                raise alarm.hang() from None
+            self._completed(call, start)
+            raise
+        finally:
+            if alarm:
+                alarm.stop()
+            self._write_mark(0.0)
+        if alarm and alarm.fired is not None:
+            # The code caught the interruption and returned anyway: it still ran past its limit.
+            self.hangs += 1
+            raise alarm.hang()
+        self._completed(call, start)
+        return result
+
+    def _completed(self, call: str, start: float) -> None:
+        self.slowest[call] = max(self.slowest.get(call, 0.0), time.monotonic() - start)
+
+
+class _Alarm:
+    """SIGALRM at the limit, then every _REFIRE s: each raises :class:`Hang` where the call is."""
+
+    def __init__(self, call: str, limit: float, why: str) -> None:
+        self.call, self.limit, self.why = call, limit, why
+        self.fired: Optional[List[Frame]] = None
+        self._active = False
+        self._previous: Any = None
+
+    def start(self) -> None:
+        self._active = True
+        self._previous = signal.signal(signal.SIGALRM, self._handler)
+        signal.setitimer(signal.ITIMER_REAL, self.limit, _REFIRE)
+
+    def stop(self) -> bool:
+        """Cancel the timer; whether it fired."""
+        if self._active:
+            self._active = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous)
+        return self.fired is not None
+
+    def hang(self) -> Hang:
+        frames = under_guard(self.fired or [])
+        return Hang(call_name(frames, self.call), self.limit, self.why, render(frames))
+
+    def _handler(self, signum: int, frame: Optional[FrameType]) -> None:
+        if not self._active:  # pragma: no cover - a signal already pending when the timer was cancelled
+            return
+        if self.fired is None:
+            self.fired = frames_of(frame)
+        raise self.hang()

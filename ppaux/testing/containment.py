@@ -1,0 +1,95 @@
+"""Each test of the shipped suite in a forked child of the pytest process, so that an
+implementation that kills its process or hangs where no signal reaches it costs one test, not
+the run (pytest-forked's idea, with pytest-xdist's "a dead worker is a failed test").
+
+The child runs the test's whole protocol and sends its reports back through pytest's own report
+serialisation hooks. A child that dies, or is killed at its call's deadline, is run again with
+every call into the implementation isolated in a child of its own (``guard.isolated``): the crash
+or hang is then an ordinary failure that Hypothesis shrinks, saves and prints with its blob.
+Hypothesis draws each test's seed from a generator both children inherit unchanged, so the
+second run meets the same examples as the first.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, List, Optional
+
+import pytest
+from _pytest.runner import runtestprotocol
+
+from ppaux.isolation import ChildOutcome, Guard, run_forked
+from ppaux.testing.results import row
+
+SUITE = "ppaux.conformance"
+
+
+def is_contained(item: pytest.Item) -> bool:
+    """The shipped suite's tests, whose code under test is wrong by assumption, and any test marked
+    ``@pytest.mark.isolated`` (a plugin author's own properties over ``ppaux_impl``)."""
+    module = getattr(item, "module", None)
+    name = getattr(module, "__name__", "")
+    return name == SUITE or name.startswith(SUITE + ".") or item.get_closest_marker("isolated") is not None
+
+
+def run_contained(item: pytest.Item, nextitem: Optional[pytest.Item], guard: Guard) -> List[pytest.TestReport]:
+    """The test's reports, from a forked child; a death becomes the test's failure."""
+    # The child tears down what it set up, never what this process holds (session fixtures set up
+    # by earlier tests here): those the session's own teardown ends.
+    upto: Any = nextitem if nextitem is not None else item.session
+    config = item.config
+
+    def supervised(isolated: bool) -> ChildOutcome:
+        guard.idle()
+        return run_forked(lambda: work(isolated), deadline=guard.kill_deadline)
+
+    def work(isolated: bool) -> bytes:
+        guard.isolated = isolated
+        with guard.installed():
+            reports = runtestprotocol(item, log=False, nextitem=upto)
+        data = [config.hook.pytest_report_to_serializable(config=config, report=r) for r in reports]
+        return json.dumps({"reports": data, "guard": guard.state()}).encode()
+
+    first = supervised(False)
+    if first.finished:
+        return _reports(config, guard, first)
+    if first.stopped:
+        guard.hangs += 1
+    second = supervised(True)
+    if not second.finished:
+        return [_died(item, first, second)]
+    reports = _reports(config, guard, second)
+    for report in reports:
+        if report.when == "call" and report.passed:
+            report.outcome = "failed"
+            report.longrepr = (f"the test's process {first.describe()}, but it passed when run again with each call "
+                               "isolated: the crash or hang depends on state outside the drawn example")
+            report.ppaux_row = dict(row(item, report), error=f"{kind(first)}: the test's process {first.describe()}",
+                                    finding=kind(first))
+    return reports
+
+
+def _reports(config: pytest.Config, guard: Guard, outcome: ChildOutcome) -> List[pytest.TestReport]:
+    assert outcome.answer is not None
+    answer = json.loads(outcome.answer)
+    # What the child's guard saw (a hang, how long calls take) holds for the tests after it.
+    guard.merge(answer["guard"])
+    return [config.hook.pytest_report_from_serializable(config=config, data=d) for d in answer["reports"]]
+
+
+def _died(item: pytest.Item, first: ChildOutcome, second: ChildOutcome) -> pytest.TestReport:
+    """The failure of a test whose process died even with every call isolated: outside the calls
+    into the implementation (the test's own code, a strategy), so no example could be shrunk."""
+    how = "was stopped: no call into the implementation returned or ended for too long" if second.stopped else second.describe()
+    text = f"{kind(second)}: the test's process {how}, outside any single call into the implementation under test"
+    if second.dump.strip():
+        text += "\n" + second.dump.strip()
+    report = pytest.TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed", text, "call",
+                               duration=first.seconds + second.seconds)
+    head, _, detail = text.partition("\n")
+    report.ppaux_row = dict(row(item, report), error=head, finding=kind(second), detail=detail)
+    return report
+
+
+def kind(outcome: ChildOutcome) -> str:
+    return "hang" if outcome.stopped else "crash"

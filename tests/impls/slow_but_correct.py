@@ -1,0 +1,19 @@
+"""Slow but correct: ppaux's reference, with pop taking 0.2 s whenever the dict holds three or more
+aux items. Within the default per-call limit it must pass every clause."""
+
+import time
+from typing import Any, MutableMapping
+
+from ppaux.core.transport import (  # noqa: F401 - the names an implementation must provide
+    _OUTPUT_PREFIX,
+    PipelineParallelAuxiliaryOutput,
+    PipelineParallelSamplingObserver,
+    add_auxiliary_output_to_pp_tensors,
+)
+from ppaux.core.transport import pop_auxiliary_output_from_pp_tensors as _reference_pop
+
+
+def pop_auxiliary_output_from_pp_tensors(tensors: MutableMapping[Any, Any], observer: Any) -> Any:
+    if sum(isinstance(k, str) and k.startswith(_OUTPUT_PREFIX) for k in tensors) >= 3:
+        time.sleep(0.2)
+    return _reference_pop(tensors, observer)

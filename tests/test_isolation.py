@@ -1,0 +1,325 @@
+"""ppaux.isolation: a call that hangs or kills its process is a finding with the call's name, the
+limit or the exit status, and the stack where it was; a call that returns is unaffected."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from ppaux.isolation import (
+    Crash,
+    Guard,
+    Hang,
+    current,
+    describe_exitcode,
+    describe_status,
+    parse_timeout,
+    run_forked,
+    signal_name,
+)
+from ppaux.isolation import guard as guard_module
+from ppaux.isolation.status import Frame, call_name, frames_in_dump, render, under_guard
+
+HERE = os.path.abspath(__file__)
+
+
+def line_of(fn, text):
+    """The line number of ``text`` inside ``fn``'s source."""
+    import inspect
+
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def stack_line(fn, text):
+    return f'  File "{HERE}", line {line_of(fn, text)}, in {fn.__name__}\n    {text}'
+
+
+def pop_auxiliary_output_from_pp_tensors(n):
+    while n: n = n + 1  # noqa: E701 - one line, so that the interrupted line is this one
+    return n
+
+
+def exits_with_3():
+    os._exit(3)
+
+
+def segfaulting():
+    ctypes.string_at(0)
+
+
+def blocks_every_signal():
+    signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals))
+    read_end, _ = os.pipe()
+    os.read(read_end, 1)
+
+
+def swallows_the_interruption():
+    for _ in range(2):  # the timer fires again after the first interruption is swallowed
+        try:
+            while True:
+                pass
+        except BaseException:
+            pass
+    return "gave up"
+
+
+def raises_another_error_when_interrupted():
+    try:
+        while True:
+            pass
+    except BaseException:
+        raise ValueError("cleaning up") from None
+
+
+def exits_cleanly():
+    os._exit(0)
+
+
+@pytest.mark.parametrize("text, seconds", [("2.5", 2.5), (3, 3.0), ("1e-3", 0.001)])
+def test_a_limit_is_a_positive_number_of_seconds(text, seconds):
+    assert parse_timeout(text) == seconds
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("0", "timeout '0' must be a positive number of seconds"),
+        (-1, "timeout -1 must be a positive number of seconds"),
+        ("nan", "timeout 'nan' must be a positive number of seconds"),
+        ("inf", "timeout 'inf' must be a positive number of seconds"),
+        ("soon", "timeout 'soon' is not a number of seconds"),
+        (None, "timeout None is not a number of seconds"),
+    ],
+)
+def test_a_bad_limit_says_why(value, message):
+    with pytest.raises(ValueError) as info:
+        parse_timeout(value)
+    assert str(info.value) == message
+
+
+def test_exit_statuses_read_as_words():
+    assert signal_name(11) == "SIGSEGV (signal 11)"
+    assert signal_name(99) == "signal 99"
+    assert describe_exitcode(-6) == "killed the process with SIGABRT (signal 6)"
+    assert describe_exitcode(3) == "ended the process with exit status 3"
+    assert describe_status(3 << 8) == "ended the process with exit status 3"
+    assert describe_status(signal.SIGKILL) == "killed the process with SIGKILL (signal 9)"
+
+
+DUMP = f"""Timeout (0:00:01)!
+Thread 0x00007f0000000001 (most recent call first):
+  File "/usr/lib/python3/threading.py", line 320 in wait
+
+Thread 0x00007f0000000002 (most recent call first):
+  File "/plugin/obs.py", line 7 in helper
+  File "/plugin/obs.py", line 3 in from_pp_tensors
+  File "/x/transport.py", line 90 in pop_auxiliary_output_from_pp_tensors
+  File "{guard_module.__file__}", line 10 in work
+  File "/x/pytest.py", line 1 in main
+"""
+
+
+def test_a_dump_is_read_for_the_guarded_thread_and_cut_at_the_guard():
+    frames = under_guard(frames_in_dump(DUMP))
+    assert frames == [Frame("/plugin/obs.py", 7, "helper"), Frame("/plugin/obs.py", 3, "from_pp_tensors"),
+                      Frame("/x/transport.py", 90, "pop_auxiliary_output_from_pp_tensors")]
+    # The innermost call of the contract or of a plugin names the finding.
+    assert call_name(frames, "pop") == "from_pp_tensors"
+    assert call_name(frames[2:], "add") == "pop"
+    assert call_name(frames[:1], "add") == "add"
+    assert render(frames[:1]) == '  File "/plugin/obs.py", line 7, in helper'
+    # No guarded thread: the first thread with frames; nothing at all: no frames.
+    assert frames_in_dump(DUMP.split("\n\n")[0]) == [Frame("/usr/lib/python3/threading.py", 320, "wait")]
+    assert frames_in_dump("Fatal Python error: Aborted\n") == []
+
+
+def test_a_pure_python_hang_is_interrupted_where_it_is_stuck():
+    guard = Guard(0.3)
+    start = time.monotonic()
+    with pytest.raises(Hang) as info:
+        guard.call("pop", pop_auxiliary_output_from_pp_tensors, 1)
+    assert time.monotonic() - start < 2
+    assert str(info.value) == ("pop did not return within 0.3 s (the per-call time limit)\nstuck at (most recent call last):\n"
+                               + stack_line(pop_auxiliary_output_from_pp_tensors, "while n: n = n + 1  # noqa: E701 - one line, so that the interrupted line is this one"))
+    assert (info.value.call, info.value.limit) == ("pop", 0.3)
+
+
+def test_code_that_catches_the_interruption_and_returns_still_hung():
+    with pytest.raises(Hang) as info:
+        Guard(0.2).call("add", swallows_the_interruption)
+    assert str(info.value).startswith("add did not return within 0.2 s (the per-call time limit)\nstuck at")
+
+
+def test_code_that_turns_the_interruption_into_another_error_still_hung():
+    guard = Guard(0.2)
+    with pytest.raises(Hang) as info:
+        guard.call("pop", raises_another_error_when_interrupted)
+    assert str(info.value).startswith("pop did not return within 0.2 s (the per-call time limit)\nstuck at")
+    assert (guard.hangs, repr(guard)) == (1, "Guard(timeout=0.2)")
+
+
+def test_after_a_hang_later_calls_are_judged_against_the_calls_that_returned():
+    guard = Guard(5)
+    assert guard.call("pop", pop_auxiliary_output_from_pp_tensors, 0) == 0
+    assert guard.limit("pop") == (5, "the per-call time limit")
+    guard.hangs = 1
+    assert guard.limit("pop") == (0.1, "after a first hang, 10x the slowest pop that returned, at least 0.1 s; the per-call limit is 5 s")
+    guard.slowest["pop"] = 0.2
+    assert guard.limit("pop")[0] == pytest.approx(2.0)
+    guard.slowest["pop"] = 0.6
+    assert guard.limit("pop") == (5, "the per-call time limit")
+
+
+def test_a_childs_guard_state_is_merged_not_added():
+    guard = Guard(5)
+    guard.hangs, guard.slowest = 1, {"add": 0.5}
+    guard.merge({"hangs": 2, "slowest": {"add": 0.1, "pop": 0.3}})
+    assert (guard.hangs, guard.slowest) == (2, {"add": 0.5, "pop": 0.3})
+    assert guard.state() == {"hangs": 2, "slowest": {"add": 0.5, "pop": 0.3}}
+
+
+def test_a_slow_call_within_its_limit_returns_and_raises_as_it_would():
+    guard = Guard(1)
+    assert guard.call("pop", lambda: time.sleep(0.2) or "done") == "done"
+    with pytest.raises(KeyError):
+        guard.call("pop", {}.__getitem__, "x")
+    assert guard.hangs == 0 and guard.slowest["pop"] >= 0.2
+
+
+def test_a_call_from_another_thread_runs_without_the_timer():
+    result = []
+    worker = threading.Thread(target=lambda: result.append(Guard(1).call("add", lambda: 7)))
+    worker.start()
+    worker.join()
+    assert result == [7]
+
+
+def isolated(timeout=0.5):
+    guard = Guard(timeout)
+    guard.isolated = True
+    return guard
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        # os._exit leaves no stack to name an inner call by: the guarded call is named.
+        (exits_with_3, "add ended the process with exit status 3"),
+        (segfaulting, "add killed the process with SIGSEGV (signal 11)"),
+        (exits_cleanly, "add ended the process with exit status 0 before it answered"),
+    ],
+)
+def test_an_isolated_call_that_ends_its_process_is_a_crash(fn, message):
+    with pytest.raises(Crash) as info:
+        isolated().call("add", fn)
+    assert str(info.value).splitlines()[0] == message
+
+
+def test_a_crash_shows_the_stack_faulthandler_wrote():
+    with pytest.raises(Crash) as info:
+        isolated().call("add", segfaulting)
+    assert stack_line(segfaulting, "ctypes.string_at(0)") in info.value.stack
+
+
+def test_an_isolated_hang_no_signal_reaches_is_stopped_with_its_stack():
+    start = time.monotonic()
+    with pytest.raises(Hang) as info:
+        isolated(0.3).call("pop", blocks_every_signal)
+    assert time.monotonic() - start < 3
+    assert str(info.value).startswith("pop did not return within 0.3 s (the per-call time limit)\nstuck at (most recent call last):\n")
+    assert info.value.stack.endswith(stack_line(blocks_every_signal, "os.read(read_end, 1)"))
+
+
+def test_an_isolated_call_that_returns_runs_again_here_for_its_effects():
+    seen = []
+    guard = isolated()
+    assert guard.call("pop", lambda: seen.append(1) or len(seen)) == 1
+    assert seen == [1]
+    with pytest.raises(ZeroDivisionError):
+        guard.call("pop", lambda: 1 / 0)
+
+
+def test_calls_inside_a_guarded_call_run_as_they_are():
+    guard = isolated()
+    assert guard.call("pop", lambda: guard.call("from_pp_tensors", lambda: os.getpid())) == os.getpid()
+
+
+def test_the_guard_installed_for_a_test_is_the_current_one():
+    guard = Guard(1)
+    assert current() is None
+    with guard.installed():
+        assert current() is guard
+    assert current() is None
+
+
+def test_a_supervisor_kills_a_process_past_its_calls_deadline():
+    guard = Guard(0.2)
+    guard.idle()
+    assert guard.kill_deadline() == pytest.approx(time.monotonic() + 60, abs=1)
+
+    def stuck() -> bytes:
+        guard.call("pop", blocks_every_signal)
+        return b"returned"
+
+    outcome = run_forked(stuck, deadline=guard.kill_deadline)
+    assert (outcome.answer, outcome.stopped, outcome.describe()) == (None, True, "was stopped at its deadline")
+    assert 1.2 <= outcome.seconds < 3
+
+
+def test_a_child_whose_work_raises_did_not_answer():
+    outcome = run_forked(lambda: 1 / 0, deadline=lambda: None)
+    assert (outcome.finished, outcome.describe()) == (False, "ended the process with exit status 70")
+
+
+def test_a_process_the_child_started_neither_delays_the_answer_nor_outlives_it():
+    def work() -> bytes:
+        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        return str(sleeper.pid).encode()
+
+    start = time.monotonic()
+    outcome = run_forked(work, deadline=lambda: time.monotonic() + 30)
+    assert outcome.finished and time.monotonic() - start < 10
+    pid = int(outcome.answer)
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the child's child {pid} outlived it")
+
+
+def test_an_error_in_the_supervisor_kills_and_reaps_the_child():
+    def deadline():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_forked(lambda: time.sleep(30) or b"", deadline=deadline)
+
+
+def test_a_child_that_works_a_while_is_waited_for_and_a_long_answer_read_whole():
+    outcome = run_forked(lambda: time.sleep(0.6) or b"done", deadline=lambda: None)
+    assert (outcome.answer, outcome.finished) == (b"done", True)
+    # Longer than a pipe holds: it arrives in pieces.
+    assert run_forked(lambda: b"x" * 300_000, deadline=lambda: None).answer == b"x" * 300_000
+
+
+def test_a_child_that_dies_while_a_process_it_started_holds_the_pipe_is_seen_dead():
+    def work() -> bytes:
+        if os.fork() == 0:  # inherits the pipe's write end, as a process an implementation starts may
+            time.sleep(60)
+        os._exit(5)
+
+    start = time.monotonic()
+    outcome = run_forked(work, deadline=lambda: time.monotonic() + 30)
+    assert (outcome.finished, outcome.describe()) == (False, "ended the process with exit status 5")
+    assert time.monotonic() - start < 10
