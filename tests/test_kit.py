@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import functools
+import inspect
+import os
+import re
+import sys
 import warnings
 from pathlib import Path
 from typing import Any, Mapping
@@ -12,11 +16,15 @@ import torch
 from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.database import InMemoryExampleDatabase
-from hypothesis.errors import InvalidArgument
+from hypothesis.errors import Flaky, InvalidArgument
 
-from ppaux.testing import KitFailure, check_observer, load
+from ppaux.isolation import Crash, Guard, Hang
+from ppaux.isolation.status import Frame
+from ppaux.relay.hop import relay as hop_relay
+from ppaux.testing import Implementation, KitFailure, check_observer, load
 from ppaux.testing import kit as testing
 from ppaux.testing.findings import message
+from tests import kit_planted as planted
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 
@@ -57,6 +65,14 @@ def kit_failure(factory: Any, strategy: Any, **kwargs: Any) -> KitFailure:
     with pytest.raises(KitFailure) as info:
         check_observer(factory, strategy, **kwargs)
     return info.value
+
+
+@pytest.fixture
+def in_process():
+    """The check runs in this process, as under a supervisor (a guard installed for the test).
+    Unsupervised, a passing check runs only in a forked child: what its observer records stays there."""
+    with Guard().installed():
+        yield
 
 
 def test_a_well_behaved_pair_passes_every_check():
@@ -328,7 +344,7 @@ def test_equal_decides_when_given():
     assert str(failure) == message("K9", detail="equal(original, rebuilt) returned False")
 
 
-def test_equal_is_called_with_the_sent_output_then_the_rebuilt_one():
+def test_equal_is_called_with_the_sent_output_then_the_rebuilt_one(in_process):
     sent = Out({"kit.a": torch.zeros(2)})
     calls = []
     # Record what each argument is, not the rebuilt output itself: keeping it would be K10.
@@ -394,6 +410,200 @@ def test_observer_keeping_copies_passes():
     check_observer(lambda: Keeps(keep), good())
 
 
+# Steps that hang or end the process (K14, K15). Unsupervised, the check runs first in a forked
+# child; where that child died, again here with each step first in a child of its own.
+
+QUICK = settings(database=None, max_examples=10)
+
+
+def frame_of(fn: Any, statement: str) -> str:
+    """How a stack shows the line of ``fn`` that starts with ``statement``."""
+    lines, first = inspect.getsourcelines(fn)
+    (offset,) = [i for i, line in enumerate(lines) if line.strip().startswith(statement)]
+    return Frame(inspect.getsourcefile(fn), first + offset, fn.__name__).render()
+
+
+def frames(stack: str) -> list:
+    return re.split(r"\n(?=  File )", stack)
+
+
+def shows_the_minimal_output(failure: KitFailure) -> bool:
+    return bool(set(failure.__notes__) & planted.MINIMAL)
+
+
+def hang_of(failure: KitFailure, call: str) -> Hang:
+    """The hang a K14 reports, once its message is checked: the call, its limit and why, the stack."""
+    hang = failure.__cause__
+    assert type(hang) is Hang and hang.call == call
+    assert str(failure) == message("K14", detail=f"{call} did not return within {hang.limit:g} s ({hang.why})\n"
+                                                 f"stuck at (most recent call last):\n{hang.stack}")
+    return hang
+
+
+@pytest.mark.parametrize("harm, statement", [("loop", "while"), ("wait_unreachable", "os.read")], ids=["pure Python", "signals blocked"])
+def test_a_step_that_does_not_return_is_k14_with_the_minimal_output(harm, statement):
+    failure = kit_failure(planted.observer(harm), planted.outputs(), timeout=0.5, settings=QUICK)
+    hang = hang_of(failure, "from_pp_tensors")
+    assert failure.code == "K14" and hang.limit <= 0.5
+    assert frames(hang.stack)[-1] == frame_of(planted.HARMS[harm], statement)
+    assert shows_the_minimal_output(failure)
+
+
+@pytest.mark.parametrize("step", list(planted.SLOW_STEPS))
+def test_every_step_that_runs_the_plugins_code_runs_under_the_limit(step):
+    factory, outputs, kwargs, call = planted.SLOW_STEPS[step]
+    with Guard(0.2).installed():
+        failure = kit_failure(factory, outputs, settings=settings(database=None, max_examples=1), **kwargs)
+    hang = hang_of(failure, call)
+    assert frames(hang.stack)[-1] == frame_of(planted.dawdle, "while")
+
+
+def test_a_step_that_exits_is_k15_with_its_exit_status():
+    failure = kit_failure(planted.Obs, planted.outputs("exit_3"), timeout=0.5, settings=QUICK)
+    assert str(failure) == message("K15", detail="add ended the process with exit status 3")
+    assert shows_the_minimal_output(failure)
+
+
+def test_a_step_that_segfaults_is_k15_with_the_signal_and_where_it_struck():
+    failure = kit_failure(planted.Obs, planted.outputs("segfault"), timeout=0.5, settings=QUICK)
+    crash = failure.__cause__
+    assert type(crash) is Crash and crash.call == "to_pp_tensors"
+    assert str(failure) == message("K15", detail=f"to_pp_tensors killed the process with SIGSEGV (signal 11)\n"
+                                                 f"where (most recent call last):\n{crash.stack}")
+    *_, harm, inner = frames(crash.stack)
+    assert harm == frame_of(planted.segfault, "ctypes.string_at") and inner.splitlines()[0].endswith(", in string_at")
+    assert shows_the_minimal_output(failure)
+
+
+@pytest.mark.parametrize("harm, code, how", [("exit_3", "K15", "ended the process with exit status 3"),
+                                             ("wait_unreachable", "K14", "was stopped at its deadline")])
+def test_a_crash_or_hang_that_does_not_come_back_is_still_reported(tmp_path, harm, code, how):
+    """The first run, in a forked child, dies; every step passes when run again: the harm came from
+    state outside the drawn output (here a marker file), and is reported all the same."""
+    failure = kit_failure(Obs, st.just(planted.Once(tmp_path / "harmed", harm)), timeout=0.5, settings=QUICK)
+    assert str(failure) == message(code, detail=f"the check's first run, in a forked child, {how}; run again with each step "
+                                                "in a process of its own, every step returned: it depends on state outside "
+                                                "the drawn output (an earlier example, a file, the clock)")
+
+
+def test_a_failure_in_the_forked_child_that_does_not_come_back_here_is_flaky():
+    with pytest.raises(Flaky) as info:
+        check_observer(Obs, st.just(planted.FailsInAChild()), settings=QUICK)
+    assert str(info.value) == ("the check failed in a forked child (RuntimeError: not at home) but passed when run again in "
+                               "this process, on the same examples: it depends on state outside the drawn output (an "
+                               "earlier example, a file, the clock)")
+
+
+def test_a_passing_check_runs_in_a_forked_child_unless_a_supervisor_watches_this_one():
+    pids: list = []
+    factory = lambda: pids.append(os.getpid()) or Obs()  # noqa: E731
+    check_observer(factory, good(), settings=QUICK)
+    assert pids == []
+    with Guard().installed():
+        check_observer(factory, good(), settings=QUICK)
+    assert pids and set(pids) == {os.getpid()}
+
+
+def test_where_fork_is_missing_the_check_runs_in_this_process(monkeypatch):
+    monkeypatch.setattr(testing, "can_fork", lambda: False)
+    pids: list = []
+    check_observer(lambda: pids.append(os.getpid()) or Obs(), good(), settings=QUICK)
+    assert pids and set(pids) == {os.getpid()}
+    hang = hang_of(kit_failure(planted.observer("loop"), planted.outputs(), timeout=0.5, settings=QUICK), "from_pp_tensors")
+    assert frames(hang.stack)[-1] == frame_of(planted.loop, "while")
+
+
+def test_once_cuda_is_initialized_the_check_forks_nothing(monkeypatch):
+    """A forked child of a process that has initialized CUDA cannot use it: the check and each of
+    its steps run here, under the timer only."""
+    def no_fork(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("forked")
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(testing, "run_forked", no_fork)
+    monkeypatch.setattr(sys.modules["ppaux.isolation.guard"], "run_forked", no_fork)
+    monkeypatch.setattr(testing, "relay", lambda d, **kw: hop_relay(d, channel="loopback", device=kw["device"]))
+    pids: list = []
+    for channel in ("loopback", "gloo"):
+        check_observer(lambda: pids.append(os.getpid()) or Obs(), good(), channel=channel, settings=settings(database=None, max_examples=3))
+    assert pids and set(pids) == {os.getpid()}
+    hang = hang_of(kit_failure(planted.observer("loop"), planted.outputs(), timeout=0.5, settings=QUICK), "from_pp_tensors")
+    assert frames(hang.stack)[-1] == frame_of(planted.loop, "while")
+
+
+def test_under_a_supervisor_the_check_runs_in_this_process_with_its_steps_isolated_as_the_supervisor_says():
+    supervisor = Guard()
+    supervisor.isolated = True
+    with supervisor.installed():
+        failure = kit_failure(planted.Obs, planted.outputs("exit_3"), timeout=0.5, settings=QUICK)
+    assert str(failure) == message("K15", detail="add ended the process with exit status 3")
+    assert shows_the_minimal_output(failure)
+
+
+def test_over_a_channel_of_worker_processes_each_step_runs_in_a_child_of_its_own(monkeypatch):
+    """A forked copy of the whole check would share the gloo workers: each step is isolated instead."""
+    monkeypatch.setattr(testing, "relay", lambda d, **kw: hop_relay(d, channel="loopback", device=kw["device"]))
+    failure = kit_failure(planted.Obs, planted.outputs("exit_3"), channel="gloo", timeout=0.5, settings=QUICK)
+    assert str(failure) == message("K15", detail="add ended the process with exit status 3")
+    pids: list = []
+    check_observer(lambda: pids.append(os.getpid()) or Obs(), good(), channel="gloo", settings=settings(database=None, max_examples=3))
+    assert pids and set(pids) == {os.getpid()}
+
+
+def test_an_explicit_timeout_replaces_the_limit_of_the_implementations_guard(ppaux_impl, ppaux_observer_check):
+    """The fixture's implementation runs under the run's guard (10 s by default); timeout= replaces it."""
+    assert ppaux_impl.guard is not None and ppaux_impl.guard.timeout > 0.5
+    hangs = ppaux_impl.guard.hangs
+    with pytest.raises(KitFailure) as info:
+        ppaux_observer_check(planted.observer("loop"), planted.outputs(), timeout=0.5, settings=QUICK)
+    assert hang_of(info.value, "from_pp_tensors").limit <= 0.5
+    assert ppaux_impl.guard.hangs == hangs and not ppaux_impl.guard.isolated
+
+
+def test_an_implementations_guard_is_taken_off_add_and_pop_only():
+    guard = Guard()
+    ours = load()
+    assert testing._unguarded(ours) is ours
+    bare = testing._unguarded(ours.guarded(guard))
+    assert (bare.add, bare.pop, bare.guard) == (ours.add, ours.pop, None)
+    # An Implementation built by hand with a guard: add and pop are its own.
+    made = Implementation("made", "p:", ours.add, ours.pop, guard=guard)
+    assert (testing._unguarded(made).add, testing._unguarded(made).pop) == (ours.add, ours.pop)
+
+
+def test_the_check_forks_safely_after_torch_has_used_its_thread_pool():
+    """A forked child that enters an OpenMP region this process has used would wait for ever."""
+    threads = torch.get_num_threads()
+    torch.zeros(1 << 20).add_(1).sum()
+    check_observer(planted.Parallel, planted.outputs(), timeout=2, settings=QUICK)
+    assert torch.get_num_threads() == threads
+
+
+@pytest.fixture
+def fresh_seed_generator():
+    """As in a process that has run no Hypothesis test yet: Hypothesis creates the generator it
+    draws each run's seed from on first use (hypothesis.core, not a public API)."""
+    from hypothesis.core import threadlocal
+
+    saved = threadlocal._hypothesis_global_random
+    threadlocal._hypothesis_global_random = None
+    yield
+    threadlocal._hypothesis_global_random = saved
+
+
+def test_the_child_and_this_process_draw_the_same_examples(tmp_path, fresh_seed_generator):
+    """Without a database or derandomize, both runs draw the same seed, the first check in a process too."""
+    log = tmp_path / "drawn"
+    drawn = st.integers(0, 10**6).map(lambda n: planted.Logged(log, n))
+    assert kit_failure(Obs, drawn, settings=settings(database=None, derandomize=False, max_examples=20)).code == "A2"
+    runs: dict = {}
+    for line in log.read_text().splitlines():
+        pid, n = line.split()
+        runs.setdefault(pid, []).append(n)
+    child, here = runs.values()
+    assert child == here and len(set(child)) > 2
+
+
 # Receiving devices, settings and arguments.
 
 
@@ -406,19 +616,19 @@ class DeviceRecorder:
 
 
 @pytest.mark.parametrize("devices", ["auto", ["cpu"], (torch.device("cpu"),)])
-def test_receiver_allocates_on_each_device(devices):
+def test_receiver_allocates_on_each_device(devices, in_process):
     DeviceRecorder.seen = []
     check_observer(DeviceRecorder, outs(**{"kit.a": torch.zeros(1)}), devices=devices)
     assert DeviceRecorder.seen and set(DeviceRecorder.seen) == {torch.device("cpu")}
 
 
-def test_every_receiving_device_is_checked():
+def test_every_receiving_device_is_checked(in_process):
     DeviceRecorder.seen = []
     check_observer(DeviceRecorder, outs(**{"kit.a": torch.zeros(1)}), devices=["cpu", "cpu"])
     assert DeviceRecorder.seen == [torch.device("cpu")] * 2
 
 
-def test_settings_are_used():
+def test_settings_are_used(in_process):
     calls = []
     tight = settings(max_examples=3, database=None, phases=[Phase.generate])
     check_observer(lambda: calls.append(1) or Obs(), st.integers(0, 10**6).map(lambda n: Out({"kit.a": torch.tensor(n)})), settings=tight)
@@ -444,6 +654,12 @@ def test_one_failing_output_is_one_failure_even_with_several_bugs():
         (dict(devices=[]), "devices=[] must be 'auto' or a non-empty sequence of devices"),
         (dict(devices=5), "devices=5 must be 'auto' or a non-empty sequence of devices"),
         (dict(impl=3), "impl=3 must be None, an Implementation, or a module name or .py path"),
+        (dict(timeout=0), "timeout=0 must be None or a positive number of seconds"),
+        (dict(timeout=-1.5), "timeout=-1.5 must be None or a positive number of seconds"),
+        (dict(timeout="soon"), "timeout='soon' must be None or a positive number of seconds"),
+        (dict(timeout=float("inf")), "timeout=inf must be None or a positive number of seconds"),
+        (dict(timeout=float("nan")), "timeout=nan must be None or a positive number of seconds"),
+        (dict(timeout=[1]), "timeout=[1] must be None or a positive number of seconds"),
         (dict(impl="no_such_impl_module"), "impl='no_such_impl_module': cannot import implementation module "
                                            "'no_such_impl_module': ModuleNotFoundError: No module named 'no_such_impl_module'"),
     ],

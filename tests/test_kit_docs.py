@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 from pathlib import Path
 
 from examples.topk_logprobs.plugin import VALUES
+from ppaux.testing import check_observer
 from ppaux.testing.findings import FINDINGS, markdown_table, message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -15,6 +18,12 @@ def test_findings_table_is_the_generated_one():
     table = markdown_table()
     assert table in DOC
     assert len(table.splitlines()) == 2 + len(FINDINGS)
+
+
+def test_every_option_of_the_kit_is_in_the_options_table():
+    options = [n for n, p in inspect.signature(check_observer).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    assert "timeout" in options
+    assert re.findall(r"^\| `(\w+)` \|", DOC, flags=re.M) == options
 
 
 def test_sample_failure_is_the_kits_message():

@@ -104,6 +104,11 @@ def _child(work: Callable[[], bytes], read_end: int, write_end: int, dump: objec
         _set_group(0)
         # The parent's handlers (pytest's, a fuzz round's SIGINT) are not this child's: it is stopped by a kill.
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        # torch's OpenMP pool does not survive fork: a parallel region the parent has used waits
+        # for ever for threads the child does not have (torch's DataLoader workers do the same).
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_num_threads(1)
         faulthandler.enable(file=dump, all_threads=True)
         if dump_after is not None:
             faulthandler.dump_traceback_later(dump_after, file=dump)

@@ -17,6 +17,9 @@ from typing import Any, List, Optional
 
 import pytest
 from _pytest.runner import runtestprotocol
+from hypothesis import Phase, given
+from hypothesis import settings as Settings
+from hypothesis import strategies as st
 
 from ppaux.isolation import ChildOutcome, Guard, run_forked
 from ppaux.testing.results import row
@@ -50,6 +53,7 @@ def run_contained(item: pytest.Item, nextitem: Optional[pytest.Item], guard: Gua
         data = [config.hook.pytest_report_to_serializable(config=config, report=r) for r in reports]
         return json.dumps({"reports": data, "guard": guard.state()}).encode()
 
+    prime_seed()
     first = supervised(False)
     if first.finished:
         return _reports(config, guard, first)
@@ -67,6 +71,13 @@ def run_contained(item: pytest.Item, nextitem: Optional[pytest.Item], guard: Gua
             report.ppaux_row = dict(row(item, report), error=f"{kind(first)}: the test's process {first.describe()}",
                                     finding=kind(first))
     return reports
+
+
+@given(st.none())
+@Settings(database=None, max_examples=1, phases=[Phase.generate], derandomize=False)
+def prime_seed(value: None) -> None:
+    """A run of nothing. Hypothesis draws the seed of a run without one from a generator it creates
+    on first use: run this before forking, so that both children of a test draw the same seed."""
 
 
 def _reports(config: pytest.Config, guard: Guard, outcome: ChildOutcome) -> List[pytest.TestReport]:

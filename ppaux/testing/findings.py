@@ -154,6 +154,26 @@ _FINDINGS = (
             "pass `equal=` when your host outputs cannot be compared field by field",
         ),
     ),
+    Finding(
+        code="K14",
+        kind="hang",
+        template="{detail}",
+        meaning="Every step that runs your code (add calls `to_pp_tensors()`, pop `from_pp_tensors()`, then `copy_to_host()` and the comparison or `equal`) runs under a time limit; this one did not return within it. In SGLang the stage would stall every request in the batch. The message names the call, the limit and where it was stuck.",
+        fixes=(
+            "look for a loop that never ends or a wait that is never woken (a lock, a queue, a CUDA sync, a `recv`) in `to_pp_tensors()`, `from_pp_tensors()` or `copy_to_host()`, at the frame the message shows",
+            "if the step is merely slow, raise the limit: `check_observer(..., timeout=SECONDS)` (or `--ppaux-timeout` for the fixture)",
+        ),
+    ),
+    Finding(
+        code="K15",
+        kind="crash",
+        template="{detail}",
+        meaning="A step that runs your code ended the process it ran in (a fatal signal such as SIGSEGV, or an exit), in a forked child where the kit runs it. In SGLang the scheduler process would die. The message names the call, the exit status or signal and, for a signal, where it struck.",
+        fixes=(
+            "a native extension (C++/CUDA) that crashes: run the step under `python -X faulthandler` or `gdb --args python ...` to see where",
+            "don't end the process from plugin code (`os._exit()`, `os.abort()`, a library's fatal-error handler): raise an exception instead",
+        ),
+    ),
 )
 
 FINDINGS: Dict[str, Finding] = {f.code: f for f in _FINDINGS}
@@ -204,7 +224,7 @@ def collision(name: str, prefix: str) -> Optional[str]:
 def message(code: str, *, name: object = None, **fields: str) -> str:
     """The exact text of a kit failure: the headline, then one line per fix.
 
-    ``code`` is a kit code (K1-K13) or a catalog code (A1-P4, fixes from the catalog).
+    ``code`` is a kit code (K1-K15) or a catalog code (A1-P4, fixes from the catalog).
     """
     if code in CATALOG:
         entry = CATALOG[code]

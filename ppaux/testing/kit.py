@@ -11,23 +11,35 @@ builds, checks what would break on the wire, relays the dict, pops it with a fre
 observer and compares. A failure is a :class:`KitFailure` whose message is the
 finding and its fixes (:mod:`ppaux.testing.findings`, catalog errors with the catalog's
 fixes); Hypothesis adds the minimal output that shows it.
+
+Every step that runs the plugin's code (add, pop, the comparison) runs under a per-call time
+limit (:mod:`ppaux.isolation`): a step that hangs is K14, one that ends the process K15. When no
+supervisor watches this process, the check runs first in a forked child; only if that child
+fails or dies does it run again here, each step then first in a forked child of its own where
+the child died, so that a crash is a finding Hypothesis shrinks, not a dead test run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import gc
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+import json
+from dataclasses import replace
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
-from hypothesis import given
+from hypothesis import Phase, given
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
-from hypothesis.errors import InvalidArgument
+from hypothesis.errors import Flaky, InvalidArgument
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from ppaux.core.errors import CATALOG
 from ppaux.core.transport import PipelineParallelAuxiliaryOutput
+from ppaux.isolation import ChildOutcome, Crash, Guard, Hang, can_fork, current, parse_timeout, run_forked
 from ppaux.relay.hop import CHANNELS, relay
+from ppaux.testing.containment import prime_seed
 from ppaux.testing.findings import GLOO_REJECTED_DTYPES, collision, message
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.lifecycle import difference, has_lifecycle, to_host
@@ -52,6 +64,7 @@ def check_observer(
     devices: Union[str, Sequence[Union[str, torch.device]]] = "auto",
     settings: Optional[Settings] = None,
     impl: Union[Implementation, str, None] = None,
+    timeout: Optional[float] = None,
 ) -> None:
     """Check, for every output ``outputs`` draws, that add -> relay -> pop with
     ``observer_factory()`` rebuilds an equal output, on each receiving device.
@@ -67,7 +80,20 @@ def check_observer(
     (``max_examples``, ``database``, ...); the kit always runs without a deadline.
     ``impl`` is the add/pop to relay with: an :class:`~ppaux.testing.impl.Implementation`,
     a module name or ``.py`` path, or ``None`` for ppaux's reference (the pytest fixture
-    ``ppaux_observer_check`` passes the run's ``--ppaux-impl``). Raises :class:`KitFailure`.
+    ``ppaux_observer_check`` passes the run's ``--ppaux-impl``, under the run's ``--ppaux-timeout``).
+
+    Each step that runs the plugin's code (add, which calls ``to_pp_tensors()``; pop, which calls
+    ``from_pp_tensors()``; ``copy_to_host``, the comparison, ``equal``) runs under a per-call time
+    limit: the guard of ``impl`` if it has one (the fixture's), else the one installed for the
+    running test (:func:`ppaux.isolation.current`), else :data:`~ppaux.isolation.DEFAULT_TIMEOUT`
+    seconds. ``timeout`` (seconds) replaces that limit for this check, with a guard of its own.
+    A step past its limit is K14, a step that ends the process K15. When nothing supervises this
+    process (no guard installed for the test) and CUDA is not initialized in it, the check runs
+    first in a forked child: whatever the plugin does there ends the child, not the caller. Only a check that fails or dies there is
+    run again here, with each step first in a forked child of its own where the check's child
+    died; the same examples are drawn again (the example database replays the failure, and the
+    forked child draws Hypothesis's seed from the generator this process draws from next). So what
+    a passing check's observer records stays in that child. Raises :class:`KitFailure`.
     """
     if not callable(observer_factory):
         raise InvalidArgument(f"observer_factory={observer_factory!r} must be callable (e.g. the observer class)")
@@ -79,14 +105,28 @@ def check_observer(
         raise InvalidArgument(f"channel={channel!r} must be one of {CHANNELS!r}")
     if settings is not None and not isinstance(settings, Settings):
         raise InvalidArgument(f"settings={settings!r} must be None or hypothesis.settings")
+    if timeout is not None:
+        try:
+            timeout = parse_timeout(timeout)
+        except ValueError:
+            raise InvalidArgument(f"timeout={timeout!r} must be None or a positive number of seconds") from None
     targets = _receiving_devices(devices)
     impl = _implementation(impl)
+    supervisor = current()
+    guard = Guard(timeout) if timeout is not None else impl.guard or supervisor or Guard()
+    if impl.guard is not guard:
+        impl = _unguarded(impl).guarded(guard)
 
     # Named like the public function so that Hypothesis prints
     # "Falsifying example: check_observer(output=...)".
     def check_observer(output: Any) -> None:
-        for device in targets:
-            _round_trip(impl, observer_factory, output, equal, channel, device)
+        try:
+            for device in targets:
+                _round_trip(impl, observer_factory, output, equal, channel, device)
+        except Hang as exc:
+            raise KitFailure("K14", detail=exc.msg) from exc
+        except Crash as exc:
+            raise KitFailure("K15", detail=exc.msg) from exc
 
     run = given(output=outputs)(check_observer)
     # One failing output is one message: never an ExceptionGroup of several. No deadline, even
@@ -94,7 +134,76 @@ def check_observer(
     run = Settings(settings, deadline=None, report_multiple_bugs=False)(run)
     # Without this every plugin's check would share one entry in the example database.
     run.hypothesis.inner_test._hypothesis_internal_add_digest = database_key(observer_factory, outputs).encode()
+    isolated = guard.isolated
+    try:
+        if supervisor is not None or not can_fork() or torch.cuda.is_initialized():
+            # A supervisor forked this process: a crash or hard hang here is its to report, and
+            # it runs the test again with every step isolated (containment.py). A guard of the
+            # kit's own follows it there. CUDA, once initialized, does not survive fork: a forked
+            # child could not touch a cuda tensor, so the kit forks none (only the timer is left).
+            guard.isolated = isolated or (supervisor is not None and supervisor.isolated)
+            run()
+            return
+        if channel != "loopback":
+            # A forked copy of the whole check would share this process's gloo workers: isolate
+            # each step instead, which runs only the plugin's code in a child.
+            guard.isolated = True
+            run()
+        else:
+            _contained(run, guard)
+    finally:
+        guard.isolated = isolated
+
+
+def _contained(run: Callable[[], None], guard: Guard) -> None:
+    """``run()`` first in a forked child; again here only if it did not pass there."""
+    prime_seed()
+    guard.idle()
+    outcome = run_forked(functools.partial(_first_run, run, guard), deadline=guard.kill_deadline)
+    error = None
+    if outcome.finished:
+        assert outcome.answer is not None
+        answer = json.loads(outcome.answer)
+        # What the child's guard saw (a hang) shortens the limits of the run here.
+        guard.merge(answer["guard"])
+        error = answer["error"]
+        if error is None:
+            return
+    else:
+        # A crash, or a hang no timer signal could interrupt: each step in a child of its own.
+        if outcome.stopped:
+            guard.hangs += 1
+        guard.isolated = True
     run()
+    # The same examples passed here: what failed there depends on more than the drawn output.
+    if error is not None:
+        raise Flaky(f"the check failed in a forked child ({error}) but passed when run again in this process, on the same "
+                    "examples: it depends on state outside the drawn output (an earlier example, a file, the clock)")
+    raise KitFailure("K14" if outcome.stopped else "K15", detail=_unrepeated(outcome))
+
+
+def _first_run(run: Callable[[], None], guard: Guard) -> bytes:
+    try:
+        run()
+    except BaseException as exc:
+        error: Optional[str] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    else:
+        error = None
+    return json.dumps({"error": error, "guard": guard.state()}).encode()
+
+
+def _unrepeated(outcome: ChildOutcome) -> str:
+    return (f"the check's first run, in a forked child, {outcome.describe()}; run again with each step in a process of "
+            "its own, every step returned: it depends on state outside the drawn output (an earlier example, a file, the clock)")
+
+
+def _unguarded(impl: Implementation) -> Implementation:
+    """``impl`` without its guard: :meth:`Implementation.guarded` wraps add and pop in
+    ``functools.partial(guard.call, "add", add)``."""
+    if impl.guard is None:
+        return impl
+    add, pop = (fn.args[-1] if isinstance(fn, functools.partial) and fn.func == impl.guard.call else fn for fn in (impl.add, impl.pop))
+    return replace(impl, add=add, pop=pop, guard=None)
 
 
 def database_key(observer_factory: Any, outputs: st.SearchStrategy[Any]) -> str:
@@ -139,7 +248,11 @@ def _sglang_dict() -> Dict[str, Any]:
     # pragma: no mutate end
 
 
-def _round_trip(impl: Any, factory: Callable[[], Any], output: Any, equal: Any, channel: str, device: torch.device) -> None:
+def _round_trip(impl: Implementation, factory: Callable[[], Any], output: Any, equal: Any, channel: str, device: torch.device) -> None:
+    """One output through add, the relay and pop. ``impl`` is guarded: its add and pop, and every
+    other step that runs the plugin's code, run under ``impl.guard``."""
+    guard = impl.guard
+    assert guard is not None
     sent = _sglang_dict()
     ordinary = set(sent)
     _catalog_call("add", impl.add, sent, output)
@@ -158,7 +271,7 @@ def _round_trip(impl: Any, factory: Callable[[], Any], output: Any, equal: Any, 
     # pragma: no mutate start - equivalent without CUDA: every received tensor lands on the one CPU device
     landed = ", ".join(sorted({str(received[impl.prefix + name].device) for name in names}))
     # pragma: no mutate end
-    observer = factory()
+    observer = guard.call("observer_factory", factory)
     try:
         rebuilt = _catalog_call("pop", impl.pop, received, observer)
     except KitFailure:
@@ -169,7 +282,7 @@ def _round_trip(impl: Any, factory: Callable[[], Any], output: Any, equal: Any, 
         raise KitFailure("K8", detail=f"KeyError: {exc}", device=landed) from exc
     except Exception as exc:
         raise KitFailure("K8", detail=f"{type(exc).__name__}: {exc}", device=landed) from exc
-    _compare(equal, output, rebuilt)
+    _compare(guard, equal, output, rebuilt)
     del received, rebuilt
     _check_released(weak, observer)
 
@@ -203,42 +316,42 @@ def _relay(tensors: Dict[str, Any], channel: str, device: torch.device) -> Dict[
     return relay(tensors, channel=channel, device=device)
 
 
-def _compare(equal: Any, original: Any, rebuilt: Any) -> None:
+def _compare(guard: Guard, equal: Any, original: Any, rebuilt: Any) -> None:
     if equal is not None:
-        if not equal(original, rebuilt):
+        if not guard.call("equal", equal, original, rebuilt):
             raise KitFailure("K9", detail="equal(original, rebuilt) returned False")
         return
     # An output with copy_to_host() is judged by what SGLang does with it after pop; one without
     # it only by its to_pp_tensors(), the weaker check.
-    difference = _lifecycle_difference(original, rebuilt) if has_lifecycle(original) else _payload_difference(original, rebuilt)
+    difference = _lifecycle_difference(guard, original, rebuilt) if has_lifecycle(original) else _payload_difference(guard, original, rebuilt)
     if difference:
         raise KitFailure("K9", detail=difference)
 
 
-def _lifecycle_difference(original: Any, rebuilt: Any) -> Optional[str]:
+def _lifecycle_difference(guard: Guard, original: Any, rebuilt: Any) -> Optional[str]:
     """``copy_to_host(copy)`` on both outputs, as SGLang's scheduler calls it, then the host outputs compared."""
     if not has_lifecycle(rebuilt):
         raise KitFailure("K11", detail=type(rebuilt).__name__)
     hosts = []
     for side, output in (("original", original), ("rebuilt", rebuilt)):
         try:
-            host = output.copy_to_host(to_host)
+            host = guard.call("copy_to_host", output.copy_to_host, to_host)
         except Exception as exc:
             raise KitFailure("K13", detail=f"copy_to_host() of the {side} output raised {type(exc).__name__}: {exc}") from exc
         if not callable(getattr(host, "consume", None)):
             raise KitFailure("K12", detail=side, host=f"a {type(host).__name__}")
         hosts.append(host)
     try:
-        return difference(*hosts)
+        return guard.call("the comparison of the host outputs", difference, *hosts)
     except Exception as exc:
         raise KitFailure("K13", detail=f"comparing the host outputs raised {type(exc).__name__}: {exc}") from exc
 
 
-def _payload_difference(original: Any, rebuilt: Any) -> Optional[str]:
+def _payload_difference(guard: Guard, original: Any, rebuilt: Any) -> Optional[str]:
     if not isinstance(rebuilt, PipelineParallelAuxiliaryOutput):
         return f"the rebuilt {type(rebuilt).__name__} has no to_pp_tensors() to compare; pass equal="
-    before = dict(original.to_pp_tensors())
-    after = dict(rebuilt.to_pp_tensors())
+    before = dict(guard.call("to_pp_tensors", original.to_pp_tensors))
+    after = dict(guard.call("to_pp_tensors", rebuilt.to_pp_tensors))
     if set(before) != set(after):
         return f"names {sorted(before)} became {sorted(after)}"
     for name, x in before.items():
