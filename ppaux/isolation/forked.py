@@ -107,7 +107,7 @@ def _child(work: Callable[[], bytes], read_end: int, write_end: int, dump: objec
         # torch's OpenMP pool does not survive fork: a parallel region the parent has used waits
         # for ever for threads the child does not have (torch's DataLoader workers do the same).
         torch = sys.modules.get("torch")
-        if torch is not None:
+        if torch is not None:  # pragma: no branch - ppaux imports torch wherever it forks a child
             torch.set_num_threads(1)
         faulthandler.enable(file=dump, all_threads=True)
         if dump_after is not None:
