@@ -37,7 +37,10 @@ CRASHED = "crashed"
 # the garbage collector (ppaux.testing.mutant_runs). pytest's unraisable-exception plugin runs
 # gc.collect() as each session ends, a quarter of a second in a child forked from a server that
 # holds torch and the collected suite; the warning it gives kills no mutant.
-MUTANT_PYTEST_ARGS = ("-p", "ppaux.testing.mutant_runs", "-p", "no:unraisableexception")
+# In process: mutmut maps each mutant to the tests that call its function by recording the calls
+# in its own process, which a test run in a forked child (ppaux.isolation) would hide from it. A
+# mutant that crashes or loops is mutmut's to stop (its own timeout); the per-call limit stays.
+MUTANT_PYTEST_ARGS = ("-p", "ppaux.testing.mutant_runs", "-p", "no:unraisableexception", "--ppaux-isolation=off")
 _RESULT_LINE = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+?)\s*$")
 # mutmut's progress line: "⠹ 44/53  🎉 44 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0".
 _PROGRESS = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+)\s+🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)")
