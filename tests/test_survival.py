@@ -84,6 +84,7 @@ def test_a_segfault_is_a_crash_naming_the_signal_and_where(capsys, tmp_path):
     assert "    ctypes.string_at(0)  # reads address 0: SIGSEGV" in found["test_observer_checks_precede_value_checks"]["detail"]
 
 
+@pytest.mark.slow
 def test_a_slow_but_correct_implementation_passes(capsys, tmp_path):
     code, report = check(capsys, tmp_path, "slow_but_correct.py", "--tests", "test_round_trip or disjoint")
     assert (code, report["verdict"], report["counts"]["failed"]) == (0, "pass", 0)
