@@ -21,15 +21,14 @@ the child died, so that a crash is a finding Hypothesis shrinks, not a dead test
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 import json
 from dataclasses import replace
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
-from hypothesis import Phase, given
+from hypothesis import given
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, InvalidArgument
