@@ -520,7 +520,7 @@ def test_once_cuda_is_initialized_the_check_forks_nothing(monkeypatch):
         raise AssertionError("forked")
 
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
-    monkeypatch.setattr(testing, "run_forked", no_fork)
+    # Every fork the kit makes goes through its guard: the whole check's and each step's.
     monkeypatch.setattr(sys.modules["ppaux.isolation.guard"], "run_forked", no_fork)
     monkeypatch.setattr(testing, "relay", lambda d, **kw: hop_relay(d, channel="loopback", device=kw["device"]))
     pids: list = []

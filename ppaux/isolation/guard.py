@@ -13,6 +13,7 @@ an implementation's ``except Exception`` cannot swallow them, and Hypothesis shr
 from __future__ import annotations
 
 import contextlib
+import json
 import mmap
 import signal
 import struct
@@ -23,7 +24,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
-from ppaux.isolation.forked import can_fork, run_forked
+from ppaux.isolation.forked import ChildOutcome, can_fork, run_forked
 from ppaux.isolation.status import Frame, call_name, frames_in_dump, frames_of, render, under_guard
 
 DEFAULT_TIMEOUT = 10.0
@@ -152,6 +153,21 @@ class Guard:
         if deadline:
             return deadline + KILL_GRACE
         return idle_since + max(IDLE_FLOOR, IDLE_FACTOR * self.timeout)
+
+    def supervised(self, work: Callable[[], Any]) -> Tuple[ChildOutcome, Any]:
+        """``work()`` (a JSON value) in a forked child, killed at this guard's deadlines; the outcome
+        and the value. What the child's guard saw comes back into this one (a hang there shortens the
+        limits here), and a child stopped at its deadline counts as a hang."""
+        self.idle()
+        outcome = run_forked(lambda: json.dumps({"value": work(), "guard": self.state()}).encode(),
+                             deadline=self.kill_deadline)
+        if outcome.finished:
+            answer = json.loads(outcome.answer or b"")
+            self.merge(answer["guard"])
+            return outcome, answer["value"]
+        if outcome.stopped:
+            self.hangs += 1
+        return outcome, None
 
     def call(self, call: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` within the limit for ``call`` ("add", "pop", ...)."""

@@ -12,7 +12,6 @@ second run meets the same examples as the first.
 
 from __future__ import annotations
 
-import json
 from typing import Any, List, Optional
 
 import pytest
@@ -21,7 +20,7 @@ from hypothesis import Phase, given
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
 
-from ppaux.isolation import ChildOutcome, Guard, run_forked
+from ppaux.isolation import ChildOutcome, Guard
 from ppaux.testing.results import row
 
 SUITE = "ppaux.conformance"
@@ -42,27 +41,20 @@ def run_contained(item: pytest.Item, nextitem: Optional[pytest.Item], guard: Gua
     upto: Any = nextitem if nextitem is not None else item.session
     config = item.config
 
-    def supervised(isolated: bool) -> ChildOutcome:
-        guard.idle()
-        return run_forked(lambda: work(isolated), deadline=guard.kill_deadline)
-
-    def work(isolated: bool) -> bytes:
+    def work(isolated: bool) -> List[Any]:
         guard.isolated = isolated
         with guard.installed():
             reports = runtestprotocol(item, log=False, nextitem=upto)
-        data = [config.hook.pytest_report_to_serializable(config=config, report=r) for r in reports]
-        return json.dumps({"reports": data, "guard": guard.state()}).encode()
+        return [config.hook.pytest_report_to_serializable(config=config, report=r) for r in reports]
 
     prime_seed()
-    first = supervised(False)
+    first, answer = guard.supervised(lambda: work(False))
     if first.finished:
-        return _reports(config, guard, first)
-    if first.stopped:
-        guard.hangs += 1
-    second = supervised(True)
+        return _reports(config, answer)
+    second, answer = guard.supervised(lambda: work(True))
     if not second.finished:
         return [_died(item, first, second)]
-    reports = _reports(config, guard, second)
+    reports = _reports(config, answer)
     for report in reports:
         if report.when == "call" and report.passed:
             report.outcome = "failed"
@@ -80,12 +72,8 @@ def prime_seed(value: None) -> None:
     on first use: run this before forking, so that both children of a test draw the same seed."""
 
 
-def _reports(config: pytest.Config, guard: Guard, outcome: ChildOutcome) -> List[pytest.TestReport]:
-    assert outcome.answer is not None
-    answer = json.loads(outcome.answer)
-    # What the child's guard saw (a hang, how long calls take) holds for the tests after it.
-    guard.merge(answer["guard"])
-    return [config.hook.pytest_report_from_serializable(config=config, data=d) for d in answer["reports"]]
+def _reports(config: pytest.Config, answer: List[Any]) -> List[pytest.TestReport]:
+    return [config.hook.pytest_report_from_serializable(config=config, data=d) for d in answer]
 
 
 def _died(item: pytest.Item, first: ChildOutcome, second: ChildOutcome) -> pytest.TestReport:

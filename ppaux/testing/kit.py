@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import json
 from dataclasses import replace
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
@@ -36,7 +35,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 
 from ppaux.core.errors import CATALOG
 from ppaux.core.transport import PipelineParallelAuxiliaryOutput
-from ppaux.isolation import ChildOutcome, Crash, Guard, Hang, can_fork, current, parse_timeout, run_forked
+from ppaux.isolation import ChildOutcome, Crash, Guard, Hang, can_fork, current, parse_timeout
 from ppaux.relay.hop import CHANNELS, relay
 from ppaux.testing.containment import prime_seed
 from ppaux.testing.findings import GLOO_REJECTED_DTYPES, collision, message
@@ -157,21 +156,12 @@ def check_observer(
 def _contained(run: Callable[[], None], guard: Guard) -> None:
     """``run()`` first in a forked child; again here only if it did not pass there."""
     prime_seed()
-    guard.idle()
-    outcome = run_forked(functools.partial(_first_run, run, guard), deadline=guard.kill_deadline)
-    error = None
+    outcome, error = guard.supervised(functools.partial(_first_run, run))
     if outcome.finished:
-        assert outcome.answer is not None
-        answer = json.loads(outcome.answer)
-        # What the child's guard saw (a hang) shortens the limits of the run here.
-        guard.merge(answer["guard"])
-        error = answer["error"]
         if error is None:
             return
     else:
         # A crash, or a hang no timer signal could interrupt: each step in a child of its own.
-        if outcome.stopped:
-            guard.hangs += 1
         guard.isolated = True
     run()
     # The same examples passed here: what failed there depends on more than the drawn output.
@@ -181,14 +171,13 @@ def _contained(run: Callable[[], None], guard: Guard) -> None:
     raise KitFailure("K14" if outcome.stopped else "K15", detail=_unrepeated(outcome))
 
 
-def _first_run(run: Callable[[], None], guard: Guard) -> bytes:
+def _first_run(run: Callable[[], None]) -> Optional[str]:
+    """What the check raised, in one line; ``None`` when it passed."""
     try:
         run()
     except BaseException as exc:
-        error: Optional[str] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-    else:
-        error = None
-    return json.dumps({"error": error, "guard": guard.state()}).encode()
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return None
 
 
 def _unrepeated(outcome: ChildOutcome) -> str:
