@@ -9,6 +9,8 @@ import contextlib
 import io
 import json
 import os
+import re
+import shlex
 import sys
 import tempfile
 from collections import OrderedDict
@@ -19,6 +21,7 @@ import pytest
 from hypothesis import settings
 
 import ppaux.conformance as conformance
+from ppaux.regressions import check_directory, write_regressions
 from ppaux.cli.usage import UsageError, timeout_seconds
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.core.clauses import CLAUSES, statement
@@ -41,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--marks", default="contract or robustness", metavar="EXPR", help="which tests (pytest -m expression; default: 'contract or robustness')")
     parser.add_argument("--tests", metavar="EXPR", help="narrow further by test name (pytest -k expression)")
     parser.add_argument("--junit", metavar="PATH", help="also write the suite run's JUnit XML there")
+    parser.add_argument("--regressions", metavar="DIR",
+                        help="write one standalone regression test (unittest + torch) per broken clause there, each "
+                             "proven to fail against the implementation and to pass against ppaux's reference; "
+                             "files of an earlier run there are replaced")
     parser.add_argument("--timeout", metavar="SECONDS", type=timeout_seconds, default=DEFAULT_TIMEOUT,
                         help=f"per-call time limit: a call into the implementation past it fails as a hang (default: {DEFAULT_TIMEOUT:g})")
 
@@ -102,9 +109,58 @@ def render_markdown(report: Dict[str, Any]) -> str:
             lines += ["```", test["detail"], "```", ""]
         if test.get("example"):
             lines += ["```", test["example"], "```", ""]
-        if test.get("blob"):
-            lines += [f"Replay: add `{test['blob']}` above the test.", ""]
+        lines += _replay(report, test) + _regression(test)
+    lines += _regression_files(report.get("regressions"))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _replay(report: Dict[str, Any], test: Dict[str, Any]) -> List[str]:
+    name = test["nodeid"].rsplit("::", 1)[-1].split("[", 1)[0]
+    again = f"{report['command']} --tests {shlex.quote(name)}" if report.get("command") else None
+    lines = [f"Replay: `{again}`" + (" (the `ci` profile draws the same examples on every run; the others replay "
+                                     "this one from the example database in `.hypothesis/`)." if report["profile"] == "ci"
+                                     else " (the example database in `.hypothesis/` replays this example first).")] if again else []
+    if test.get("blob"):
+        lines.append(f"In a copy of the test of your own, `{test['blob']}` above it replays it too.")
+    return lines + [""] if lines else []
+
+
+def _regression(test: Dict[str, Any]) -> List[str]:
+    found = test.get("regression")
+    if not found:
+        return []
+    if "why" in found:
+        return [f"No regression test: {found['why']}.", ""]
+    return [f"Regression test `{found['test']}` in `{found['path']}`:", "", "```python", found["code"], "```", ""]
+
+
+def _regression_files(summary: Any) -> List[str]:
+    if summary is None:
+        return []
+    lines = ["", "## Regression tests", "", f"Directory: `{summary['directory']}`."]
+    if summary["removed"]:
+        lines.append(f"Replaced {len(summary['removed'])} file(s) of an earlier run: "
+                     + ", ".join(f"`{Path(p).name}`" for p in summary["removed"]) + ".")
+    lines += [""] + [f"- `{f['path']}` ({f['clause']}): {', '.join(f['tests'])}" for f in summary["files"]]
+    if not summary["files"]:
+        lines.append("- none written" + ("" if summary["refused"] else ": no clause is broken"))
+    for r in summary["refused"]:
+        lines.append(f"- not written for `{r['nodeid']}` ({r['clause']}): {r['why']}")
+    lines.append("")
+    if summary["files"]:
+        lines.append("Each file needs only torch and the implementation's module: `python -m unittest` or pytest on it.")
+    return lines
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The ``ppaux check`` command that runs this check again (for replay advice)."""
+    parts = ["ppaux check"]
+    for option, value, default in (("--impl", args.impl, None), ("--profile", args.profile, "ci"),
+                                   ("--marks", args.marks, "contract or robustness"),
+                                   ("--timeout", args.timeout, DEFAULT_TIMEOUT)):
+        if value is not None and value != default:
+            parts.append(f"{option} {shlex.quote(f'{value:g}' if isinstance(value, float) else str(value))}")
+    return " ".join(parts)
 
 
 def pytest_args(args: argparse.Namespace, spec: str, results: str, ini: str) -> List[str]:
@@ -157,32 +213,80 @@ def run_suite(argv: List[str]) -> Tuple[int, str]:
     return int(status), printed.getvalue()
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.profile not in PROFILES:
-        raise UsageError(f"unknown profile {args.profile!r}; choose from {', '.join(PROFILES)}")
-    spec = args.impl or ""
+WRONG_EXPRESSION = re.compile(r"ERROR: Wrong expression passed to '-([mk])': (.*)")
+
+
+def _implementation(impl: str) -> str:
+    spec = impl or ""
     if spec and Path(spec).is_file():
         spec = str(Path(spec).resolve())
     try:
         load(spec)
     except ImplementationError as exc:
         raise UsageError(str(exc)) from None
-    out = Path(args.report)
-    out.mkdir(parents=True, exist_ok=True)
+    return spec
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every path the run will write to, checked before the run: a bad one is a usage error, not a lost run."""
+    for option, folder in (("--report", args.report), ("--regressions", args.regressions),
+                           ("--junit", args.junit and str(Path(args.junit).parent))):
+        why = folder and check_directory(Path(folder))
+        if why:
+            raise UsageError(f"{option}: {why}")
+    if args.junit and Path(args.junit).is_dir():
+        raise UsageError(f"--junit: {args.junit} is a directory")
+
+
+def _suite_rows(args: argparse.Namespace, spec: str) -> List[Dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         results, ini = os.path.join(tmp, "results.jsonl"), os.path.join(tmp, "pytest.ini")
         Path(ini).write_bytes(b"[pytest]\n")
-        status, printed = run_suite(pytest_args(args, spec, results, ini))
+        argv = pytest_args(args, spec, results, ini) + (["--ppaux-record-calls"] if args.regressions else [])
+        status, printed = run_suite(argv)
         rows = [json.loads(line) for line in Path(results).read_text().splitlines()] if os.path.exists(results) else []
     if status not in (0, 1):
+        wrong = WRONG_EXPRESSION.search(printed)
+        if wrong:
+            option = "--marks" if wrong.group(1) == "m" else "--tests"
+            raise UsageError(f"{option} is not a valid pytest -{wrong.group(1)} expression: {wrong.group(2)}")
         # Collection or usage failure inside pytest: show its own words, exit as a usage error.
         sys.stderr.write(printed[-8000:])
         raise UsageError(f"the suite did not run (pytest exit {status})")
+    return rows
+
+
+def _user_path() -> List[str]:
+    """Where the implementation's module is found: this run's directory and PYTHONPATH."""
+    return [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+
+
+def _regressions(args: argparse.Namespace, spec: str, report: Dict[str, Any]) -> Dict[str, Any]:
+    folder = Path(args.regressions)
+    if report["verdict"] == "pass":
+        return write_regressions({"clauses": []}, spec, folder, args.timeout, [])
+    user_path = ([str(Path(spec).parent)] if Path(spec).is_file() else []) + _user_path()
+    return write_regressions(report, spec or DEFAULT_IMPL, folder, args.timeout, user_path)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.profile not in PROFILES:
+        raise UsageError(f"unknown profile {args.profile!r}; choose from {', '.join(PROFILES)}")
+    spec = _implementation(args.impl)
+    _check_outputs(args)
+    rows = _suite_rows(args, spec)
     report = build_report(rows, impl=args.impl or DEFAULT_IMPL, profile=args.profile, marks=args.marks, timeout=args.timeout)
+    report["command"] = command_line(args)
+    if args.regressions:
+        report["regressions"] = _regressions(args, spec, report)
+    out = Path(args.report)
     (out / "conformance.json").write_text(json.dumps(report, indent=2) + "\n")
     markdown = render_markdown(report)
     (out / "conformance.md").write_text(markdown)
     print(markdown)
     written = [out / "conformance.md", out / "conformance.json"] + ([Path(args.junit)] if args.junit else [])
     print("report written to " + ", ".join(str(p) for p in written))
+    if args.regressions:
+        files = [f["path"] for f in report["regressions"]["files"]]
+        print(f"regression tests written to {args.regressions}: {', '.join(files) if files else 'none'}")
     return 0 if report["verdict"] == "pass" else 1

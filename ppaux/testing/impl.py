@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 import ppaux.core.transport as reference_module
 from ppaux.core.transport import PPAuxTransport
 from ppaux.isolation import Guard
+from ppaux.testing.scenario import CallRecorder
 
 DEFAULT_IMPL = "ppaux.transport"
 # The names of ppaux's reference: the drop-in module and the module that defines it.
@@ -62,6 +63,10 @@ class Implementation:
             return self
         return replace(self, add=functools.partial(guard.call, "add", self.add),
                        pop=functools.partial(guard.call, "pop", self.pop), guard=guard)
+
+    def recorded(self, recorder: "CallRecorder") -> "Implementation":
+        """The same add and pop, each call kept by ``recorder`` (for regression tests)."""
+        return replace(self, add=recorder.wrap("add", self.add), pop=recorder.wrap("pop", self.pop))
 
     def __repr__(self) -> str:
         return f"<{self.name} prefix={self.prefix!r}>"

@@ -20,6 +20,7 @@ from ppaux.testing.containment import is_contained, run_contained
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.kit import check_observer
 from ppaux.testing.results import ResultRecorder
+from ppaux.testing.scenario import CallRecorder
 
 MARKS = {
     "contract": "documented behaviour that SGLang has too",
@@ -35,6 +36,7 @@ MARKS = {
 IMPL_KEY = pytest.StashKey[Implementation]()
 GUARD_KEY = pytest.StashKey[Guard]()
 ISOLATION_KEY = pytest.StashKey[bool]()
+RECORDER_KEY = pytest.StashKey[Optional[CallRecorder]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,9 +57,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if isolation not in ("test", "off"):
         raise pytest.UsageError(f"ppaux_isolation = {isolation!r}; expected 'test' or 'off'")
     config.stash[ISOLATION_KEY] = isolation == "test" and can_fork()
+    recorder = config.stash[RECORDER_KEY] = CallRecorder() if config.getoption("--ppaux-record-calls") else None
     path = config.getoption("--ppaux-results")
     if path:
-        config.pluginmanager.register(ResultRecorder(path), "ppaux-results")
+        config.pluginmanager.register(ResultRecorder(path, recorder, config.stash[IMPL_KEY].prefix), "ppaux-results")
 
 
 def implementation(config: pytest.Config) -> Implementation:
@@ -90,7 +93,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) 
 @pytest.fixture(scope="session")
 def ppaux_impl(pytestconfig: pytest.Config) -> Implementation:
     """The implementation under test in this run; every add and pop runs under the run's per-call limit."""
-    return implementation(pytestconfig).guarded(guard(pytestconfig))
+    impl = implementation(pytestconfig).guarded(guard(pytestconfig))
+    recorder = pytestconfig.stash[RECORDER_KEY]
+    return impl if recorder is None else impl.recorded(recorder)
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,8 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
+from ppaux.testing.scenario import CallRecorder, Unwritable, describe
+
 # The marks a row keeps: what kind of test it is.
 KINDS = ("contract", "robustness", "wire", "gloo", "gpu")
 
@@ -78,16 +80,34 @@ def row(item: pytest.Item, report: pytest.TestReport, excinfo: Any = None) -> Di
     return out
 
 
+def scenario(calls: CallRecorder, prefix: str) -> Dict[str, Any]:
+    """A failing test's calls into the implementation, as code (``scenario``), or why they cannot be."""
+    if not calls.calls:
+        return {"scenario_error": "the test made no call into the implementation"}
+    try:
+        return {"scenario": describe(calls.calls, prefix)}
+    except Unwritable as exc:
+        return {"scenario_error": str(exc)}
+
+
 class ResultRecorder:
     """Writes one JSON line per test to ``path`` at the end of the run.
 
     Each row is made where the test ran (a forked child, an xdist worker) and rides on its report
-    as ``ppaux_row``: this process collects the rows as the reports arrive.
+    as ``ppaux_row``: this process collects the rows as the reports arrive. With ``calls``, a
+    failing test's row also holds its last example's calls into the implementation, as code.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, calls: Optional[CallRecorder] = None, prefix: str = "") -> None:
         self.path = path
+        self.calls = calls
+        self.prefix = prefix
         self.rows: List[Dict[str, Any]] = []
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        if self.calls is not None:
+            self.calls.start_test()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: Any):
@@ -95,6 +115,8 @@ class ResultRecorder:
         report = outcome.get_result()
         if report.when == "call" or report.failed or report.skipped:
             report.ppaux_row = row(item, report, call.excinfo)
+            if report.failed and report.when == "call" and self.calls is not None:
+                report.ppaux_row.update(scenario(self.calls, self.prefix))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         found = getattr(report, "ppaux_row", None)

@@ -1,0 +1,116 @@
+"""Findings an upstream can merge: each broken clause of a conformance run becomes one standalone
+regression test file (unittest and torch only, importing the implementation's own module), proven
+to fail against the implementation and to pass against ppaux's reference before it is written.
+
+``ppaux check --regressions DIR`` calls :func:`write_regressions` on its report.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from ppaux.regressions.expect import expected_steps
+from ppaux.regressions.prove import PROOF_SECONDS, judge, prove
+from ppaux.regressions.render import MARKER, Finding, class_name, file_name, method_lines, method_name, module_of, render
+from ppaux.testing.scenario import Unwritable
+
+__all__ = ["MARKER", "check_directory", "stale_files", "write_regressions"]
+
+
+def check_directory(directory: Path) -> Optional[str]:
+    """Why ``directory`` cannot hold regression files (created if missing), or ``None``."""
+    if directory.exists() and not directory.is_dir():
+        return f"{directory} is not a directory"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"cannot create {directory}: {exc.strerror or exc}"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"{directory} is not writable"
+    return None
+
+
+def stale_files(directory: Path) -> List[Path]:
+    """The regression files an earlier run wrote in ``directory`` (they start with :data:`MARKER`)."""
+    found = []
+    for path in sorted(directory.glob("test_*.py")):
+        with path.open("rb") as f:
+            if f.read(len(MARKER)) == MARKER.encode():
+                found.append(path)
+    return found
+
+
+def _finding(row: Dict[str, Any], taken: set) -> Finding:
+    if "scenario" not in row:
+        raise Unwritable(row.get("scenario_error") or "the test's calls were not recorded")
+    scenario = row["scenario"]
+    return Finding(row["nodeid"], row["clause"], row.get("finding"), expected_steps(scenario),
+                   scenario["doubles"], method=method_name(row["nodeid"], taken))
+
+
+def _clause_findings(clause: Dict[str, Any], refused: List[Dict[str, Any]]) -> List[Tuple[Finding, Dict[str, Any]]]:
+    taken: set = set()
+    found = []
+    for row in clause["tests"]:
+        if row["outcome"] != "failed":
+            continue
+        try:
+            found.append((_finding(row, taken), row))
+        except Unwritable as exc:
+            refused.append({"clause": clause["clause"], "nodeid": row["nodeid"], "why": str(exc)})
+            row["regression"] = {"why": str(exc)}
+    return found
+
+
+def _proven(clause: str, findings: List[Tuple[Finding, Dict[str, Any]]], spec: str, timeout: float,
+            user_path: List[str], refused: List[Dict[str, Any]], pool: ThreadPoolExecutor) -> Optional[str]:
+    """The clause's file with the findings that discriminate; ``None`` when none does."""
+    module, _ = module_of(spec)
+    seconds = PROOF_SECONDS + timeout * sum(1 for f, _ in findings if f.kind)
+    while findings:
+        # Rendered here, proven in the pool: CPython 3.11's ast.parse is not safe in two threads at once.
+        source = render(clause, [f for f, _ in findings], spec, timeout)
+        verdicts = prove(source, file_name(clause), module, user_path, seconds, pool)
+        why = {id(f): judge(verdicts["red"], verdicts["green"], f.method) for f, _ in findings}
+        if not any(why.values()):
+            return source
+        for f, row in findings:
+            if why[id(f)]:
+                refused.append({"clause": clause, "nodeid": f.nodeid, "why": why[id(f)]})
+                row["regression"] = {"why": why[id(f)]}
+        findings = [(f, row) for f, row in findings if not why[id(f)]]
+    return None
+
+
+def write_regressions(report: Dict[str, Any], spec: str, directory: Path, timeout: float,
+                      user_path: List[str]) -> Dict[str, Any]:
+    """Write one proven regression file per broken clause of ``report`` into ``directory``.
+
+    Files an earlier run wrote there are removed first. Each failing test's row gains
+    ``regression``: its file, method and code, or why it could not become a regression test.
+    Returns what was written, removed and refused, for the report.
+    """
+    removed = stale_files(directory)
+    for path in removed:
+        path.unlink()
+    refused: List[Dict[str, Any]] = []
+    broken = [(c, _clause_findings(c, refused)) for c in report["clauses"] if c["verdict"] == "fail"]
+    broken = [(c, found) for c, found in broken if found]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        sources = [_proven(c["clause"], found, spec, timeout, user_path, refused, pool) for c, found in broken]
+    files = []
+    for (clause, found), source in zip(broken, sources):
+        if source is None:
+            continue
+        path = directory / file_name(clause["clause"])
+        path.write_text(source)
+        kept = [f for f, row in found if "regression" not in row]
+        for f, row in found:
+            if "regression" not in row:
+                code = "\n".join(line[4:] for line in method_lines(f, timeout))
+                row["regression"] = {"path": str(path), "test": f"{path.stem}.{class_name(f.clause)}.{f.method}", "code": code}
+        files.append({"clause": clause["clause"], "path": str(path), "tests": [f.method for f in kept]})
+    return {"directory": str(directory), "files": files, "refused": refused, "removed": [str(p) for p in removed]}

@@ -1,0 +1,97 @@
+"""What the contract expects of a counterexample's calls: each step run against ppaux's reference,
+on the very doubles a regression test file defines, and written down as that file's assertions."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from ppaux.core.errors import AuxiliaryPPError
+from ppaux.regressions import doubles
+from ppaux.testing.impl import reference
+from ppaux.testing.scenario import Unwritable, key_code, literal
+
+FUNCTIONS = {"add": "add_auxiliary_output_to_pp_tensors", "pop": "pop_auxiliary_output_from_pp_tensors"}
+
+
+class _Run:
+    """The file's namespace while the reference runs its steps; names values back by identity."""
+
+    def __init__(self, scenario: Dict[str, Any]) -> None:
+        self.prefix = scenario["prefix"]
+        self.ns: Dict[str, Any] = {"torch": torch, "_OUTPUT_PREFIX": self.prefix}
+        exec(doubles.source(scenario["doubles"]), self.ns)  # noqa: S102 - the file's own classes
+        self.defined: List[str] = []
+
+    def setup(self, lines: List[str]) -> None:
+        for line in lines:
+            exec(line, self.ns)  # noqa: S102 - code describe() wrote
+            self.defined.append(line.split(" = ", 1)[0])
+
+    def name_of(self, value: Any) -> Optional[str]:
+        return next((name for name in self.defined if self.ns[name] is value), None)
+
+    def value_code(self, value: Any) -> str:
+        name = self.name_of(value)
+        if name is not None:
+            return name
+        if torch.is_tensor(value):
+            raise Unwritable("the reference left a tensor that the counterexample did not make")
+        return literal(value)
+
+    def entries(self, mapping: Any) -> str:
+        pairs = [f"({key_code(k, self.prefix)}, {self.value_code(v)})" for k, v in mapping.items()]
+        return "[" + ", ".join(pairs) + "]"
+
+
+def _raised(run: _Run, exc: BaseException) -> List[str]:
+    for name in run.defined:
+        if getattr(run.ns[name], "error", None) is exc:
+            return [f"self.assertIs(raised.exception, {name}.error)"]
+    if isinstance(exc, AuxiliaryPPError):
+        return ["self.assertIsInstance(raised.exception, RuntimeError)",
+                f"self.assertEqual(str(raised.exception), {str(exc)!r})"]
+    raise Unwritable(f"the reference raised {type(exc).__name__}: {exc}")  # pragma: no cover - the reference raises only these
+
+
+def _double_checks(run: _Run, arg: str) -> List[str]:
+    """What the contract says about the output's or observer's calls after the step."""
+    obj = run.ns.get(arg)
+    if hasattr(obj, "handed"):
+        checks = [f"self.assertEqual(len({arg}.handed), {len(obj.handed)})"]
+        if obj.handed:
+            checks.append(f"self.assertEntries({arg}.handed[-1], {run.entries(obj.handed[-1])})")
+        return checks
+    if hasattr(obj, "calls"):
+        return [f"self.assertEqual({arg}.calls, {obj.calls})"]
+    return []
+
+
+def expected_steps(scenario: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Each step with the lines that make it and check it as the contract says, from the reference's run.
+
+    Step: ``setup`` (definitions), ``call`` (the call's code), ``raised`` (``None`` or the
+    assertions about the exception, which refer to it as ``raised.exception``), ``checks``.
+    """
+    run = _Run(scenario)
+    impl = reference(run.prefix)
+    out = []
+    for step in scenario["steps"]:
+        run.setup(step["setup"])
+        tensors, arg = run.ns[step["dict"]], eval(step["arg"], run.ns)  # noqa: S307 - code describe() wrote
+        call = f"{FUNCTIONS[step['op']]}({step['dict']}, {step['arg']})"
+        raised: Optional[List[str]] = None
+        checks: List[str] = []
+        try:
+            result = getattr(impl, step["op"])(tensors, arg)
+        except Exception as exc:
+            raised = _raised(run, exc)
+        else:
+            if step["op"] == "pop":
+                checks.append("self.assertIsNone(result)" if result is None
+                              else f"self.assertIs(result, {step['arg']}.returned[-1])")
+        checks += _double_checks(run, step["arg"])
+        checks.append(f"self.assertEntries({step['dict']}, {run.entries(tensors)})")
+        out.append({"op": step["op"], "setup": step["setup"], "call": call, "raised": raised, "checks": checks})
+    return out

@@ -1,0 +1,85 @@
+"""Proof before a regression file is written: it must fail against the implementation (on an
+assertion, or on an error raised inside the implementation: never on its own import or a typo)
+and pass against ppaux's reference bound under the implementation's module name."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import ppaux
+from ppaux.testing.impl import REQUIRED_NAMES
+
+DRIVER = Path(__file__).with_name("driver.py")
+# Importing torch twice and running a few calls: a proof run past this is itself a finding.
+PROOF_SECONDS = 60.0
+
+
+def bind_reference(root: Path, module: str) -> None:
+    """Make ``module`` importable under ``root`` as ppaux's reference transport."""
+    parts = module.split(".")
+    folder = root.joinpath(*parts[:-1])
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(1, len(parts)):
+        root.joinpath(*parts[:i], "__init__.py").touch()
+    names = ", ".join(REQUIRED_NAMES)
+    (folder / f"{parts[-1]}.py").write_text(f"from ppaux.transport import {names}  # noqa: F401\n")
+
+
+def run(path: Path, module: str, python_path: List[str], seconds: float) -> Dict[str, Any]:
+    """The driver's verdict on ``path``: per test, its outcome; or why there is none."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(python_path), PYTHONDONTWRITEBYTECODE="1")
+    try:
+        done = subprocess.run([sys.executable, str(DRIVER), str(path), module], capture_output=True, text=True,
+                              env=env, timeout=seconds, cwd=path.parent)
+    except subprocess.TimeoutExpired:
+        return {"broken": f"the test run did not finish within {seconds:g} s"}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        said = done.stderr.strip().splitlines()
+        return {"broken": f"the test run ended with exit status {done.returncode}" + (f": {said[-1]}" if said else "")}
+    return json.loads(lines[-1])
+
+
+def judge(red: Dict[str, Any], green: Dict[str, Any], method: str) -> Optional[str]:
+    """``None`` when ``method`` discriminates (red on the implementation, green on the reference); else why not."""
+    for side, verdict in (("the implementation", red), ("the reference", green)):
+        if "broken" in verdict or "import_error" in verdict:
+            return f"against {side}, {verdict.get('broken') or 'the file did not import: ' + verdict['import_error']}"
+    got_red, got_green = red["tests"].get(method, {}), green["tests"].get(method, {})
+    if got_green.get("outcome") != "pass":
+        return f"it does not pass against ppaux's reference ({got_green.get('outcome')}: {_last_line(got_green)})"
+    if got_red.get("outcome") == "pass":
+        return "it passes against the implementation: the failure depends on more than the calls the test replays"
+    if got_red.get("outcome") == "error" and not got_red.get("in_implementation"):
+        return f"against the implementation it errs outside the implementation ({_last_line(got_red)})"
+    return None
+
+
+def _last_line(outcome: Dict[str, Any]) -> str:
+    lines = (outcome.get("text") or "").strip().splitlines()
+    return lines[-1] if lines else "no output"
+
+
+def prove(source: str, name: str, module: str, user_path: List[str], seconds: float,
+          pool: Executor) -> Dict[str, Dict[str, Any]]:
+    """Run ``source`` (a file called ``name``) against the implementation and against the reference, side by side.
+
+    Returns both verdicts: ``{"red": ..., "green": ...}``.
+    """
+    with tempfile.TemporaryDirectory(prefix="ppaux-regression-") as tmp:
+        root = Path(tmp)
+        (root / "test").mkdir()
+        path = root / "test" / name
+        path.write_text(source)
+        bind_reference(root / "reference", module)
+        ppaux_home = str(Path(ppaux.__file__).resolve().parent.parent)
+        red = pool.submit(run, path, module, user_path, seconds)
+        green = pool.submit(run, path, module, [str(root / "reference"), ppaux_home, *user_path], seconds)
+        return {"red": red.result(), "green": green.result()}
