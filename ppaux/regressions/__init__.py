@@ -8,7 +8,6 @@ to fail against the implementation and to pass against ppaux's reference before 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -65,24 +64,32 @@ def _clause_findings(clause: Dict[str, Any], refused: List[Dict[str, Any]]) -> L
     return found
 
 
-def _proven(clause: str, findings: List[Tuple[Finding, Dict[str, Any]]], spec: str, timeout: float,
-            user_path: List[str], refused: List[Dict[str, Any]], pool: ThreadPoolExecutor) -> Optional[str]:
-    """The clause's file with the findings that discriminate; ``None`` when none does."""
+def _prove_rounds(broken: Dict[str, List[Tuple[Finding, Dict[str, Any]]]], spec: str, timeout: float,
+                  user_path: List[str], refused: List[Dict[str, Any]]) -> Dict[str, str]:
+    """Each clause's file, holding the findings whose tests discriminate; a finding whose test does
+    not is dropped (and said why), and the clause's file is proven again without it."""
     module, _ = module_of(spec)
-    seconds = PROOF_SECONDS + timeout * sum(1 for f, _ in findings if f.kind)
-    while findings:
-        # Rendered here, proven in the pool: CPython 3.11's ast.parse is not safe in two threads at once.
-        source = render(clause, [f for f, _ in findings], spec, timeout)
-        verdicts = prove(source, file_name(clause), module, user_path, seconds, pool)
-        why = {id(f): judge(verdicts["red"], verdicts["green"], f.method) for f, _ in findings}
-        if not any(why.values()):
-            return source
-        for f, row in findings:
-            if why[id(f)]:
-                refused.append({"clause": clause, "nodeid": f.nodeid, "why": why[id(f)]})
-                row["regression"] = {"why": why[id(f)]}
-        findings = [(f, row) for f, row in findings if not why[id(f)]]
-    return None
+    proven: Dict[str, str] = {}
+    while broken:
+        sources = {clause: render(clause, [f for f, _ in found], spec, timeout) for clause, found in broken.items()}
+        hangs = sum(1 for found in broken.values() for f, _ in found if f.kind)
+        verdicts = prove({file_name(c): source for c, source in sources.items()}, module, user_path,
+                         PROOF_SECONDS + timeout * hangs)
+        again = {}
+        for clause, found in broken.items():
+            verdict = verdicts[file_name(clause)]
+            why = {id(f): judge(verdict["red"], verdict["green"], f.method) for f, _ in found}
+            for f, row in found:
+                if why[id(f)]:
+                    refused.append({"clause": clause, "nodeid": f.nodeid, "why": why[id(f)]})
+                    row["regression"] = {"why": why[id(f)]}
+            kept = [(f, row) for f, row in found if not why[id(f)]]
+            if len(kept) == len(found):
+                proven[clause] = sources[clause]
+            elif kept:
+                again[clause] = kept
+        broken = again
+    return proven
 
 
 def write_regressions(report: Dict[str, Any], spec: str, directory: Path, timeout: float,
@@ -97,20 +104,16 @@ def write_regressions(report: Dict[str, Any], spec: str, directory: Path, timeou
     for path in removed:
         path.unlink()
     refused: List[Dict[str, Any]] = []
-    broken = [(c, _clause_findings(c, refused)) for c in report["clauses"] if c["verdict"] == "fail"]
-    broken = [(c, found) for c, found in broken if found]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        sources = [_proven(c["clause"], found, spec, timeout, user_path, refused, pool) for c, found in broken]
+    broken = {c["clause"]: _clause_findings(c, refused) for c in report["clauses"] if c["verdict"] == "fail"}
+    findings = {clause: found for clause, found in broken.items() if found}
+    proven = _prove_rounds(dict(findings), spec, timeout, user_path, refused)
     files = []
-    for (clause, found), source in zip(broken, sources):
-        if source is None:
-            continue
-        path = directory / file_name(clause["clause"])
+    for clause, source in proven.items():
+        path = directory / file_name(clause)
         path.write_text(source)
-        kept = [f for f, row in found if "regression" not in row]
-        for f, row in found:
-            if "regression" not in row:
-                code = "\n".join(line[4:] for line in method_lines(f, timeout))
-                row["regression"] = {"path": str(path), "test": f"{path.stem}.{class_name(f.clause)}.{f.method}", "code": code}
-        files.append({"clause": clause["clause"], "path": str(path), "tests": [f.method for f in kept]})
+        kept = [(f, row) for f, row in findings[clause] if "regression" not in row]
+        for f, row in kept:
+            code = "\n".join(line[4:] for line in method_lines(f, timeout))
+            row["regression"] = {"path": str(path), "test": f"{path.stem}.{class_name(clause)}.{f.method}", "code": code}
+        files.append({"clause": clause, "path": str(path), "tests": [f.method for f, _ in kept]})
     return {"directory": str(directory), "files": files, "refused": refused, "removed": [str(p) for p in removed]}

@@ -2,7 +2,7 @@
 line of stdout). Run by path, not imported: it uses the standard library only, so that the proof
 runs as the file will run in a project without ppaux.
 
-    python driver.py TEST_FILE IMPLEMENTATION_MODULE
+    python driver.py IMPLEMENTATION_MODULE TEST_FILE...
 """
 
 import importlib
@@ -19,9 +19,10 @@ def _files_of(module_name):
     return {os.path.realpath(path)} if path else set()
 
 
-def main(path, module_name):
+def run_file(path, module_name):
     folder, stem = os.path.split(os.path.abspath(path))
-    sys.path.insert(0, folder)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     try:
         module = importlib.import_module(stem[:-3])
     except BaseException as exc:  # the file must import: anything else is the proof's finding
@@ -58,5 +59,6 @@ def _tests(suite):
 if __name__ == "__main__":
     stdout = sys.stdout
     sys.stdout = io.StringIO()  # what the tests print is not the verdict
-    verdict = main(sys.argv[1], sys.argv[2])
-    stdout.write(json.dumps(verdict) + "\n")
+    module_name, paths = sys.argv[1], sys.argv[2:]
+    verdicts = {os.path.basename(path): run_file(path, module_name) for path in paths}
+    stdout.write(json.dumps(verdicts) + "\n")

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from concurrent.futures import Executor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -17,7 +17,7 @@ import ppaux
 from ppaux.testing.impl import REQUIRED_NAMES
 
 DRIVER = Path(__file__).with_name("driver.py")
-# Importing torch twice and running a few calls: a proof run past this is itself a finding.
+# Importing torch and running a few calls: a proof run past this is itself a finding.
 PROOF_SECONDS = 60.0
 
 
@@ -32,19 +32,29 @@ def bind_reference(root: Path, module: str) -> None:
     (folder / f"{parts[-1]}.py").write_text(f"from ppaux.transport import {names}  # noqa: F401\n")
 
 
-def run(path: Path, module: str, python_path: List[str], seconds: float) -> Dict[str, Any]:
-    """The driver's verdict on ``path``: per test, its outcome; or why there is none."""
+def run(paths: List[Path], module: str, python_path: List[str], seconds: float) -> Dict[str, Dict[str, Any]]:
+    """The driver's verdict on each file (by name): per test, its outcome; or why there is none."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(python_path), PYTHONDONTWRITEBYTECODE="1")
     try:
-        done = subprocess.run([sys.executable, str(DRIVER), str(path), module], capture_output=True, text=True,
-                              env=env, timeout=seconds, cwd=path.parent)
+        done = subprocess.run([sys.executable, str(DRIVER), module, *map(str, paths)], capture_output=True,
+                              text=True, env=env, timeout=seconds, cwd=paths[0].parent)
     except subprocess.TimeoutExpired:
-        return {"broken": f"the test run did not finish within {seconds:g} s"}
+        return {p.name: {"broken": f"the test run did not finish within {seconds:g} s"} for p in paths}
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         said = done.stderr.strip().splitlines()
-        return {"broken": f"the test run ended with exit status {done.returncode}" + (f": {said[-1]}" if said else "")}
-    return json.loads(lines[-1])
+        why = f"the test run ended with exit status {done.returncode}" + (f": {said[-1]}" if said else "")
+        return {p.name: {"broken": why} for p in paths}
+    verdicts: Dict[str, Dict[str, Any]] = json.loads(lines[-1])
+    return verdicts
+
+
+def _run_side(paths: List[Path], module: str, python_path: List[str], seconds: float) -> Dict[str, Dict[str, Any]]:
+    verdicts = run(paths, module, python_path, seconds)
+    if len(paths) > 1 and any("broken" in v for v in verdicts.values()):
+        # One file took the run down with it (a crash outside a child, a hang): each file on its own.
+        verdicts = {p.name: run([p], module, python_path, seconds)[p.name] for p in paths}
+    return verdicts
 
 
 def judge(red: Dict[str, Any], green: Dict[str, Any], method: str) -> Optional[str]:
@@ -67,19 +77,19 @@ def _last_line(outcome: Dict[str, Any]) -> str:
     return lines[-1] if lines else "no output"
 
 
-def prove(source: str, name: str, module: str, user_path: List[str], seconds: float,
-          pool: Executor) -> Dict[str, Dict[str, Any]]:
-    """Run ``source`` (a file called ``name``) against the implementation and against the reference, side by side.
-
-    Returns both verdicts: ``{"red": ..., "green": ...}``.
-    """
+def prove(sources: Dict[str, str], module: str, user_path: List[str], seconds: float) -> Dict[str, Dict[str, Any]]:
+    """Run the files ``sources`` (name -> source) against the implementation and, side by side,
+    against the reference bound as ``module``. Returns, per file, ``{"red": ..., "green": ...}``."""
     with tempfile.TemporaryDirectory(prefix="ppaux-regression-") as tmp:
         root = Path(tmp)
         (root / "test").mkdir()
-        path = root / "test" / name
-        path.write_text(source)
+        paths = []
+        for name, source in sources.items():
+            paths.append(root / "test" / name)
+            paths[-1].write_text(source)
         bind_reference(root / "reference", module)
         ppaux_home = str(Path(ppaux.__file__).resolve().parent.parent)
-        red = pool.submit(run, path, module, user_path, seconds)
-        green = pool.submit(run, path, module, [str(root / "reference"), ppaux_home, *user_path], seconds)
-        return {"red": red.result(), "green": green.result()}
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            red = pool.submit(_run_side, paths, module, user_path, seconds)
+            green = pool.submit(_run_side, paths, module, [str(root / "reference"), ppaux_home, *user_path], seconds)
+            return {name: {"red": red.result()[name], "green": green.result()[name]} for name in sources}

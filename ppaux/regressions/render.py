@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional
 from ppaux.core.clauses import statement
 from ppaux.regressions import doubles
 from ppaux.regressions.expect import FUNCTIONS
+from ppaux.regressions.layout import wrap
 
 # The first line of every file ppaux writes: how a later run knows which files are its own.
 MARKER = "# Regression tests written by ppaux"
@@ -72,7 +73,7 @@ def clause_line(clause: str) -> str:
 
 
 def _step_lines(step: Dict[str, Any], indent: str) -> List[str]:
-    lines = [indent + line for line in step["setup"]]
+    lines = [indent + line for line in step["setup"]] + ([""] if step["setup"] else [])
     if step["raised"] is None:
         call = f"result = {step['call']}" if step["op"] == "pop" else step["call"]
         lines.append(indent + call)
@@ -82,9 +83,14 @@ def _step_lines(step: Dict[str, Any], indent: str) -> List[str]:
     return lines + [indent + check for check in step["checks"]]
 
 
+def calls_function(finding: Finding) -> str:
+    # Not test_*: pytest would collect a module-level test_ function as a test of its own.
+    return f"{finding.method.removeprefix('test_')}_calls"
+
+
 def _calls_function(finding: Finding) -> List[str]:
     """A hang or crash: the counterexample's calls as a module-level function a child process runs."""
-    lines = [f"def {finding.method}_calls():", f'    """The calls of {finding.method}\'s counterexample."""']
+    lines = [f"def {calls_function(finding)}():", f'    """The calls of {finding.method}\'s counterexample."""']
     for step in finding.steps:
         lines += ["    " + line for line in step["setup"]]
         if step["raised"] is None:
@@ -92,14 +98,18 @@ def _calls_function(finding: Finding) -> List[str]:
         else:
             error = "RuntimeError" if "RuntimeError" in " ".join(step["raised"]) else "ObserverFailure"
             lines += [f"    with contextlib.suppress({error}):  # the contract's answer here", f"        {step['call']}"]
-    return lines
+    return _wrapped(lines)
+
+
+def _wrapped(lines: List[str]) -> List[str]:
+    return [part for line in lines for part in wrap(line, WIDTH)]
 
 
 def method_lines(finding: Finding, timeout: float) -> List[str]:
     lines = [f"    def {finding.method}(self):", *_docstring(clause_line(finding.clause), "        ")]
     if finding.kind:
         ends = "did not return" if finding.kind == "hang" else "ended its process"
-        lines += [f"        exitcode = run_in_child({finding.method}_calls, seconds={timeout!r})",
+        lines += [f"        exitcode = run_in_child({calls_function(finding)}, seconds={timeout!r})",
                   f'        self.assertIsNotNone(exitcode, "the calls did not return within {timeout:g} s")',
                   f'        self.assertEqual(exitcode, 0, "the process making the calls died")  # here: it {ends}']
         return lines
@@ -107,7 +117,7 @@ def method_lines(finding: Finding, timeout: float) -> List[str]:
         if i:
             lines.append("")
         lines += _step_lines(step, "        ")
-    return lines
+    return _wrapped(lines)
 
 
 def render(clause: str, findings: List[Finding], spec: str, timeout: float) -> str:
@@ -117,7 +127,7 @@ def render(clause: str, findings: List[Finding], spec: str, timeout: float) -> s
     body = "\n".join(line for f in findings for s in f.steps for line in s["setup"] + s["checks"] + [s["call"]])
     names = (["_OUTPUT_PREFIX"] if "_OUTPUT_PREFIX" in body else []) + used_functions
     hangs = any(f.kind for f in findings)
-    out = [MARKER + f" for {clause}; a later ppaux run with --regressions replaces this file.",
+    out = [f"{MARKER} for {clause}.", "# A later run of ppaux check --regressions on this directory replaces this file.",
            *_docstring(f"Regression tests for {module}: {clause_line(clause)} Each test is a minimal counterexample "
                        f"that ppaux check found, proven to fail against {module} and to pass against ppaux's reference "
                        f"transport. Needs only torch: python -m unittest {file_name(clause)}", ""),
