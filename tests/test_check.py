@@ -27,6 +27,8 @@ def test_check_help_names_every_option_with_its_metavar(capsys):
         " --marks EXPR which tests (pytest -m expression; default: 'contract or robustness')"
         " --tests EXPR narrow further by test name (pytest -k expression)"
         " --junit PATH also write the suite run's JUnit XML there"
+        " --regressions DIR write one standalone regression test (unittest + torch) per broken clause there, each proven to"
+        " fail against the implementation and to pass against ppaux's reference; files of an earlier run there are replaced"
         " --timeout SECONDS per-call time limit: a call into the implementation past it fails as a hang (default: 10)"
     )
 
@@ -34,7 +36,7 @@ def test_check_help_names_every_option_with_its_metavar(capsys):
 def test_check_defaults_are_the_ones_its_help_states():
     assert cli_defaults("check") == {
         "command": "check", "impl": None, "profile": "ci", "report": "reports/out/conformance",
-        "marks": "contract or robustness", "tests": None, "junit": None, "timeout": 10.0,
+        "marks": "contract or robustness", "tests": None, "junit": None, "timeout": 10.0, "regressions": None,
     }
 
 
@@ -51,7 +53,7 @@ ROWS = [
 def test_report_groups_tests_by_clause_in_the_contracts_order_with_each_statement():
     report = check.build_report(ROWS, impl="m", profile="ci", marks="contract")
     assert report == {
-        "implementation": "m", "profile": "ci", "marks": "contract", "timeout_s": 10.0, "verdict": "fail",
+        "implementation": "m", "command": "", "profile": "ci", "marks": "contract", "timeout_s": 10.0, "verdict": "fail",
         "counts": {"passed": 2, "failed": 1, "skipped": 1},
         "failed_clauses": ["add.1"], "findings": {"hang": 0, "crash": 0},
         "clauses": [
@@ -109,12 +111,14 @@ Falsifying example: test_b(
 )
 ```
 
-Replay: add `@reproduce_failure('6', b'AAA=')` above the test.
+Replay: `ppaux check --impl m --tests test_b` (the `ci` profile draws the same examples on every run).
+Blob, for a copy of the test of your own: `@reproduce_failure('6', b'AAA=')` above it.
 """
 
 
 def test_markdown_report_is_exactly_the_documented_layout():
-    assert check.render_markdown(check.build_report(ROWS, impl="m", profile="ci", marks="contract")) == GOLDEN
+    report = check.build_report(ROWS, impl="m", profile="ci", marks="contract", command="ppaux check --impl m")
+    assert check.render_markdown(report) == GOLDEN
 
 
 def test_a_failure_outside_the_contracts_clauses_has_no_clause_line():
@@ -153,10 +157,12 @@ def test_check_writes_both_reports_into_a_new_directory_and_prints_the_markdown(
     out = tmp_path / "a" / "b"
     assert main(["check", "--marks", "contract", "--report", str(out)]) == 1
     printed = capsys.readouterr().out
-    expected = check.build_report(ROWS, impl=DEFAULT_IMPL, profile="ci", marks="contract")
+    command = "ppaux check --marks contract"
+    expected = check.build_report(ROWS, impl=DEFAULT_IMPL, profile="ci", marks="contract", command=command)
     assert (out / "conformance.json").read_text() == json.dumps(expected, indent=2) + "\n"
-    assert (out / "conformance.md").read_text() == GOLDEN.replace("`m`", f"`{DEFAULT_IMPL}`")
-    assert printed == GOLDEN.replace("`m`", f"`{DEFAULT_IMPL}`") + "\n" + (
+    golden = GOLDEN.replace("`m`", f"`{DEFAULT_IMPL}`").replace("ppaux check --impl m", command)
+    assert (out / "conformance.md").read_text() == golden
+    assert printed == golden + "\n" + (
         f"report written to {out / 'conformance.md'}, {out / 'conformance.json'}\n")
     ((argv, cwd, results, results_dir_existed),) = fake.calls
     # The rows go through a private temporary directory that is gone afterwards, never the cwd.

@@ -21,7 +21,9 @@ LAYERS = {
     "ppaux.relay": {"ppaux.core", "ppaux.isolation", "ppaux_strategies"},
     "ppaux.testing": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux_strategies"},
     "ppaux.conformance": {"ppaux.core", "ppaux.testing", "ppaux_strategies"},
-    "ppaux.cli": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux.testing", "ppaux.conformance"},
+    # Regression tests from a run's findings: reads the testing layer's recorded calls.
+    "ppaux.regressions": {"ppaux.core", "ppaux.testing", "ppaux_strategies"},
+    "ppaux.cli": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux.testing", "ppaux.conformance", "ppaux.regressions"},
 }
 
 

@@ -52,8 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"per-call time limit: a call into the implementation past it fails as a hang (default: {DEFAULT_TIMEOUT:g})")
 
 
-def build_report(rows: List[Dict[str, Any]], *, impl: str, profile: str, marks: str, timeout: float = DEFAULT_TIMEOUT) -> Dict[str, Any]:
-    """Group per-test rows by contract clause, in the contract's order; a clause holds when none of its tests failed."""
+def build_report(rows: List[Dict[str, Any]], *, impl: str, profile: str, marks: str, timeout: float = DEFAULT_TIMEOUT,
+                 command: str = "") -> Dict[str, Any]:
+    """Group per-test rows by contract clause, in the contract's order; a clause holds when none of its tests failed.
+
+    ``command`` is the ``ppaux check`` command line that runs the check again (the replay advice)."""
     clauses: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()
     for row in rows:
         key = row.get("clause") or "unclassified"
@@ -68,6 +71,7 @@ def build_report(rows: List[Dict[str, Any]], *, impl: str, profile: str, marks: 
     failed = [c for c in ordered if c["verdict"] == "fail"]
     return {
         "implementation": impl,
+        "command": command,
         "profile": profile,
         "marks": marks,
         "timeout_s": timeout,
@@ -115,13 +119,13 @@ def render_markdown(report: Dict[str, Any]) -> str:
 
 
 def _replay(report: Dict[str, Any], test: Dict[str, Any]) -> List[str]:
+    """Advice that works from an install: the command that replays the failure (the test file is in site-packages)."""
     name = test["nodeid"].rsplit("::", 1)[-1].split("[", 1)[0]
-    again = f"{report['command']} --tests {shlex.quote(name)}" if report.get("command") else None
-    lines = [f"Replay: `{again}`" + (" (the `ci` profile draws the same examples on every run; the others replay "
-                                     "this one from the example database in `.hypothesis/`)." if report["profile"] == "ci"
-                                     else " (the example database in `.hypothesis/` replays this example first).")] if again else []
+    why = ("the `ci` profile draws the same examples on every run" if report["profile"] == "ci"
+           else "the example database in `.hypothesis/` replays the saved example first")
+    lines = [f"Replay: `{report['command']} --tests {shlex.quote(name)}` ({why})."] if report.get("command") else []
     if test.get("blob"):
-        lines.append(f"In a copy of the test of your own, `{test['blob']}` above it replays it too.")
+        lines.append(f"Blob, for a copy of the test of your own: `{test['blob']}` above it.")
     return lines + [""] if lines else []
 
 
@@ -275,8 +279,8 @@ def run(args: argparse.Namespace) -> int:
     spec = _implementation(args.impl)
     _check_outputs(args)
     rows = _suite_rows(args, spec)
-    report = build_report(rows, impl=args.impl or DEFAULT_IMPL, profile=args.profile, marks=args.marks, timeout=args.timeout)
-    report["command"] = command_line(args)
+    report = build_report(rows, impl=args.impl or DEFAULT_IMPL, profile=args.profile, marks=args.marks,
+                          timeout=args.timeout, command=command_line(args))
     if args.regressions:
         report["regressions"] = _regressions(args, spec, report)
     out = Path(args.report)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from ppaux.regressions.expect import expected_steps
-from ppaux.regressions.prove import PROOF_SECONDS, judge, prove
+from ppaux.regressions.prove import PROOF_SECONDS, judge, prove_files
 from ppaux.regressions.render import MARKER, Finding, class_name, file_name, method_lines, method_name, module_of, render
 from ppaux.testing.scenario import Unwritable
 
@@ -73,7 +73,7 @@ def _prove_rounds(broken: Dict[str, List[Tuple[Finding, Dict[str, Any]]]], spec:
     while broken:
         sources = {clause: render(clause, [f for f, _ in found], spec, timeout) for clause, found in broken.items()}
         hangs = sum(1 for found in broken.values() for f, _ in found if f.kind)
-        verdicts = prove({file_name(c): source for c, source in sources.items()}, module, user_path,
+        verdicts = prove_files({file_name(c): source for c, source in sources.items()}, module, user_path,
                          PROOF_SECONDS + timeout * hangs)
         again = {}
         for clause, found in broken.items():

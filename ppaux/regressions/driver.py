@@ -56,7 +56,7 @@ def _tests(suite):
             yield item
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # pragma: no cover - runs in the proof's child interpreter
     stdout = sys.stdout
     sys.stdout = io.StringIO()  # what the tests print is not the verdict
     module_name, paths = sys.argv[1], sys.argv[2:]

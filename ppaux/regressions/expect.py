@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from ppaux.core.errors import AuxiliaryPPError
-from ppaux.regressions import doubles
+from ppaux.regressions.doubles import source as doubles_source
 from ppaux.testing.impl import reference
 from ppaux.testing.scenario import Unwritable, key_code, literal
 
@@ -21,7 +21,7 @@ class _Run:
     def __init__(self, scenario: Dict[str, Any]) -> None:
         self.prefix = scenario["prefix"]
         self.ns: Dict[str, Any] = {"torch": torch, "_OUTPUT_PREFIX": self.prefix}
-        exec(doubles.source(scenario["doubles"]), self.ns)  # noqa: S102 - the file's own classes
+        exec(doubles_source(scenario["doubles"]), self.ns)  # noqa: S102 - the file's own classes
         self.defined: List[str] = []
 
     def setup(self, lines: List[str]) -> None:

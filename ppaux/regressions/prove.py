@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-import ppaux
+import ppaux.core.transport as reference_module
 from ppaux.testing.impl import REQUIRED_NAMES
 
 DRIVER = Path(__file__).with_name("driver.py")
@@ -77,7 +77,7 @@ def _last_line(outcome: Dict[str, Any]) -> str:
     return lines[-1] if lines else "no output"
 
 
-def prove(sources: Dict[str, str], module: str, user_path: List[str], seconds: float) -> Dict[str, Dict[str, Any]]:
+def prove_files(sources: Dict[str, str], module: str, user_path: List[str], seconds: float) -> Dict[str, Dict[str, Any]]:
     """Run the files ``sources`` (name -> source) against the implementation and, side by side,
     against the reference bound as ``module``. Returns, per file, ``{"red": ..., "green": ...}``."""
     with tempfile.TemporaryDirectory(prefix="ppaux-regression-") as tmp:
@@ -88,7 +88,7 @@ def prove(sources: Dict[str, str], module: str, user_path: List[str], seconds: f
             paths.append(root / "test" / name)
             paths[-1].write_text(source)
         bind_reference(root / "reference", module)
-        ppaux_home = str(Path(ppaux.__file__).resolve().parent.parent)
+        ppaux_home = str(Path(reference_module.__file__).resolve().parents[2])
         with ThreadPoolExecutor(max_workers=2) as pool:
             red = pool.submit(_run_side, paths, module, user_path, seconds)
             green = pool.submit(_run_side, paths, module, [str(root / "reference"), ppaux_home, *user_path], seconds)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from ppaux.core.clauses import statement
-from ppaux.regressions import doubles
+import ppaux.regressions.doubles as doubles
 from ppaux.regressions.expect import FUNCTIONS
 from ppaux.regressions.layout import wrap
 

@@ -243,11 +243,20 @@ def _dtype(dtype: torch.dtype) -> str:
 def _strided_expr(t: torch.Tensor) -> str:
     itemsize = t.element_size()
     storage = t.untyped_storage().nbytes() // itemsize if itemsize else 0
-    simple = t.is_contiguous() and t.storage_offset() == 0 and storage == t.numel()
+    # Strides as torch.zeros(shape) has them: an empty or size-1 dimension may carry others.
+    simple = t.storage_offset() == 0 and storage == t.numel() and t.stride() == _row_major(tuple(t.shape))
     if simple:
         return _filled(t, tuple(t.shape))
     whole = t.as_strided((storage,), (1,), 0)
     return f"{_filled(whole, (storage,))}.as_strided({tuple(t.shape)}, {tuple(t.stride())}, {t.storage_offset()})"
+
+
+def _row_major(shape: Tuple[int, ...]) -> Tuple[int, ...]:
+    strides, step = [], 1
+    for side in reversed(shape):
+        strides.append(step)
+        step *= max(side, 1)
+    return tuple(reversed(strides))
 
 
 def _filled(t: torch.Tensor, shape: Tuple[int, ...]) -> str:

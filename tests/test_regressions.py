@@ -1,0 +1,406 @@
+"""``ppaux check --regressions DIR``: each broken clause becomes a standalone regression test file
+that imports neither ppaux nor Hypothesis, fails against the implementation and passes against
+ppaux's reference; bad output paths are one line and exit 2 before the suite runs."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ppaux.cli import check
+from ppaux.cli.main import main
+from ppaux.core.clauses import statement
+import ppaux.regressions.doubles as doubles
+from ppaux.conformance.test_properties import _TrapTensor
+import ppaux.regressions.prove as proof
+from ppaux.regressions import MARKER, driver, write_regressions
+from ppaux.regressions.expect import expected_steps
+from ppaux.testing import results
+from ppaux.regressions.layout import wrap
+from ppaux.regressions.render import STANDARD, imported_roots
+from ppaux.testing.scenario import Call, CallRecorder, Unwritable, describe, tensor_expr
+from ppaux_strategies import PPOutput, RecordingObserver, tensors, tensors_equal
+from tests.planted_bugs import BUGS, plant
+from tests.test_check import FakePytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOT_INSTALLED = ("ppaux", "ppaux_strategies", "hypothesis", "pytest", "_pytest")
+# unittest in an interpreter where ppaux, Hypothesis and pytest cannot be imported.
+WITHOUT_PPAUX = f"""
+import sys, unittest
+class NotInstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {NOT_INSTALLED!r}:
+            raise ImportError(f"{{name}} is not installed here")
+sys.meta_path.insert(0, NotInstalled())
+unittest.main(module=None, argv=["unittest", *sys.argv[1:]])
+"""
+
+
+def run_unittest(folder: Path, python_path: list, *, block: bool = False) -> subprocess.CompletedProcess:
+    names = sorted(p.stem for p in folder.glob("test_*.py"))
+    argv = ["-c", WITHOUT_PPAUX, *names] if block else ["-m", "unittest", *names]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, python_path)), PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run([sys.executable, *argv], cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+
+
+def summary(done: subprocess.CompletedProcess) -> str:
+    return done.stderr.strip().splitlines()[-1]
+
+
+def test_a_drawn_tensor_is_written_as_code_that_makes_the_same_tensor():
+    @given(tensors(include_meta=True))
+    def check_tensor(t):
+        made = eval(tensor_expr(t), {"torch": torch, "float": float, "complex": complex})
+        assert (made.dtype, made.shape, made.stride(), made.storage_offset(), made.device) == (
+            t.dtype, t.shape, t.stride(), t.storage_offset(), t.device)
+        assert made.is_contiguous() == t.is_contiguous() and tensors_equal(made, t)
+
+    check_tensor()
+
+
+def test_a_value_that_is_not_code_says_which():
+    call = Call("add", {"next_token_ids": object()}, None, [("next_token_ids", object())])
+    with pytest.raises(Unwritable) as info:
+        describe([call], "p.")
+    assert str(info.value).startswith("a object value (<object object at ")
+
+
+LINES = [
+    "        self.assertEntries(tensors, [('next_token_ids', next_token_ids), ('__msg_type__', 'pp_output'), (_OUTPUT_PREFIX + 'x', x)])",
+    "        tensors = {'next_token_ids': next_token_ids, 'a, b': [1, (2,)], _OUTPUT_PREFIX + 'scores': scores, 7: 'x'}",
+    "        self.assertEqual(str(raised.exception), 'auxiliary PP tensor names must be non-empty strings, said again')",
+]
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_a_long_line_is_broken_into_lines_that_fit_and_mean_the_same(line):
+    lines = wrap(line, 80)
+    assert all(len(part) <= 80 for part in lines) and len(lines) > 1
+    assert ast.dump(ast.parse("\n".join(lines).strip())) == ast.dump(ast.parse(line.strip()))
+
+
+def test_the_steps_of_a_counterexample_read_as_a_hand_written_test(tmp_path):
+    """The file's test for SGLang's add.6 counterexample, as a maintainer would receive it."""
+    scores = torch.zeros(())
+    d = {"next_token_ids": torch.zeros(2)}
+    call = Call("add", d, PPOutput({"scores": scores, "": None}), list(d.items()))
+    row = {"nodeid": "t.py::test_failed_add_leaves_dict_exactly_as_before", "clause": "add.6", "outcome": "failed",
+           "scenario": describe([call], "__sampling_observer_output__.")}
+    report = {"clauses": [{"clause": "add.6", "verdict": "fail", "tests": [row]}]}
+    summary_ = write_regressions(report, "tests.impls.torch_only", tmp_path, 10.0, [str(ROOT)])
+    assert summary_["refused"] == [] and [f["path"] for f in summary_["files"]] == [str(tmp_path / "test_add_6.py")]
+    assert row["regression"]["code"] == f'''\
+def test_failed_add_leaves_dict_exactly_as_before(self):
+    """add.6: {statement("add.6")[:78]}
+    {statement("add.6")[79:]}
+    """
+    next_token_ids = torch.zeros((2,))
+    tensors = {{'next_token_ids': next_token_ids}}
+    scores = torch.tensor(0.0)
+    output = PPOutput({{'scores': scores, '': None}})
+
+    with self.assertRaises(Exception) as raised:
+        add_auxiliary_output_to_pp_tensors(tensors, output)
+    self.assertIsInstance(raised.exception, RuntimeError)
+    self.assertEqual(
+        str(raised.exception),
+        'auxiliary PP tensor names must be non-empty strings',
+    )
+    self.assertEqual(output.calls, 1)
+    self.assertEntries(tensors, [('next_token_ids', next_token_ids)])'''
+
+
+def test_a_test_that_passes_against_the_implementation_is_not_written(tmp_path):
+    call = Call("add", {}, None, [])
+    row = {"nodeid": "t.py::test_none", "clause": "add.1", "outcome": "failed", "scenario": describe([call], "p.")}
+    report = {"clauses": [{"clause": "add.1", "verdict": "fail", "tests": [row]}]}
+    done = write_regressions(report, "tests.impls.torch_only", tmp_path, 10.0, [str(ROOT)])
+    why = "it passes against the implementation: the failure depends on more than the calls the test replays"
+    assert done["files"] == [] and done["refused"] == [{"clause": "add.1", "nodeid": "t.py::test_none", "why": why}]
+    assert row["regression"] == {"why": why} and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.subprocess
+def test_regression_files_fail_on_the_implementation_without_ppaux_and_pass_on_the_reference(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    folder, out = tmp_path / "regressions", tmp_path / "report"
+    tests = "test_a_bad_item_after_a_good_one_writes_nothing or test_non_str_keys_are_ordinary_keys"
+    assert main(["check", "--impl", "tests.impls.torch_only", "--tests", tests, "--regressions", str(folder),
+                 "--report", str(out)]) == 1
+    printed = capsys.readouterr().out
+    report = json.loads((out / "conformance.json").read_text())
+    files = {f["clause"]: f for f in report["regressions"]["files"]}
+    assert sorted(files) == ["add.6", "pop.1"] and report["regressions"]["refused"] == []
+    assert sorted(p.name for p in folder.iterdir()) == ["test_add_6.py", "test_pop_1.py"]
+    for path in folder.iterdir():
+        source = path.read_text()
+        assert source.startswith(MARKER)
+        assert imported_roots(source) <= STANDARD | {"tests"}
+    # Each finding shows its test beside its example; the written files are listed.
+    markdown = (out / "conformance.md").read_text()
+    for row in (t for c in report["clauses"] for t in c["tests"] if t["outcome"] == "failed"):
+        assert f"```python\n{row['regression']['code']}\n```" in markdown
+    assert printed.endswith(f"regression tests written to {folder}: {files['add.6']['path']}, {files['pop.1']['path']}\n")
+    red = run_unittest(folder, [ROOT], block=True)
+    assert summary(red) == "FAILED (failures=1, errors=1)", red.stderr  # pop.1: the AttributeError in its pop
+    reference = tmp_path / "reference"
+    proof.bind_reference(reference, "tests.impls.torch_only")
+    green = run_unittest(folder, [reference, ROOT])
+    assert summary(green) == "OK", green.stderr
+
+
+def a_file(tmp: Path) -> Path:
+    (tmp / "f").write_text("")
+    return tmp / "f"
+
+
+@pytest.mark.parametrize("make, why", [
+    (a_file, "{0} is not a directory"),
+    (lambda tmp: a_file(tmp) / "sub", "cannot create {0}: Not a directory"),
+])
+@pytest.mark.parametrize("option", ["--regressions", "--report"])
+def test_an_output_directory_that_cannot_be_written_is_one_line_before_the_run(tmp_path, capsys, monkeypatch, make, why, option):
+    monkeypatch.setattr(check, "run_suite", FakePytest([]))
+    bad = make(tmp_path)
+    argv = ["check", "--report", str(tmp_path / "r"), option, str(bad)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"ppaux: error: {option}: {why.format(bad)}\n"
+    assert check.run_suite.calls == []
+
+
+def test_a_report_under_dev_null_is_one_line_before_the_run(capsys, monkeypatch):
+    monkeypatch.setattr(check, "run_suite", FakePytest([]))
+    assert main(["check", "--report", "/dev/null/x"]) == 2
+    assert capsys.readouterr().err == "ppaux: error: --report: cannot create /dev/null/x: Not a directory\n"
+
+
+def test_a_junit_path_that_is_a_directory_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(check, "run_suite", FakePytest([]))
+    assert main(["check", "--report", str(tmp_path / "r"), "--junit", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"ppaux: error: --junit: {tmp_path} is a directory\n"
+
+
+@pytest.mark.parametrize("option, flag, expr, detail", [
+    ("--marks", "m", "contract or (", "contract or (: at column 14: expected not OR left parenthesis OR identifier; got end of input"),
+    ("--tests", "k", "x y", "x y: at column 3: expected end of input; got identifier"),
+])
+def test_an_invalid_selection_expression_says_so(tmp_path, capsys, option, flag, expr, detail):
+    assert main(["check", "--report", str(tmp_path), option, expr]) == 2
+    assert capsys.readouterr().err == f"ppaux: error: {option} is not a valid pytest -{flag} expression: {detail}\n"
+
+
+def test_files_of_an_earlier_run_are_replaced_and_a_users_own_files_kept(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "regressions"
+    folder.mkdir()
+    (folder / "test_pop_9.py").write_text(MARKER + " for pop.9.\n")
+    (folder / "test_mine.py").write_text("# mine\n")
+    failing = {"nodeid": "t.py::test_b", "clause": "add.1", "marks": [], "outcome": "failed", "error": "E: x"}
+    monkeypatch.setattr(check, "run_suite", FakePytest([failing], status=1))
+    assert main(["check", "--report", str(tmp_path / "r"), "--regressions", str(folder)]) == 1
+    assert sorted(p.name for p in folder.iterdir()) == ["test_mine.py"]
+    report = json.loads((tmp_path / "r" / "conformance.json").read_text())
+    why = "the test's calls were not recorded"
+    assert report["regressions"] == {"directory": str(folder), "files": [], "removed": [str(folder / "test_pop_9.py")],
+                                     "refused": [{"clause": "add.1", "nodeid": "t.py::test_b", "why": why}]}
+    markdown = (tmp_path / "r" / "conformance.md").read_text()
+    assert f"No regression test: {why}.\n" in markdown
+    assert "Replaced 1 file(s) of an earlier run: `test_pop_9.py`." in markdown
+    capsys.readouterr()
+
+
+def test_a_passing_run_writes_no_regression_file_and_removes_stale_ones(tmp_path, capsys, monkeypatch):
+    folder = tmp_path / "regressions"
+    folder.mkdir()
+    (folder / "test_add_6.py").write_text(MARKER + " for add.6.\n")
+    monkeypatch.setattr(check, "run_suite", FakePytest([{"nodeid": "t.py::a", "clause": "add.1", "outcome": "passed"}]))
+    assert main(["check", "--report", str(tmp_path / "r"), "--regressions", str(folder)]) == 0
+    assert list(folder.iterdir()) == []
+    assert capsys.readouterr().out.endswith(f"regression tests written to {folder}: none\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_every_clause_a_planted_bug_breaks_becomes_a_red_green_regression_test(bug, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    impl = plant(bug, tmp_path)
+    folder, out = tmp_path / "regressions", tmp_path / "report"
+    assert main(["check", "--impl", str(impl), "--tests", BUGS[bug].tests, "--regressions", str(folder),
+                 "--report", str(out)]) == 1
+    capsys.readouterr()
+    report = json.loads((out / "conformance.json").read_text())
+    assert report["failed_clauses"] == list(BUGS[bug].breaks)
+    assert [f["clause"] for f in report["regressions"]["files"]] == list(BUGS[bug].breaks)
+    # Written only once proven red on the bug and green on the reference (the test above reruns a proof by hand).
+    assert report["regressions"]["refused"] == []
+
+
+DRIVEN = '''
+import unittest
+from tests.impls.torch_only import pop_auxiliary_output_from_pp_tensors as pop
+
+
+class TestDriven(unittest.TestCase):
+    def test_passes(self):
+        self.assertIsNone(pop({}, None))
+
+    def test_fails(self):
+        self.assertEqual(1, 2)
+
+    def test_errs_in_the_implementation(self):
+        pop({0: 1}, None)
+
+    def test_errs_in_itself(self):
+        undefined_name
+
+    @unittest.skip("not today")
+    def test_skipped(self):
+        pass
+'''
+
+
+def test_the_proof_driver_tells_an_error_in_the_implementation_from_one_in_the_test(tmp_path, monkeypatch):
+    (tmp_path / "test_driven.py").write_text(DRIVEN)
+    (tmp_path / "test_broken.py").write_text("import no_such_module_here\n")
+    monkeypatch.syspath_prepend(str(ROOT))
+    got = driver.run_file(str(tmp_path / "test_driven.py"), "tests.impls.torch_only")["tests"]
+    assert {name: (o["outcome"], o.get("in_implementation")) for name, o in got.items()} == {
+        "test_passes": ("pass", None), "test_fails": ("fail", None), "test_errs_in_the_implementation": ("error", True),
+        "test_errs_in_itself": ("error", False), "test_skipped": ("skip", None)}
+    assert driver.run_file(str(tmp_path / "test_broken.py"), "tests.impls.torch_only") == {
+        "import_error": "ModuleNotFoundError: No module named 'no_such_module_here'"}
+
+
+def test_a_crash_becomes_a_test_that_runs_the_calls_in_a_child_with_a_time_limit(tmp_path):
+    """A file given by path is imported by its stem, with a comment saying which file that is."""
+    d = {"next_token_ids": torch.zeros(()), "__sampling_observer_output__.scores": torch.zeros(())}
+    call = Call("pop", d, None, list(d.items()))
+    row = {"nodeid": "t.py::test_pop_without_an_observer_is_p1", "clause": "pop.3", "outcome": "failed", "finding": "crash",
+           "scenario": describe([call], "__sampling_observer_output__.")}
+    impl = ROOT / "tests" / "impls" / "segfaults_without_observer.py"
+    done = write_regressions({"clauses": [{"clause": "pop.3", "verdict": "fail", "tests": [row]}]}, str(impl), tmp_path,
+                             5.0, [str(impl.parent), str(ROOT)])
+    assert done["refused"] == []
+    source = (tmp_path / "test_pop_3.py").read_text()
+    assert f"# segfaults_without_observer is {impl} (ppaux check --impl {impl}): run with its directory on PYTHONPATH.\n" in source
+    assert '''
+def pop_without_an_observer_is_p1_calls():
+    """The calls of test_pop_without_an_observer_is_p1's counterexample."""
+    next_token_ids = torch.tensor(0.0)
+    scores = torch.tensor(0.0)
+    tensors = {'next_token_ids': next_token_ids, _OUTPUT_PREFIX + 'scores': scores}
+    with contextlib.suppress(RuntimeError):  # the contract's answer here
+        pop_auxiliary_output_from_pp_tensors(tensors, None)
+''' in source
+    assert row["regression"]["code"].endswith('''
+    exitcode = run_in_child(pop_without_an_observer_is_p1_calls, seconds=5.0)
+    self.assertIsNotNone(exitcode, "the calls did not return within 5 s")
+    self.assertEqual(exitcode, 0, "the process making the calls died")  # here: it ended its process''')
+
+
+def test_a_proof_run_that_dies_or_outlasts_its_limit_says_so_and_spares_the_other_files(tmp_path):
+    (tmp_path / "test_fine.py").write_text("import unittest\nclass T(unittest.TestCase):\n    def test_x(self): pass\n")
+    (tmp_path / "test_exits.py").write_text("import os\nos._exit(3)\n")
+    (tmp_path / "test_sleeps.py").write_text("import time\ntime.sleep(30)\n")
+    files = [tmp_path / "test_fine.py", tmp_path / "test_exits.py"]
+    assert proof._run_side(files, "m", [], 30.0) == {
+        "test_fine.py": {"tests": {"test_x": {"outcome": "pass"}}},
+        "test_exits.py": {"broken": "the test run ended with exit status 3"}}
+    assert proof.run([tmp_path / "test_sleeps.py"], "m", [], 0.5) == {
+        "test_sleeps.py": {"broken": "the test run did not finish within 0.5 s"}}
+
+
+PASS, FAIL = {"outcome": "pass"}, {"outcome": "fail", "text": "Traceback\nAssertionError: 1 != 2"}
+
+
+@pytest.mark.parametrize("red, green, why", [
+    ({"tests": {"t": FAIL}}, {"tests": {"t": PASS}}, None),
+    ({"tests": {"t": {"outcome": "error", "in_implementation": True, "text": "E"}}}, {"tests": {"t": PASS}}, None),
+    ({"broken": "the test run ended with exit status 3"}, {"tests": {"t": PASS}},
+     "against the implementation, the test run ended with exit status 3"),
+    ({"tests": {"t": FAIL}}, {"import_error": "ImportError: x"}, "against the reference, the file did not import: ImportError: x"),
+    ({"tests": {"t": FAIL}}, {"tests": {"t": FAIL}},
+     "it does not pass against ppaux's reference (fail: AssertionError: 1 != 2)"),
+    ({"tests": {"t": PASS}}, {"tests": {"t": PASS}},
+     "it passes against the implementation: the failure depends on more than the calls the test replays"),
+    ({"tests": {"t": {"outcome": "error", "in_implementation": False, "text": "NameError: x"}}}, {"tests": {"t": PASS}},
+     "against the implementation it errs outside the implementation (NameError: x)"),
+    ({"tests": {"t": FAIL}}, {"tests": {"t": {"outcome": "skip", "text": ""}}},
+     "it does not pass against ppaux's reference (skip: no output)"),
+])
+def test_a_test_is_kept_only_when_red_on_the_implementation_and_green_on_the_reference(red, green, why):
+    assert proof.judge(red, green, "t") == why
+
+
+def test_a_counterexample_of_several_steps_keeps_its_dict_until_the_test_changes_it():
+    scores, meta = torch.zeros(2), torch.empty((2, 3), device="meta").t()
+    d = {"next_token_ids": scores}
+    add = Call("add", d, PPOutput({"x": meta}), [("next_token_ids", scores)], [("next_token_ids", scores), ("p.x", meta)])
+    pop = Call("pop", d, RecordingObserver("raise"), list(add.after), [("next_token_ids", scores)])
+    again = Call("pop", d, None, [("next_token_ids", scores), (0, (1.5, float("nan"), complex(1, 2)))])
+    assert describe([add, pop, again], "p.") == {"prefix": "p.", "doubles": ["PPOutput", "RecordingObserver"], "steps": [
+        {"op": "add", "dict": "tensors", "arg": "output", "setup": [
+            "next_token_ids = torch.zeros((2,))", "tensors = {'next_token_ids': next_token_ids}",
+            "x = torch.empty((6,), device='meta').as_strided((3, 2), (1, 3), 0)", "output = PPOutput({'x': x})"]},
+        {"op": "pop", "dict": "tensors", "arg": "observer", "setup": ["observer = RecordingObserver('raise')"]},
+        {"op": "pop", "dict": "tensors_2", "arg": "None", "setup": [
+            "tensors_2 = {'next_token_ids': next_token_ids, 0: (1.5, float('nan'), complex(1.0, 2.0))}"]},
+    ]}
+
+
+@pytest.mark.parametrize("value, why", [
+    (torch.zeros(2).to_sparse(), "a torch.sparse_coo tensor cannot be written as code"),
+    (torch.nn.Parameter(torch.zeros(1)), "a tensor of the subclass Parameter cannot be written as code"),
+])
+def test_a_tensor_that_is_not_code_says_why(value, why):
+    with pytest.raises(Unwritable) as info:
+        tensor_expr(value)
+    assert str(info.value) == why
+
+
+def test_a_dict_that_is_not_a_dict_is_not_written():
+    class Relayed(dict):
+        pass
+
+    with pytest.raises(Unwritable) as info:
+        describe([Call("pop", Relayed(), None, [])], "p.")
+    assert str(info.value) == "a Relayed PP dict cannot be written as code"
+
+
+def test_a_trap_tensor_is_written_as_the_files_own_trap():
+    trap = torch.ones(2, dtype=torch.int8).as_subclass(_TrapTensor)
+    expr = tensor_expr(trap)
+    assert expr == "torch.tensor([1, 1], dtype=torch.int8).as_subclass(TrapTensor)"
+    made = eval(expr, {"torch": torch, **_exec(doubles.source(["TrapTensor"]))})
+    assert type(made).__name__ == "TrapTensor"
+
+
+def _exec(source: str) -> dict:
+    namespace = {"torch": torch}
+    exec(source, namespace)
+    return namespace
+
+
+def test_the_reference_run_names_what_it_raised_and_returned():
+    scenario = {"prefix": "p.", "doubles": ["RaisingPPOutput", "RecordingObserver"], "steps": [
+        {"op": "add", "dict": "tensors", "arg": "output", "setup": ["tensors = {}", "output = RaisingPPOutput()"]},
+        {"op": "pop", "dict": "tensors", "arg": "observer", "setup": [
+            "x = torch.zeros(())", "tensors = {'p.x': x}", "observer = RecordingObserver('rebuild')"]},
+    ]}
+    steps = expected_steps(scenario)
+    assert [s["raised"] for s in steps] == [["self.assertIs(raised.exception, output.error)"], None]
+    assert steps[1]["checks"] == ["self.assertIs(result, observer.returned[-1])", "self.assertEqual(len(observer.handed), 1)",
+                                  "self.assertEntries(observer.handed[-1], [('x', x)])", "self.assertEntries(tensors, [])"]
+
+
+def test_a_failing_test_that_made_no_call_says_so():
+    assert results.scenario(CallRecorder(), "p.") == {"scenario_error": "the test made no call into the implementation"}
