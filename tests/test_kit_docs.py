@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from examples.topk_logprobs.plugin import VALUES
-from ppaux.testing import check_observer
+from ppaux.testing import KitFailure, check_observer
 from ppaux.testing.findings import FINDINGS, markdown_table, message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,8 +26,10 @@ def test_every_option_of_the_kit_is_in_the_options_table():
     assert re.findall(r"^\| `(\w+)` \|", DOC, flags=re.M) == options
 
 
-def test_sample_failure_is_the_kits_message():
-    assert "KitFailure: " + message("K1", name=VALUES) in DOC
+def test_sample_failure_is_the_kits_message_under_the_authors_line_as_pytest_shows_it():
+    failure = f"{KitFailure.__module__}.KitFailure: {message('K1', name=VALUES)}"
+    shown = "\n".join(f"E       {line}" for line in failure.splitlines())
+    assert f">       check_observer(SlicedObserver, outputs(SlicedObserver))\n{shown}\n" in DOC
 
 
 def test_example_plugin_test_is_three_lines():
