@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import re
 from pathlib import Path
 
-from examples.topk_logprobs.plugin import VALUES
+from ppaux.examples.topk_logprobs.plugin import VALUES
 from ppaux.testing import KitFailure, check_observer
 from ppaux.testing.findings import FINDINGS, markdown_table, message
 
@@ -33,7 +34,7 @@ def test_sample_failure_is_the_kits_message_under_the_authors_line_as_pytest_sho
 
 
 def test_example_plugin_test_is_three_lines():
-    lines = (ROOT / "examples" / "topk_logprobs" / "test_topk_logprobs.py").read_text(encoding="utf-8").splitlines()
+    lines = (ROOT / "ppaux" / "examples" / "topk_logprobs" / "test_topk_logprobs.py").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 3 and lines[0] == "from ppaux.testing import check_observer"
 
 
@@ -45,3 +46,10 @@ def test_messages_fill_in_name_detail_and_device():
     assert message("K8", detail="KeyError: 'x'", device="cuda:1").splitlines()[0] == (
         "K8 observer_raised: from_pp_tensors() raised KeyError: 'x' on tensors received on cuda:1"
     )
+
+
+def test_the_worked_example_the_docs_point_to_is_a_module_of_the_package():
+    run = "`python -m pytest --pyargs ppaux.examples.topk_logprobs`"
+    assert run in DOC and run in (ROOT / "README.md").read_text(encoding="utf-8")
+    spec = importlib.util.find_spec("ppaux.examples.topk_logprobs")
+    assert Path(spec.origin) == ROOT / "ppaux" / "examples" / "topk_logprobs" / "__init__.py"

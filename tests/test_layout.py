@@ -22,6 +22,8 @@ LAYERS = {
     "ppaux.testing": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux_strategies"},
     "ppaux.conformance": {"ppaux.core", "ppaux.testing", "ppaux_strategies"},
     "ppaux.cli": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux.testing", "ppaux.conformance"},
+    # A plugin as its author writes it: only the public kit (and its findings, for the broken variants' tests).
+    "ppaux.examples": {"ppaux.testing"},
 }
 
 
