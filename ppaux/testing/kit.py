@@ -191,7 +191,7 @@ def _execute(run: Callable[[], None], guard: Guard, supervisor: Optional[Guard],
 
 
 def _add_note(exc: BaseException, note: str) -> None:
-    # BaseException.add_note is Python 3.11+; Python and pytest print ``__notes__`` either way.
+    # BaseException.add_note is Python 3.11+; pytest prints ``__notes__`` on any Python, Python itself from 3.11.
     exc.__notes__ = [*getattr(exc, "__notes__", ()), note]
 
 
