@@ -28,7 +28,7 @@ from ppaux.testing.mutation import MUTANT_PYTEST_ARGS, MutmutProject, Progress, 
 ROOT = Path(__file__).resolve().parents[1]
 CLEAN_RUN_FAILED = "Failed to run clean test"
 # What the scratch copy holds: the package, its tests and what they read.
-COPIED = ("ppaux", "strategies", "tests", "examples", "docs", "fuzz", "reports", "README.md", "CHANGELOG.md", "LICENSE",
+COPIED = ("ppaux", "strategies", "tests", "docs", "fuzz", "reports", "README.md", "CHANGELOG.md", "LICENSE",
           "ppaux_pytest.py", "pyproject.toml")
 # -o addopts= and no xdist: mutmut runs the tests in its own process. The fuzz/, reports/, binding
 # and SGLang-release tests run ppaux in subprocesses, where no mutant of this process lives.
@@ -61,7 +61,7 @@ SCOPES: Dict[str, Scope] = {
     ),
     "package": Scope(
         mutate=("ppaux/*",),
-        tests=("ppaux/conformance/", "tests/"),
+        tests=("ppaux/conformance/", "ppaux/examples/", "tests/"),
         gate=None,
         doc="all of ppaux/, the score per module reported (the contract modules still gated at 100%)",
         # ppaux mutate's command-line tests run its clean runs in child processes; in-process they kill its mutants.

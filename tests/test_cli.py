@@ -18,10 +18,12 @@ from ppaux.cli.main import main
 from ppaux.core.clauses import CLAUSES
 from ppaux.core.clauses import markdown_table as clauses_table
 from ppaux.core.errors import CATALOG, markdown_table
+from ppaux.testing.findings import FINDINGS
 from ppaux.testing.results import EXAMPLE_HEADER
 from tests.support import cli_help
 
 IMPLS = Path(__file__).resolve().parent / "impls"
+NOTHING_MATCHES = "not an error code or message (`ppaux errors`), a kit code (K1-K15, docs/kit.md) or a clause id (`ppaux clauses`)"
 
 
 def run_cli(capsys, *argv):
@@ -48,6 +50,37 @@ def test_clauses_lists_every_clause_with_its_statement(capsys):
     assert run_cli(capsys, "clauses", "--markdown") == (0, clauses_table() + "\n", "")
 
 
+def _kit_code(code):
+    finding = FINDINGS[code]
+    fixes = "".join(f"  - {fix}\n" for fix in finding.fixes)
+    return f"{code} {finding.kind} (reported by check_observer): {finding.template}\nMeaning: {finding.meaning}\nFix:\n{fixes}"
+
+
+def _clause(clause_id, sglang):
+    return f"{clause_id} (contract clause): {CLAUSES[clause_id].statement}\nSGLang 0.5.23: {sglang}\n"
+
+
+@pytest.mark.parametrize(
+    "argv, out",
+    [
+        (["K10"], _kit_code("K10")),
+        (["k1"], _kit_code("K1")),
+        (["K9", "mismatch"], _kit_code("K9")),
+        (["KitFailure: K9 mismatch: the rebuilt output differs from the original after the relay: 'x' values differ"], _kit_code("K9")),
+        (["add.5"], _clause("add.5", "same")),
+        (["Round-Trip"], _clause("round-trip", "same")),
+        (["pop.4:", "from_pp_tensors()", "is", "called", "once"], _clause("pop.4", "differs: " + CLAUSES["pop.4"].sglang_differs)),
+    ],
+)
+def test_explain_a_kit_code_or_a_clause_id_alone_or_at_the_head_of_a_line(capsys, argv, out):
+    assert run_cli(capsys, "explain", *argv) == (0, out, "")
+
+
+def test_explain_a_line_the_kit_prints_for_a_catalog_error_by_its_code(capsys):
+    code, out, _ = run_cli(capsys, "explain", "A4 from add: auxiliary PP output 'x' is not a tensor")
+    assert (code, out.splitlines()[0]) == (0, f"A4 (raised by add): {CATALOG['A4'].template}")
+
+
 def test_explain_a_pasted_traceback_line(capsys):
     code, out, _ = run_cli(capsys, "explain", "RuntimeError:", "received", "auxiliary", "PP", "output", "without", "a", "sampling", "observer")
     assert code == 0
@@ -59,7 +92,10 @@ def test_explain_a_pasted_traceback_line(capsys):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["explain", "Z9"], "ppaux: error: no catalog entry matches 'Z9'; `ppaux errors` lists them\n"),
+        (["explain", "Z9"], f"ppaux: error: nothing matches 'Z9': {NOTHING_MATCHES}\n"),
+        (["explain", "K99", "mismatch"], f"ppaux: error: nothing matches 'K99 mismatch': {NOTHING_MATCHES}\n"),
+        (["explain", "received", "auxiliary", "PP", "output"], f"ppaux: error: nothing matches 'received auxiliary PP output': {NOTHING_MATCHES}\n"),
+        (["explain", "KitFailure:"], f"ppaux: error: nothing matches 'KitFailure:': {NOTHING_MATCHES}\n"),
         (["bogus"], "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', 'clauses', 'errors', 'explain', 'faults', 'mutate', 'wire-diff')\n"),
         (["check", "--profile", "fast"], "ppaux: error: unknown profile 'fast'; choose from ci, dev, nightly, mutation\n"),
         (["check", "--timeout", "0"], "ppaux check: argument --timeout: timeout '0' must be a positive number of seconds\n"),
@@ -175,7 +211,8 @@ def test_help_says_what_each_command_does(capsys):
         assert f"{name} {help_text}" in top, name
         assert help_text in cli_help(capsys, name), name
     assert "--markdown print docs/contract.md's error table" in cli_help(capsys, "errors")
-    assert "query a code (A1-A5, P1-P4, ...) or the message text from a traceback" in cli_help(capsys, "explain")
+    assert ("query an error code (A1, P1, I1, ...) or the message text from a traceback, a kit code (K1-K15, also as the kit "
+            "prints it: 'K9 mismatch: ...') or a contract clause id (add.5, round-trip; `ppaux clauses` lists them)") in cli_help(capsys, "explain")
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppaux.conformance import test_add, test_pop, test_properties, test_robustness, test_sglang_cases, test_stateful
 from ppaux.core.clauses import CLAUSES, markdown_table
+from ppaux.testing.results import EXAMPLE_HEADER
 from reports import cli_reference
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,3 +97,24 @@ def test_every_clause_has_a_test_and_every_test_a_known_clause():
 def test_robustness_tests_are_the_clauses_where_sglang_differs():
     robust = {clause for clause, kind in _clause_marks() if kind == "robustness"}
     assert robust == {c.id for c in CLAUSES.values() if c.sglang_differs}
+
+
+def _hypothesis_header() -> str:
+    """How the installed Hypothesis introduces a failing example ("Failing test case:" in 6.170)."""
+
+    @settings(database=None, max_examples=1)
+    @given(st.just(0))
+    def probe(x):
+        raise ValueError
+
+    with pytest.raises(ValueError) as info:
+        probe()
+    return info.value.__notes__[0].split(" probe(")[0]
+
+
+def test_docs_quote_failing_examples_as_the_pinned_hypothesis_prints_them():
+    quoted = {(page.name, m.group(0)) for page in PAGES if page.name != "CHANGELOG.md"
+              for m in EXAMPLE_HEADER.finditer(page.read_text(encoding="utf-8"))}
+    header = _hypothesis_header()
+    assert header == "Failing test case:"
+    assert quoted and {q for q in quoted if q[1] != header} == set()

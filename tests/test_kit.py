@@ -728,3 +728,64 @@ def test_a_well_behaved_pair_survives_the_real_gloo_relay():
     gloo.stop_all()  # a cold start: the first hop spawns the workers, far past a 200 ms deadline
     check_observer(Records, tracked(), channel="gloo", settings=settings(max_examples=6, database=None, deadline=200))
     assert seen and all(set(a.values()).isdisjoint(b.values()) for a, b in zip(sent, seen))
+
+
+AUTHORS_TEST = '''
+import torch
+from hypothesis import strategies as st
+from ppaux.testing import check_observer
+
+
+class Out:
+    def __init__(self, values):
+        self.values = values
+
+    def to_pp_tensors(self):
+        return {"my_plugin.values": self.values}
+
+    def __repr__(self):
+        return "Out()"
+
+
+class OffByOne:
+    def from_pp_tensors(self, tensors):
+        return Out(tensors["my_plugin.values"] + 1)
+
+
+def test_my_observer_survives_the_relay():
+    check_observer(OffByOne, st.just(Out(torch.zeros(2))))
+'''
+
+
+def test_a_kit_failure_shows_the_authors_test_line_and_none_of_the_kits_frames(pytester):
+    pytester.makepyfile(test_authors=AUTHORS_TEST)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    lines = result.outlines
+    start = lines.index(">       check_observer(OffByOne, st.just(Out(torch.zeros(2))))")
+    headline = message("K9", detail="'my_plugin.values' values differ").splitlines()[0]
+    # The author's line, then the finding right under it: no frame of the kit (or of Hypothesis's
+    # wrapper that claims the kit's file) in between, and none anywhere else.
+    assert lines[start + 1] == f"E       ppaux.testing.kit.KitFailure: {headline}"
+    assert [line for line in lines if Path(testing.__file__).name in line] == []
+
+
+def test_a_passing_check_prints_and_returns_how_many_outputs_it_drew(capsys, in_process):
+    calls: list = []
+    # One receiving device: the factory is called once per output.
+    result = check_observer(lambda: calls.append(1) or Obs(), good(), devices=["cpu"], settings=QUICK)
+    assert (result, capsys.readouterr().out) == (testing.KitResult(len(calls)), f"{result}\n")
+    assert str(result) == f"check_observer drew {len(calls)} outputs; each survived add, the relay and pop" and len(calls) > 1
+
+
+def test_the_count_of_a_check_that_passed_in_a_forked_child_comes_back_from_it(capsys):
+    result = check_observer(Obs, outs(**{"kit.a": torch.zeros(1)}), settings=QUICK)
+    # One possible output: Hypothesis draws it once.
+    assert (str(result), capsys.readouterr().out) == ("check_observer drew 1 output; each survived add, the relay and pop",
+                                                      "check_observer drew 1 output; each survived add, the relay and pop\n")
+
+
+def test_a_failing_check_notes_how_many_outputs_it_drew(in_process):
+    calls: list = []
+    failure = kit_failure(lambda: calls.append(1) or Tweaks(lambda d: Out({})), good(), devices=["cpu"], settings=QUICK)
+    assert failure.__notes__[-1] == f"check_observer drew {len(calls)} outputs (shrinking included)" and len(calls) > 1

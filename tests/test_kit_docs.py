@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import re
 from pathlib import Path
 
-from examples.topk_logprobs.plugin import VALUES
-from ppaux.testing import check_observer
+from ppaux.examples.topk_logprobs.plugin import VALUES
+from ppaux.testing import KitFailure, check_observer
 from ppaux.testing.findings import FINDINGS, markdown_table, message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,12 +27,14 @@ def test_every_option_of_the_kit_is_in_the_options_table():
     assert re.findall(r"^\| `(\w+)` \|", DOC, flags=re.M) == options
 
 
-def test_sample_failure_is_the_kits_message():
-    assert "KitFailure: " + message("K1", name=VALUES) in DOC
+def test_sample_failure_is_the_kits_message_under_the_authors_line_as_pytest_shows_it():
+    failure = f"{KitFailure.__module__}.KitFailure: {message('K1', name=VALUES)}"
+    shown = "\n".join(f"E       {line}" for line in failure.splitlines())
+    assert f">       check_observer(SlicedObserver, outputs(SlicedObserver))\n{shown}\n" in DOC
 
 
 def test_example_plugin_test_is_three_lines():
-    lines = (ROOT / "examples" / "topk_logprobs" / "test_topk_logprobs.py").read_text(encoding="utf-8").splitlines()
+    lines = (ROOT / "ppaux" / "examples" / "topk_logprobs" / "test_topk_logprobs.py").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 3 and lines[0] == "from ppaux.testing import check_observer"
 
 
@@ -43,3 +46,10 @@ def test_messages_fill_in_name_detail_and_device():
     assert message("K8", detail="KeyError: 'x'", device="cuda:1").splitlines()[0] == (
         "K8 observer_raised: from_pp_tensors() raised KeyError: 'x' on tensors received on cuda:1"
     )
+
+
+def test_the_worked_example_the_docs_point_to_is_a_module_of_the_package():
+    run = "`python -m pytest --pyargs ppaux.examples.topk_logprobs`"
+    assert run in DOC and run in (ROOT / "README.md").read_text(encoding="utf-8")
+    spec = importlib.util.find_spec("ppaux.examples.topk_logprobs")
+    assert Path(spec.origin) == ROOT / "ppaux" / "examples" / "topk_logprobs" / "__init__.py"

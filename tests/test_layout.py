@@ -24,6 +24,8 @@ LAYERS = {
     # Regression tests from a run's findings: reads the testing layer's recorded calls.
     "ppaux.regressions": {"ppaux.core", "ppaux.testing", "ppaux_strategies"},
     "ppaux.cli": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux.testing", "ppaux.conformance", "ppaux.regressions"},
+    # A plugin as its author writes it: only the public kit (and its findings, for the broken variants' tests).
+    "ppaux.examples": {"ppaux.testing"},
 }
 
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import settings
 
 import ppaux.relay.sglang as sglang
-from examples.topk_logprobs import TopKLogprobsObserver, outputs
-from examples.topk_logprobs.broken import FlatteningObserver
+from ppaux.examples.topk_logprobs import TopKLogprobsObserver, outputs
+from ppaux.examples.topk_logprobs.broken import FlatteningObserver
 from ppaux.testing import KitFailure, check_observer
 
 pytestmark = [pytest.mark.sglang, pytest.mark.gloo]

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import re
+from typing import Optional
 
 from ppaux.cli.usage import UsageError
 from ppaux.core import clauses
 from ppaux.core.errors import CATALOG, CatalogEntry, lookup, markdown_table
+from ppaux.testing.findings import FINDINGS, Finding
+
+# What a pasted line may start with before its code: the exception's class ("KitFailure: K9 ...").
+_EXCEPTION_PREFIX = re.compile(r"^[\w.]+(?:Error|Exception|Failure):\s*")
 
 
 def add_errors_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +24,10 @@ def add_clauses_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("query", nargs="+", help="a code (A1-A5, P1-P4, ...) or the message text from a traceback")
+    parser.add_argument(
+        "query", nargs="+",
+        help="an error code (A1, P1, I1, ...) or the message text from a traceback, a kit code (K1-K15, also as the kit "
+             "prints it: 'K9 mismatch: ...') or a contract clause id (add.5, round-trip; `ppaux clauses` lists them)")
 
 
 def render(entry: CatalogEntry) -> str:
@@ -38,12 +47,44 @@ def run_errors(args: argparse.Namespace) -> int:
     return 0
 
 
+def render_finding(finding: Finding) -> str:
+    fixes = "\n".join(f"  - {fix}" for fix in finding.fixes)
+    return f"{finding.code} {finding.kind} (reported by check_observer): {finding.template}\nMeaning: {finding.meaning}\nFix:\n{fixes}"
+
+
+def render_clause(clause: clauses.Clause) -> str:
+    sglang = f"differs: {clause.sglang_differs}" if clause.sglang_differs else "same"
+    return f"{clause.id} (contract clause): {clause.statement}\nSGLang 0.5.23: {sglang}"
+
+
+def by_code(code: str) -> Optional[str]:
+    """The explanation of an error code, a kit code or a clause id, any case; else ``None``."""
+    if code.upper() in CATALOG:
+        return render(CATALOG[code.upper()])
+    if code.upper() in FINDINGS:
+        return render_finding(FINDINGS[code.upper()])
+    if code.lower() in clauses.CLAUSES:
+        return render_clause(clauses.CLAUSES[code.lower()])
+    return None
+
+
+def explain(query: str) -> Optional[str]:
+    """A code, a pasted catalog message, or a line that starts with a code ("K9 mismatch: ...")."""
+    entry = lookup(query)
+    if entry is not None:
+        return render(entry)
+    words = _EXCEPTION_PREFIX.sub("", query.strip()).split()
+    # The kit prints "K9 mismatch: ..." and "A4 from add: ...": the code is the first word.
+    return by_code(words[0].rstrip(":")) if words else None
+
+
 def run_explain(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
-    entry = lookup(query)
-    if entry is None:
-        raise UsageError(f"no catalog entry matches {query!r}; `ppaux errors` lists them")
-    print(render(entry))
+    text = explain(query)
+    if text is None:
+        raise UsageError(f"nothing matches {query!r}: not an error code or message (`ppaux errors`), a kit code "
+                         "(K1-K15, docs/kit.md) or a clause id (`ppaux clauses`)")
+    print(text)
     return 0
 
 

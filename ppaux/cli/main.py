@@ -23,7 +23,7 @@ SUBCOMMANDS: Dict[str, Tuple[Callable[[argparse.ArgumentParser], None], Callable
     "check": (check.add_arguments, check.run, "run the conformance suite against an implementation and write a conformance report"),
     "clauses": (catalog.add_clauses_arguments, catalog.run_clauses, "list the contract's clauses, the ids that reports and tests use"),
     "errors": (catalog.add_errors_arguments, catalog.run_errors, "list the error catalog"),
-    "explain": (catalog.add_explain_arguments, catalog.run_explain, "explain one error, by code or by its message text"),
+    "explain": (catalog.add_explain_arguments, catalog.run_explain, "explain an error (by code or message), a kit finding or a contract clause"),
     "faults": (faults.add_arguments, faults.run, "inject each named fault into a real PP relay and print the outcome matrix"),
     "mutate": (mutate.add_arguments, mutate.run, "mutation-test an implementation with the conformance suite, beside its own tests"),
     "wire-diff": (wire_diff.add_arguments, wire_diff.run, "SGLang's own send/recv_tensor_dict against ppaux's model, on drawn PP dicts over gloo"),

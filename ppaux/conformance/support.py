@@ -4,9 +4,8 @@ and strategies bound to the implementation under test (the ``ppaux_impl`` fixtur
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple, Type
 
-import pytest
 import torch
 from hypothesis import strategies as st
 
@@ -24,9 +23,9 @@ def snapshot(d: Any) -> List[Tuple[Any, Any]]:
 
 def assert_same_dict(d: Any, snap: List[Tuple[Any, Any]]) -> None:
     now = list(d.items())
-    assert [k for k, _ in now] == [k for k, _ in snap], f"keys changed: {[k for k, _ in snap]!r} -> {[k for k, _ in now]!r}"
+    assert [k for k, _ in now] == [k for k, _ in snap], f"expected the keys {[k for k, _ in snap]!r}, got {[k for k, _ in now]!r}"
     for (k, before), (_, after) in zip(snap, now):
-        assert after is before, f"value object under {k!r} was replaced"
+        assert after is before, f"expected the very value object under {k!r}, got another object: {after!r}"
 
 
 def assert_same_objects(got: Any, expected: Any) -> None:
@@ -34,9 +33,9 @@ def assert_same_objects(got: Any, expected: Any) -> None:
 
     Compares by identity, never ``==``: tensors compare element-wise, and a copy must show as one.
     """
-    assert list(got) == list(expected), f"names handed to the observer: {list(got)!r}, expected {list(expected)!r}"
+    assert list(got) == list(expected), f"expected the observer to be handed the names {list(expected)!r}, got {list(got)!r}"
     for name, value in expected.items():
-        assert got[name] is value, f"{name!r} was not handed over as the very object that was added"
+        assert got[name] is value, f"expected {name!r} handed over as the very object that was added, got another object: {got[name]!r}"
 
 
 def assert_all_or_nothing(call: Any, d: Any, arg: Any) -> None:
@@ -50,7 +49,8 @@ def assert_all_or_nothing(call: Any, d: Any, arg: Any) -> None:
 
 def documented_message(code: str, name: Any = NO_NAME) -> str:
     entry = CATALOG[code]
-    assert entry.takes_name == (name is not NO_NAME), f"{code} {'needs' if entry.takes_name else 'takes no'} name"
+    given = "no name" if name is NO_NAME else f"the name {name!r}"
+    assert entry.takes_name == (name is not NO_NAME), f"expected {code} {'with' if entry.takes_name else 'without'} a name, got {given}"
     return entry.message(None if name is NO_NAME else name)
 
 
@@ -61,14 +61,34 @@ def assert_documented(impl: Implementation, exc: BaseException, code: str, name:
     assert str(exc) == expected, f"expected {code} {expected!r}, got {str(exc)!r}"
     if impl.is_reference:
         # Only ppaux promises the subclass and its code; other implementations need not.
-        assert isinstance(exc, AuxiliaryPPError) and exc.code == code
+        assert isinstance(exc, AuxiliaryPPError) and exc.code == code, (
+            f"expected ppaux's AuxiliaryPPError with code {code}, got {type(exc).__name__} with code {getattr(exc, 'code', None)!r}")
 
 
 @contextlib.contextmanager
 def raises_documented(impl: Implementation, code: str, name: Any = NO_NAME) -> Iterator[None]:
-    with pytest.raises(Exception) as info:
+    """The block raises the contract's error ``code``; a block that raises nothing fails in words."""
+    try:
         yield
-    assert_documented(impl, info.value, code, name)
+    except Exception as exc:
+        caught = exc
+    else:
+        raise AssertionError(f"expected {code} {documented_message(code, name)!r}, got no exception")
+    assert_documented(impl, caught, code, name)
+
+
+def raised(exc_type: Type[BaseException], expected: str, call: Callable[..., Any], *args: Any) -> BaseException:
+    """What ``call(*args)`` raised, an ``exc_type``; a call that returns fails, saying that ``expected`` was."""
+    try:
+        result = call(*args)
+    except exc_type as exc:
+        return exc
+    raise AssertionError(f"expected {expected}, got a return value: {result!r}")
+
+
+def verdict(expected: Tuple[str, Any]) -> str:
+    """An oracle verdict, ``(code, name)``, in words: the code and its exact message."""
+    return f"{expected[0]} {documented_message(*expected)!r}"
 
 
 def aux_keys(d: Any, prefix: str) -> List[str]:

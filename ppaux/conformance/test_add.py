@@ -12,9 +12,11 @@ from ppaux.conformance.support import (
     add_cases,
     assert_documented,
     assert_same_dict,
+    raised,
     raises_documented,
     snapshot,
     transports,
+    verdict,
 )
 from ppaux_strategies import (
     NotPPOutput,
@@ -36,7 +38,8 @@ def test_none_output_leaves_dict_untouched(ppaux_impl, data):
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix, aux=True), label="d")
     snap = snapshot(d)
-    assert t.add(d, None) is None
+    result = t.add(d, None)
+    assert result is None, f"expected add(d, None) to return None, got {result!r}"
     assert_same_dict(d, snap)
 
 
@@ -61,13 +64,12 @@ def test_to_pp_tensors_called_once_and_its_error_propagates(ppaux_impl, data):
     out = data.draw(st.one_of(aux_outputs(prefix=t.prefix), st.builds(RaisingPPOutput)), label="output")
     if isinstance(out, RaisingPPOutput):
         snap = snapshot(d)
-        with pytest.raises(ObserverFailure) as info:
-            t.add(d, out)
-        assert info.value is out.error
+        error = raised(ObserverFailure, "the ObserverFailure of to_pp_tensors() to propagate", t.add, d, out)
+        assert error is out.error, f"expected the very ObserverFailure to_pp_tensors() raised, got {error!r}"
         assert_same_dict(d, snap)
     else:
         t.add(d, out)
-    assert out.calls == 1
+    assert out.calls == 1, f"expected to_pp_tensors() called once, got {out.calls} calls"
 
 
 @pytest.mark.clause("add.4")
@@ -84,16 +86,14 @@ def test_falsy_payload_is_a2(ppaux_impl, data, payload):
 
 def _check_first_failing_item(t, d, out):
     if isinstance(out, RaisingPPOutput):
-        with pytest.raises(ObserverFailure):
-            t.add(d, out)
+        raised(ObserverFailure, f"add({out!r}) to propagate the ObserverFailure of to_pp_tensors()", t.add, d, out)
         return
     expected = Oracle(t.prefix).add_error(d, out)
     if expected is None:
         t.add(d, out)
         return
-    with pytest.raises(Exception) as info:
-        t.add(d, out)
-    assert_documented(t, info.value, *expected)
+    error = raised(Exception, f"add({out!r}) to raise {verdict(expected)}", t.add, d, out)
+    assert_documented(t, error, *expected)
 
 
 @pytest.mark.clause("add.5")
@@ -128,9 +128,10 @@ def test_success_adds_one_key_per_item_bound_to_the_same_tensor(ppaux_impl, data
     payload = data.draw(aux_payloads(prefix=t.prefix), label="payload")
     snap = snapshot(d)
     t.add(d, PPOutput(payload))
-    assert list(d)[: len(snap)] == [k for k, _ in snap]
-    assert all(d[k] is v for k, v in snap)
-    added = list(d.items())[len(snap):]
-    assert sorted(k for k, _ in added) == sorted(t.prefix + n for n in payload)
+    earlier = [k for k, _ in snap]
+    assert list(d)[: len(snap)] == earlier, f"expected the earlier keys {earlier!r} first, got {list(d)!r}"
+    assert all(d[k] is v for k, v in snap), f"expected every earlier key to keep its value object, got {list(d.items())!r}"
+    added = sorted(k for k, _ in list(d.items())[len(snap):])
+    assert added == sorted(t.prefix + n for n in payload), f"expected the added keys {sorted(t.prefix + n for n in payload)!r}, got {added!r}"
     for name, tensor in payload.items():
-        assert d[t.prefix + name] is tensor
+        assert d[t.prefix + name] is tensor, f"expected {t.prefix + name!r} bound to the payload's own tensor, got another object"

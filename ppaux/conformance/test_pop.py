@@ -13,9 +13,11 @@ from ppaux.conformance.support import (
     assert_same_dict,
     assert_same_objects,
     pop_cases,
+    raised,
     raises_documented,
     snapshot,
     transports,
+    verdict,
 )
 from ppaux_strategies import NotPPObserver, ObserverFailure, RecordingObserver, aux_names, observers, tensors, transport_dicts
 
@@ -43,10 +45,11 @@ def test_no_aux_items_returns_none_without_calling_observer(ppaux_impl, data, ob
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
     snap = snapshot(d)
-    assert t.pop(d, obs) is None
+    result = t.pop(d, obs)
+    assert result is None, f"expected pop without aux items to return None, got {result!r}"
     assert_same_dict(d, snap)
     if isinstance(obs, RecordingObserver):
-        assert obs.calls == []
+        assert obs.calls == [], f"expected no call of from_pp_tensors(), got {len(obs.calls)}"
 
 
 def _check_precedence(t, d, obs):
@@ -54,12 +57,11 @@ def _check_precedence(t, d, obs):
     if expected is None:
         return
     snap = snapshot(d)
-    with pytest.raises(Exception) as info:
-        t.pop(d, obs)
-    assert_documented(t, info.value, *expected)
+    error = raised(Exception, f"pop with {obs!r} to raise {verdict(expected)}", t.pop, d, obs)
+    assert_documented(t, error, *expected)
     assert_same_dict(d, snap)
     if isinstance(obs, RecordingObserver):
-        assert obs.calls == []
+        assert obs.calls == [], f"expected no call of from_pp_tensors() before {expected[0]}, got {len(obs.calls)}"
 
 
 @pytest.mark.clause("pop.3")
@@ -88,10 +90,12 @@ def test_observer_called_once_with_a_new_dict_of_the_same_objects(ppaux_impl, da
         t.pop(d, obs)
     except (ObserverFailure, RuntimeError):
         pass
-    assert len(obs.calls) == 1
-    assert obs.calls[0] is not d
-    assert list(obs.snapshots[0]) == [n for n, _ in expected]
-    assert all(obs.snapshots[0][n] is v for n, v in expected)
+    assert len(obs.calls) == 1, f"expected from_pp_tensors() called once, got {len(obs.calls)} calls"
+    assert obs.calls[0] is not d, "expected from_pp_tensors() handed a new dict, got the PP dict itself"
+    names = [n for n, _ in expected]
+    assert list(obs.snapshots[0]) == names, f"expected from_pp_tensors() handed the names {names!r}, got {list(obs.snapshots[0])!r}"
+    assert all(obs.snapshots[0][n] is v for n, v in expected), (
+        f"expected from_pp_tensors() handed the very value objects, got {obs.snapshots[0]!r} for {dict(expected)!r}")
 
 
 @pytest.mark.clause("pop.4")
@@ -101,9 +105,8 @@ def test_observer_error_propagates_unchanged(ppaux_impl, data):
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix, aux=True), label="d")
     obs = RecordingObserver("raise")
-    with pytest.raises(ObserverFailure) as info:
-        t.pop(d, obs)
-    assert info.value is obs.error
+    error = raised(ObserverFailure, "the ObserverFailure of from_pp_tensors() to propagate", t.pop, d, obs)
+    assert error is obs.error, f"expected the very ObserverFailure from_pp_tensors() raised, got {error!r}"
 
 
 @pytest.mark.clause("pop.5")
@@ -132,5 +135,6 @@ def test_success_returns_observer_object_and_removes_exactly_aux_keys(ppaux_impl
     d = data.draw(transport_dicts(prefix=t.prefix, aux=True), label="d")
     keep = [(k, v) for k, v in d.items() if not (isinstance(k, str) and k.startswith(t.prefix))]
     obs = RecordingObserver()
-    assert t.pop(d, obs) is obs.returned[0]
+    result = t.pop(d, obs)
+    assert result is obs.returned[0], f"expected pop to return the observer's own object {obs.returned[0]!r}, got {result!r}"
     assert_same_dict(d, keep)

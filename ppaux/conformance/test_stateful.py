@@ -15,7 +15,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
-from ppaux.conformance.support import Oracle, assert_documented, assert_same_objects
+from ppaux.conformance.support import Oracle, assert_documented, assert_same_objects, verdict
 from ppaux.testing.impl import Implementation
 from ppaux_strategies import NotPPObserver, NotPPOutput, ObserverFailure, PPOutput, RaisingPPOutput, RecordingObserver
 
@@ -61,13 +61,15 @@ def machine(max_items: int, observer_modes: Sequence[str]) -> type:
             expected = None if isinstance(output, RaisingPPOutput) else Oracle(self.t.prefix).add_error(self.d, output)
             try:
                 self.t.add(self.d, output)
-            except ObserverFailure:
-                assert isinstance(output, RaisingPPOutput)
+            except ObserverFailure as exc:
+                assert isinstance(output, RaisingPPOutput), f"expected add({output!r}) to raise no ObserverFailure, got {exc!r}"
             except RuntimeError as exc:
-                assert expected is not None, f"add raised {exc!r} for a valid output"
+                assert expected is not None, f"expected add({output!r}) to succeed, got {exc!r}"
                 assert_documented(self.t, exc, *expected)
             else:
-                assert expected is None and not isinstance(output, RaisingPPOutput)
+                assert expected is None, f"expected add({output!r}) to raise {verdict(expected)}, got no exception"
+                assert not isinstance(output, RaisingPPOutput), (
+                    f"expected add({output!r}) to propagate the ObserverFailure of to_pp_tensors(), got no exception")
                 self.model += [(self.t.prefix + n, v) for n, v in output.payload.items()]
             self.no_leaked_keys()
 
@@ -77,15 +79,16 @@ def machine(max_items: int, observer_modes: Sequence[str]) -> type:
             expected = Oracle(self.t.prefix).pop_error(self.d, observer)
             try:
                 result = self.t.pop(self.d, observer)
-            except ObserverFailure:
-                assert observer.mode == "raise"
+            except ObserverFailure as exc:
+                assert observer.mode == "raise", f"expected pop with {observer!r} to raise no ObserverFailure, got {exc!r}"
             except RuntimeError as exc:
                 assert_documented(self.t, exc, *(expected or ("P4",)))
             else:
                 if not aux:
-                    assert result is None
+                    assert result is None, f"expected pop with {observer!r} and no aux keys to return None, got {result!r}"
                 else:
-                    assert result is observer.returned[0]
+                    assert result is observer.returned[0], (
+                        f"expected pop to return the observer's own object {observer.returned[0]!r}, got {result!r}")
                     assert_same_objects(observer.snapshots[0], {k[len(self.t.prefix):]: v for k, v in aux})
                     self.model = [(k, v) for k, v in self.model if (k, v) not in aux]
             self.no_leaked_keys()
@@ -94,9 +97,9 @@ def machine(max_items: int, observer_modes: Sequence[str]) -> type:
             # Checked at the end of every step rather than as an @invariant, which Hypothesis
             # would print as a line of its own after each step of a counterexample.
             expected = [k for k, _ in self.model]
-            assert list(self.d) == expected, f"the dict holds {list(self.d)!r}; the contract leaves {expected!r}"
+            assert list(self.d) == expected, f"expected the dict's keys {expected!r}, got {list(self.d)!r}"
             for k, v in self.model:
-                assert self.d[k] is v, f"the value object under {k!r} was replaced"
+                assert self.d[k] is v, f"expected the very value object under {k!r}, got another object: {self.d[k]!r}"
 
     return TransportMachine
 
@@ -109,7 +112,7 @@ RobustMachine = machine(max_items=3, observer_modes=("rebuild", "return_none", "
 @pytest.mark.contract
 @pytest.mark.clause("no-leaked-keys")
 def test_interleaved_adds_and_pops_leak_no_key(ppaux_impl):
-    """No leaked keys: after any sequence of adds and pops of one-item outputs, valid or not, the dict holds exactly the
+    """no-leaked-keys: after any sequence of adds and pops of one-item outputs, valid or not, the dict holds exactly the
     ordinary keys and the aux keys of successful adds not yet popped."""
     run_state_machine_as_test(lambda: ContractMachine(ppaux_impl), settings=settings(stateful_step_count=STEPS))
 
@@ -117,6 +120,6 @@ def test_interleaved_adds_and_pops_leak_no_key(ppaux_impl):
 @pytest.mark.robustness
 @pytest.mark.clause("no-leaked-keys")
 def test_interleaved_faulty_adds_and_pops_leak_no_key(ppaux_impl):
-    """No leaked keys with any output and any observer: multi-item outputs that fail half-way and observers that change the
+    """no-leaked-keys: holds with any output and any observer too; multi-item outputs that fail half-way and observers that change the
     dict they are handed leave no key behind (SGLang leaks both)."""
     run_state_machine_as_test(lambda: RobustMachine(ppaux_impl), settings=settings(stateful_step_count=STEPS))

@@ -10,6 +10,6 @@ A plugin's test is three lines::
 """
 
 from ppaux.testing.impl import Implementation, ImplementationError, load
-from ppaux.testing.kit import KitFailure, check_observer
+from ppaux.testing.kit import KitFailure, KitResult, check_observer
 
-__all__ = ["Implementation", "ImplementationError", "KitFailure", "check_observer", "load"]
+__all__ = ["Implementation", "ImplementationError", "KitFailure", "KitResult", "check_observer", "load"]

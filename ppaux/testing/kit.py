@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import gc
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
@@ -43,6 +43,10 @@ from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.lifecycle import difference, has_lifecycle, to_host
 from ppaux_strategies.tensors import tensors_equal, visible_devices
 
+# pytest leaves out the frames of a module with this global: a failing check shows the plugin
+# author's own test line and the finding, not the kit's machinery (``--full-trace`` shows it all).
+__tracebackhide__ = True
+
 
 class KitFailure(AssertionError):
     """A pair that would break in a PP relay; ``code`` is a kit (K*) or catalog code."""
@@ -51,6 +55,21 @@ class KitFailure(AssertionError):
         self.code = code
         self.name = name
         super().__init__(message(code, name=name, **fields))
+
+
+@dataclass
+class KitResult:
+    """What a passing :func:`check_observer` did: ``outputs`` is how many outputs it drew, each
+    through add, the relay and pop on every receiving device."""
+
+    outputs: int = 0
+
+    def __str__(self) -> str:
+        return f"check_observer drew {_outputs(self.outputs)}; each survived add, the relay and pop"
+
+
+def _outputs(count: int) -> str:
+    return f"{count} output" if count == 1 else f"{count} outputs"
 
 
 def check_observer(
@@ -63,7 +82,7 @@ def check_observer(
     settings: Optional[Settings] = None,
     impl: Union[Implementation, str, None] = None,
     timeout: Optional[float] = None,
-) -> None:
+) -> KitResult:
     """Check, for every output ``outputs`` draws, that add -> relay -> pop with
     ``observer_factory()`` rebuilds an equal output, on each receiving device.
 
@@ -92,6 +111,10 @@ def check_observer(
     died; the same examples are drawn again (the example database replays the failure, and the
     forked child draws Hypothesis's seed from the generator this process draws from next). So what
     a passing check's observer records stays in that child. Raises :class:`KitFailure`.
+
+    Says how many outputs it drew: a passing check prints its :class:`KitResult` (one line) and
+    returns it; a failing one adds a note to what it raises, ``check_observer drew N outputs
+    (shrinking included)``.
     """
     if not callable(observer_factory):
         raise InvalidArgument(f"observer_factory={observer_factory!r} must be callable (e.g. the observer class)")
@@ -115,9 +138,12 @@ def check_observer(
     if impl.guard is not guard:
         impl = _unguarded(impl).guarded(guard)
 
+    result = KitResult()
+
     # Named like the public function so that Hypothesis prints
-    # "Falsifying example: check_observer(output=...)".
+    # "Failing test case: check_observer(output=...)".
     def check_observer(output: Any) -> None:
+        result.outputs += 1
         try:
             for device in targets:
                 _round_trip(impl, observer_factory, output, equal, channel, device)
@@ -127,6 +153,8 @@ def check_observer(
             raise KitFailure("K15", detail=exc.msg) from exc
 
     run = given(output=outputs)(check_observer)
+    # Hypothesis calls the check through a generated function that claims this file's lines: hide it too.
+    run.__globals__["__tracebackhide__"] = True
     # One failing output is one message: never an ExceptionGroup of several. No deadline, even
     # with the caller's settings: the first gloo hop starts the worker processes.
     run = Settings(settings, deadline=None, report_multiple_bugs=False)(run)
@@ -134,31 +162,48 @@ def check_observer(
     run.hypothesis.inner_test._hypothesis_internal_add_digest = database_key(observer_factory, outputs).encode()
     isolated = guard.isolated
     try:
-        if supervisor is not None or not can_fork() or torch.cuda.is_initialized():
-            # A supervisor forked this process: a crash or hard hang here is its to report, and
-            # it runs the test again with every step isolated (containment.py). A guard of the
-            # kit's own follows it there. CUDA, once initialized, does not survive fork: a forked
-            # child could not touch a cuda tensor, so the kit forks none (only the timer is left).
-            guard.isolated = isolated or (supervisor is not None and supervisor.isolated)
-            run()
-            return
-        if channel != "loopback":
-            # A forked copy of the whole check would share this process's gloo workers: isolate
-            # each step instead, which runs only the plugin's code in a child.
-            guard.isolated = True
-            run()
-        else:
-            _contained(run, guard)
+        _execute(run, guard, supervisor, channel, result)
+    except Exception as exc:
+        _add_note(exc, f"check_observer drew {_outputs(result.outputs)} (shrinking included)")
+        raise
     finally:
         guard.isolated = isolated
+    print(result)
+    return result
 
 
-def _contained(run: Callable[[], None], guard: Guard) -> None:
+def _execute(run: Callable[[], None], guard: Guard, supervisor: Optional[Guard], channel: str, result: KitResult) -> None:
+    """``run()``, here or first in a forked child; ``result`` ends up with the passing run's count."""
+    if supervisor is not None or not can_fork() or torch.cuda.is_initialized():
+        # A supervisor forked this process: a crash or hard hang here is its to report, and
+        # it runs the test again with every step isolated (containment.py). A guard of the
+        # kit's own follows it there. CUDA, once initialized, does not survive fork: a forked
+        # child could not touch a cuda tensor, so the kit forks none (only the timer is left).
+        guard.isolated = guard.isolated or (supervisor is not None and supervisor.isolated)
+        run()
+    elif channel != "loopback":
+        # A forked copy of the whole check would share this process's gloo workers: isolate
+        # each step instead, which runs only the plugin's code in a child.
+        guard.isolated = True
+        run()
+    else:
+        _contained(run, guard, result)
+
+
+def _add_note(exc: BaseException, note: str) -> None:
+    # BaseException.add_note is Python 3.11+; pytest prints ``__notes__`` on any Python, Python itself from 3.11.
+    exc.__notes__ = [*getattr(exc, "__notes__", ()), note]
+
+
+def _contained(run: Callable[[], None], guard: Guard, result: KitResult) -> None:
     """``run()`` first in a forked child; again here only if it did not pass there."""
     prime_seed()
-    outcome, error = guard.supervised(functools.partial(_first_run, run))
+    outcome, first = guard.supervised(functools.partial(_first_run, run, result))
+    error = first["error"] if outcome.finished else None
     if outcome.finished:
         if error is None:
+            # The child counted the outputs it drew; this process drew none.
+            result.outputs = first["outputs"]
             return
     else:
         # A crash, or a hang no timer signal could interrupt: each step in a child of its own.
@@ -171,13 +216,13 @@ def _contained(run: Callable[[], None], guard: Guard) -> None:
     raise KitFailure("K14" if outcome.stopped else "K15", detail=_unrepeated(outcome))
 
 
-def _first_run(run: Callable[[], None]) -> Optional[str]:
-    """What the check raised, in one line; ``None`` when it passed."""
+def _first_run(run: Callable[[], None], result: KitResult) -> Dict[str, Any]:
+    """What the check raised, in one line (``None`` when it passed), and how many outputs it drew."""
     try:
         run()
     except BaseException as exc:
-        return f"{type(exc).__name__}: {exc}".splitlines()[0]
-    return None
+        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0], "outputs": result.outputs}
+    return {"error": None, "outputs": result.outputs}
 
 
 def _unrepeated(outcome: ChildOutcome) -> str:

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import torch
 from hypothesis import strategies as st
 
-from examples.topk_logprobs.plugin import TopKLogprobsObserver, make_output
+from ppaux.examples.topk_logprobs.plugin import TopKLogprobsObserver, make_output
 
 
 def logits(*, max_batch: int = 4, max_vocab: int = 8) -> st.SearchStrategy[torch.Tensor]:

@@ -15,7 +15,7 @@ from typing import Mapping, Optional
 
 import torch
 
-from examples.topk_logprobs.plugin import TOKEN_IDS, VALUES, TopKLogprobsObserver, TopKLogprobsOutput
+from ppaux.examples.topk_logprobs.plugin import TOKEN_IDS, VALUES, TopKLogprobsObserver, TopKLogprobsOutput
 
 
 class SlicedObserver(TopKLogprobsObserver):

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from examples.topk_logprobs import outputs
-from examples.topk_logprobs.broken import FlatteningObserver, ForgetfulObserver, SlicedObserver
-from examples.topk_logprobs.plugin import TOKEN_IDS, VALUES
+from ppaux.examples.topk_logprobs import outputs
+from ppaux.examples.topk_logprobs.broken import FlatteningObserver, ForgetfulObserver, SlicedObserver
+from ppaux.examples.topk_logprobs.plugin import TOKEN_IDS, VALUES
 from ppaux.testing import KitFailure, check_observer
 from ppaux.testing.findings import message
 
