@@ -103,7 +103,9 @@ def test_explain_a_pasted_traceback_line(capsys):
         (["check", "--timeout", "nan"], "ppaux check: argument --timeout: timeout 'nan' must be a positive number of seconds\n"),
         (["check", "--timeout", "ten"], "ppaux check: argument --timeout: timeout 'ten' is not a number of seconds\n"),
         (["check", "--impl", "no_such_module_xyz"], "ppaux: error: cannot import implementation module 'no_such_module_xyz': ModuleNotFoundError: No module named 'no_such_module_xyz'\n"),
-        (["check", "--impl", str(IMPLS / "lacks_pop.py")], f"ppaux: error: implementation {str(IMPLS / 'lacks_pop.py')!r} lacks PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, pop_auxiliary_output_from_pp_tensors\n"),
+        (["check", "--impl", str(IMPLS / "lacks_pop.py")], f"ppaux: error: implementation {str(IMPLS / 'lacks_pop.py')!r} lacks PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, pop_auxiliary_output_from_pp_tensors; "
+         "an implementation provides _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, "
+         "pop_auxiliary_output_from_pp_tensors (docs/contract.md, \"What an implementation provides\")\n"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):

@@ -78,7 +78,7 @@ def test_a_module_name_loads_that_module():
         ("no.such.module", "cannot import implementation module 'no.such.module': ModuleNotFoundError: No module named 'no'"),
         (str(IMPLS / "raises_on_import.py"), f"importing {str(IMPLS / 'raises_on_import.py')!r} failed: ImportError: this implementation needs a GPU runtime"),
         (str(IMPLS / "bad_prefix.py"), f"implementation {str(IMPLS / 'bad_prefix.py')!r} has _OUTPUT_PREFIX=''; expected a non-empty str"),
-        (str(IMPLS / "__init__.py"), f"implementation {str(IMPLS / '__init__.py')!r} lacks " + ", ".join(impl.REQUIRED_NAMES)),
+        (str(IMPLS / "__init__.py"), f"implementation {str(IMPLS / '__init__.py')!r} lacks " + ", ".join(impl.REQUIRED_NAMES) + "; " + impl.PROVIDES),
     ],
 )
 def test_unusable_implementations_are_one_clear_line(spec, message):

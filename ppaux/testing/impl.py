@@ -28,6 +28,11 @@ REQUIRED_NAMES = (
 )
 
 
+# Said with every missing name: what to provide, and where the contract says it.
+PROVIDES = (f"an implementation provides {', '.join(REQUIRED_NAMES)} (docs/contract.md, "
+            "\"What an implementation provides\")")
+
+
 class ImplementationError(Exception):
     """The implementation named by the user cannot be used; the message is one line for them."""
 
@@ -123,7 +128,7 @@ def load(spec: Optional[str] = None) -> Implementation:
         module = _import_name(spec)
     missing = [n for n in REQUIRED_NAMES if not hasattr(module, n)]
     if missing:
-        raise ImplementationError(f"implementation {spec!r} lacks {', '.join(missing)}")
+        raise ImplementationError(f"implementation {spec!r} lacks {', '.join(missing)}; {PROVIDES}")
     prefix = module._OUTPUT_PREFIX
     if not isinstance(prefix, str) or not prefix:
         raise ImplementationError(f"implementation {spec!r} has _OUTPUT_PREFIX={prefix!r}; expected a non-empty str")
