@@ -22,11 +22,11 @@ from ppaux.core.clauses import statement
 import ppaux.regressions.doubles as doubles
 from ppaux.conformance.test_properties import _TrapTensor
 import ppaux.regressions.prove as proof
-from ppaux.regressions import MARKER, driver, write_regressions
+from ppaux.regressions import MARKER, check_directory, driver, write_regressions
 from ppaux.regressions.expect import expected_steps
-from ppaux.testing import results
+from ppaux.testing import results, scenario
 from ppaux.regressions.layout import wrap
-from ppaux.regressions.render import STANDARD, imported_roots
+from ppaux.regressions.render import STANDARD, imported_roots, method_name
 from ppaux.testing.scenario import Call, CallRecorder, Unwritable, describe, tensor_expr
 from ppaux_strategies import PPOutput, RecordingObserver, tensors, tensors_equal
 from tests.planted_bugs import BUGS, plant
@@ -282,10 +282,13 @@ def test_the_proof_driver_tells_an_error_in_the_implementation_from_one_in_the_t
 
 def test_a_crash_becomes_a_test_that_runs_the_calls_in_a_child_with_a_time_limit(tmp_path):
     """A file given by path is imported by its stem, with a comment saying which file that is."""
-    d = {"next_token_ids": torch.zeros(()), "__sampling_observer_output__.scores": torch.zeros(())}
-    call = Call("pop", d, None, list(d.items()))
+    d = {"next_token_ids": torch.zeros(())}
+    add = Call("add", d, PPOutput({"scores": torch.zeros(())}), list(d.items()))
+    d["__sampling_observer_output__.scores"] = add.arg.payload["scores"]
+    add.after = list(d.items())
+    pop = Call("pop", d, None, list(d.items()))
     row = {"nodeid": "t.py::test_pop_without_an_observer_is_p1", "clause": "pop.3", "outcome": "failed", "finding": "crash",
-           "scenario": describe([call], "__sampling_observer_output__.")}
+           "scenario": describe([add, pop], "__sampling_observer_output__.")}
     impl = ROOT / "tests" / "impls" / "segfaults_without_observer.py"
     done = write_regressions({"clauses": [{"clause": "pop.3", "verdict": "fail", "tests": [row]}]}, str(impl), tmp_path,
                              5.0, [str(impl.parent), str(ROOT)])
@@ -296,8 +299,10 @@ def test_a_crash_becomes_a_test_that_runs_the_calls_in_a_child_with_a_time_limit
 def pop_without_an_observer_is_p1_calls():
     """The calls of test_pop_without_an_observer_is_p1's counterexample."""
     next_token_ids = torch.tensor(0.0)
+    tensors = {'next_token_ids': next_token_ids}
     scores = torch.tensor(0.0)
-    tensors = {'next_token_ids': next_token_ids, _OUTPUT_PREFIX + 'scores': scores}
+    output = PPOutput({'scores': scores})
+    add_auxiliary_output_to_pp_tensors(tensors, output)
     with contextlib.suppress(RuntimeError):  # the contract's answer here
         pop_auxiliary_output_from_pp_tensors(tensors, None)
 ''' in source
@@ -404,3 +409,70 @@ def test_the_reference_run_names_what_it_raised_and_returned():
 
 def test_a_failing_test_that_made_no_call_says_so():
     assert results.scenario(CallRecorder(), "p.") == {"scenario_error": "the test made no call into the implementation"}
+
+
+def test_bits_torch_cannot_take_back_as_values_are_written_as_bytes():
+    nan_with_payload = torch.tensor([0x7FC00001], dtype=torch.int32).view(torch.float32)
+    expr = tensor_expr(nan_with_payload)
+    assert expr == "torch.tensor([1, 0, 192, 127], dtype=torch.uint8).view(torch.float32).reshape((1,))"
+    assert tensors_equal(eval(expr, {"torch": torch}), nan_with_payload)
+    assert scenario._reproduces("torch.tensor([1], dtype=torch.no_such_dtype)", torch.ones(1)) is False
+
+
+def test_the_recorder_keeps_the_calls_of_the_last_example_only():
+    recorder = CallRecorder()
+    add = recorder.wrap("add", lambda d, output: d.update(x=output))
+    seen = []
+
+    @given(st.integers(0, 3))
+    def adds(n):
+        for _ in range(n + 1):
+            add({}, n)
+        seen.append(n)
+
+    adds()
+    assert [c.arg for c in recorder.calls] == [seen[-1]] * (seen[-1] + 1)
+    assert [c.after for c in recorder.calls][-1] == [("x", seen[-1])]
+    recorder.start_test()
+    recorder.wrap("pop", lambda d, observer: None)(None, "not a mapping")
+    assert [(c.op, c.before, c.after) for c in recorder.calls] == [("pop", [], [])]
+
+
+def test_names_and_keys_of_any_shape_are_written_as_valid_code():
+    trap = torch.zeros(()).as_subclass(_TrapTensor)
+    d = {"p.": 1, "class": {"a": [None]}}
+    call = Call("add", d, PPOutput({"0": trap, "x y": torch.zeros(1)}), list(d.items()))
+    written = describe([call], "p.")
+    assert written["doubles"] == ["PPOutput", "TrapTensor"]
+    assert written["steps"][0]["setup"] == [
+        "tensors = {_OUTPUT_PREFIX: 1, 'class': {'a': [None]}}",
+        "value_0 = torch.tensor(0.0).as_subclass(TrapTensor)", "x_y = torch.zeros((1,))",
+        "output = PPOutput({'0': value_0, 'x y': x_y})"]
+    assert scenario.literal({"a": (1,)}) == "{'a': (1,)}"
+
+
+def test_a_value_the_recorded_calls_cannot_write_is_the_rows_reason(monkeypatch):
+    recorder = CallRecorder()
+    recorder.wrap("pop", lambda d, observer: None)({"k": object()}, None)
+    assert results.scenario(recorder, "p.")["scenario_error"].startswith("a object value (<object object at ")
+
+
+def test_a_directory_that_cannot_be_written_is_said_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    assert check_directory(tmp_path) == f"{tmp_path} is not writable"
+
+
+def test_two_tests_of_one_name_get_two_methods():
+    taken: set = set()
+    assert [method_name(n, taken) for n in ("a.py::test_x[A 1]", "b.py::test_x[a-1]", "c.py::test_x")] == [
+        "test_x_a_1", "test_x_a_1_2", "test_x"]
+
+
+@pytest.mark.parametrize("line", [
+    "        x = 'a very long string that no bracket could break, with an escaped \\' quote in it, longer than eighty'",
+    "        self.assertEqual(x_is_a_long_name_for_a_value, y_is_another_long_name_for_another_value_here)",
+])
+def test_a_line_without_a_list_to_break_is_kept_or_broken_at_its_call(line):
+    lines = wrap(line, 80)
+    assert ast.dump(ast.parse("\n".join(lines).strip())) == ast.dump(ast.parse(line.strip()))
+    assert len(lines) == (1 if "'" in line else 4)

@@ -200,8 +200,9 @@ def literal(value: Any, writer: Optional[_Writer] = None) -> str:
     if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
         inner = ", ".join(_element(v, writer) for v in value)
         return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
-    if type(value) is dict and writer is not None:
-        return writer.mapping(list(value.items()))
+    if type(value) is dict:
+        return writer.mapping(list(value.items())) if writer else "{" + ", ".join(
+            f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
     raise Unwritable(f"a {type(value).__name__} value ({value!r}) cannot be written as code")
 
 
@@ -269,19 +270,13 @@ def _filled(t: torch.Tensor, shape: Tuple[int, ...]) -> str:
     flat = cpu.reshape(-1).contiguous()
     if flat.numel() == 0 or not bool(flat.view(torch.uint8).any()):
         return "torch.tensor(0.0)" if shape == () and not dtype + device else f"torch.zeros({shape}{dtype}{device})"
-    values = cpu.reshape(shape).tolist()
-    candidates = [f"torch.tensor({literal(values)}{dtype}{device})"]
-    if dtype:
-        candidates.append(f"torch.tensor({literal(values)}).to({_dtype(t.dtype)}){_to_device(t)}")
-    for expr in candidates:
-        if _reproduces(expr, cpu.reshape(shape)):
-            return expr
-    raw = list(cpu.reshape(-1).view(torch.uint8).tolist())
-    return f"torch.tensor({raw}, dtype=torch.uint8).view({_dtype(t.dtype)}).reshape({shape}){_to_device(t)}"
-
-
-def _to_device(t: torch.Tensor) -> str:
-    return "" if t.device.type == "cpu" else f".to({str(t.device)!r})"
+    expr = f"torch.tensor({literal(cpu.reshape(shape).tolist())}{dtype}{device})"
+    if _reproduces(expr, cpu.reshape(shape)):
+        return expr
+    # Values torch.tensor() cannot take back (a uint64 past int64): the very bytes, viewed as the dtype.
+    raw = list(flat.view(torch.uint8).tolist())
+    to_device = "" if t.device.type == "cpu" else f".to({str(t.device)!r})"
+    return f"torch.tensor({raw}, dtype=torch.uint8).view({_dtype(t.dtype)}).reshape({shape}){to_device}"
 
 
 def _reproduces(expr: str, expected: torch.Tensor) -> bool:
