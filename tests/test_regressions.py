@@ -476,3 +476,17 @@ def test_a_line_without_a_list_to_break_is_kept_or_broken_at_its_call(line):
     lines = wrap(line, 80)
     assert ast.dump(ast.parse("\n".join(lines).strip())) == ast.dump(ast.parse(line.strip()))
     assert len(lines) == (1 if "'" in line else 4)
+
+
+@pytest.mark.slow
+def test_a_hang_becomes_a_test_that_fails_when_its_calls_outlast_the_limit(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    impl, folder, out = ROOT / "tests" / "impls" / "hangs_on_three_items.py", tmp_path / "regressions", tmp_path / "report"
+    assert main(["check", "--impl", str(impl), "--tests", "test_round_trip", "--timeout", "0.5",
+                 "--regressions", str(folder), "--report", str(out)]) == 1
+    capsys.readouterr()
+    report = json.loads((out / "conformance.json").read_text())
+    assert [f["clause"] for f in report["regressions"]["files"]] == ["round-trip"] and report["regressions"]["refused"] == []
+    red = run_unittest(folder, [impl.parent, ROOT])
+    assert summary(red) == "FAILED (failures=1)"
+    assert "AssertionError: unexpectedly None : the calls did not return within 0.5 s" in red.stderr
