@@ -28,7 +28,9 @@ from ppaux.testing import results, scenario
 from ppaux.regressions.layout import wrap
 from ppaux.regressions.render import STANDARD, imported_roots, method_name
 from ppaux.testing.scenario import Call, CallRecorder, Unwritable, describe, tensor_expr
+import ppaux_strategies
 from ppaux_strategies import PPOutput, RecordingObserver, tensors, tensors_equal
+from ppaux_strategies.doubles import OBSERVER_MODES
 from tests.planted_bugs import BUGS, plant
 from tests.test_check import FakePytest
 
@@ -490,3 +492,44 @@ def test_a_hang_becomes_a_test_that_fails_when_its_calls_outlast_the_limit(tmp_p
     red = run_unittest(folder, [impl.parent, ROOT])
     assert summary(red) == "FAILED (failures=1)"
     assert "AssertionError: unexpectedly None : the calls did not return within 0.5 s" in red.stderr
+
+
+def _observe(observer_class, mode):
+    handed = {"a": torch.zeros(1), "b": torch.ones(1)}
+    try:
+        result = observer_class(mode).from_pp_tensors(handed)
+    except Exception as exc:
+        return ("raised", type(exc).__name__, str(exc), list(handed))
+    return ("returned", getattr(result, "names", result), list(handed))
+
+
+@pytest.mark.parametrize("mode", OBSERVER_MODES)
+def test_a_files_observer_twin_does_what_the_suites_observer_does(mode):
+    """A regression file cannot import ppaux_strategies: its twin of each double must behave the same."""
+    twin = _exec(doubles.source(["RecordingObserver"]))["RecordingObserver"]
+    assert _observe(twin, mode) == _observe(RecordingObserver, mode)
+
+
+@pytest.mark.parametrize("name, calls", [("PPOutput", 1), ("RaisingPPOutput", 1)])
+def test_a_files_output_twins_do_what_the_suites_outputs_do(name, calls):
+    twin = _exec(doubles.source([name]))[name]
+    suites = getattr(ppaux_strategies, name)
+    made = [cls({"x": 1}) if name == "PPOutput" else cls() for cls in (twin, suites)]
+    outcomes = []
+    for output in made:
+        try:
+            outcomes.append(("returned", output.to_pp_tensors(), output.calls))
+        except Exception as exc:
+            outcomes.append(("raised", str(exc), output.calls, exc is output.error))
+    assert outcomes[0] == outcomes[1] and outcomes[0][-1] in (calls, True)
+
+
+def test_a_files_trap_tensor_traps_what_the_suites_trap_traps():
+    twin = _exec(doubles.source(["TrapTensor"]))["TrapTensor"]
+    said = []
+    for trap in (torch.zeros(2).as_subclass(twin), torch.zeros(2).as_subclass(_TrapTensor)):
+        repr(trap)
+        with pytest.raises(AssertionError) as info:
+            trap.clone()
+        said.append(str(info.value))
+    assert said[0] == said[1] == "expected add and pop never to touch an aux tensor, got a call of clone"

@@ -13,7 +13,16 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ppaux.regressions.expect import expected_steps
 from ppaux.regressions.prove import PROOF_SECONDS, judge, prove_files
-from ppaux.regressions.render import MARKER, Finding, class_name, file_name, method_lines, method_name, module_of, render
+from ppaux.regressions.render import (
+    MARKER,
+    Finding,
+    class_name,
+    file_name,
+    method_lines,
+    method_name,
+    module_of,
+    render,
+)
 from ppaux.testing.scenario import Unwritable
 
 __all__ = ["MARKER", "check_directory", "stale_files", "write_regressions"]
@@ -114,6 +123,7 @@ def write_regressions(report: Dict[str, Any], spec: str, directory: Path, timeou
         kept = [(f, row) for f, row in findings[clause] if "regression" not in row]
         for f, row in kept:
             code = "\n".join(line[4:] for line in method_lines(f, timeout))
-            row["regression"] = {"path": str(path), "test": f"{path.stem}.{class_name(clause)}.{f.method}", "code": code}
+            test = f"{path.stem}.{class_name(clause)}.{f.method}"
+            row["regression"] = {"path": str(path), "test": test, "code": code}
         files.append({"clause": clause, "path": str(path), "tests": [f.method for f, _ in kept]})
     return {"directory": str(directory), "files": files, "refused": refused, "removed": [str(p) for p in removed]}

@@ -86,7 +86,8 @@ class TrapTensor(torch.Tensor):
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         if func in (torch.Tensor.__repr__, torch.Tensor.__format__, torch.Tensor.__hash__):
             return super().__torch_function__(func, types, args, kwargs)
-        raise AssertionError(f"the tensor was touched by {getattr(func, '__name__', func)}")
+        name = getattr(func, "__name__", func)
+        raise AssertionError(f"expected add and pop never to touch an aux tensor, got a call of {name}")
 ''', ()),
 }
 

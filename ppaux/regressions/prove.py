@@ -77,7 +77,8 @@ def _last_line(outcome: Dict[str, Any]) -> str:
     return lines[-1] if lines else "no output"
 
 
-def prove_files(sources: Dict[str, str], module: str, user_path: List[str], seconds: float) -> Dict[str, Dict[str, Any]]:
+def prove_files(sources: Dict[str, str], module: str, user_path: List[str],
+                seconds: float) -> Dict[str, Dict[str, Any]]:
     """Run the files ``sources`` (name -> source) against the implementation and, side by side,
     against the reference bound as ``module``. Returns, per file, ``{"red": ..., "green": ...}``."""
     with tempfile.TemporaryDirectory(prefix="ppaux-regression-") as tmp:

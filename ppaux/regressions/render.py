@@ -97,7 +97,8 @@ def _calls_function(finding: Finding) -> List[str]:
             lines.append(f"    {step['call']}")
         else:
             error = "RuntimeError" if "RuntimeError" in " ".join(step["raised"]) else "ObserverFailure"
-            lines += [f"    with contextlib.suppress({error}):  # the contract's answer here", f"        {step['call']}"]
+            lines += [f"    with contextlib.suppress({error}):  # the contract's answer here",
+                      f"        {step['call']}"]
     return _wrapped(lines)
 
 
@@ -127,12 +128,14 @@ def render(clause: str, findings: List[Finding], spec: str, timeout: float) -> s
     body = "\n".join(line for f in findings for s in f.steps for line in s["setup"] + s["checks"] + [s["call"]])
     names = (["_OUTPUT_PREFIX"] if "_OUTPUT_PREFIX" in body else []) + used_functions
     hangs = any(f.kind for f in findings)
-    out = [f"{MARKER} for {clause}.", "# A later run of ppaux check --regressions on this directory replaces this file.",
+    out = [f"{MARKER} for {clause}.",
+           "# A later run of ppaux check --regressions on this directory replaces this file.",
            *_docstring(f"Regression tests for {module}: {clause_line(clause)} Each test is a minimal counterexample "
                        f"that ppaux check found, proven to fail against {module} and to pass against ppaux's reference "
                        f"transport. Needs only torch: python -m unittest {file_name(clause)}", ""),
            ""]
-    out += [f"import {name}" for name in sorted((["contextlib", "multiprocessing", "sys"] if hangs else []) + ["unittest"])]
+    modules = ["contextlib", "multiprocessing", "sys", "unittest"] if hangs else ["unittest"]
+    out += [f"import {name}" for name in modules]
     out += ["", "import torch", ""]
     if comment:
         out.append(comment)
