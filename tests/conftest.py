@@ -21,11 +21,13 @@ OPT_IN = {
     # Left out of the quick run only: in-process, they are what kills the mutants of ppaux mutate's
     # command line, so the package mutation run asks for them.
     "subprocess": ("PPAUX_SUBPROCESS", "runs the conformance suite or a baseline in child processes (seconds each)"),
+    # CI runs a sample of a table-driven end-to-end test; the nightly workflow the whole table.
+    "thorough": ("PPAUX_THOROUGH", "the rest of a table-driven end-to-end test beyond CI's sample"),
 }
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for mark in ("slow", "subprocess"):
+    for mark in ("slow", "subprocess", "thorough"):
         config.addinivalue_line("markers", f"{mark}: {OPT_IN[mark][1]}")
 
 

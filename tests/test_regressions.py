@@ -230,8 +230,12 @@ def test_a_passing_run_writes_no_regression_file_and_removes_stale_ones(tmp_path
     assert capsys.readouterr().out.endswith(f"regression tests written to {folder}: none\n")
 
 
+# One bug each of add's order, atomicity, pop's observer and a stateful leak in CI; all of them nightly.
+SAMPLE = ("add_writes_before_checking_every_item", "no_observer_is_p2", "pop_leaves_the_last_aux_key", "value_checked_before_name")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("bug", sorted(BUGS))
+@pytest.mark.parametrize("bug", [bug if bug in SAMPLE else pytest.param(bug, marks=pytest.mark.thorough) for bug in sorted(BUGS)])
 def test_every_clause_a_planted_bug_breaks_becomes_a_red_green_regression_test(bug, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     impl = plant(bug, tmp_path)
