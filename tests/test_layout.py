@@ -21,7 +21,9 @@ LAYERS = {
     "ppaux.relay": {"ppaux.core", "ppaux.isolation", "ppaux_strategies"},
     "ppaux.testing": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux_strategies"},
     "ppaux.conformance": {"ppaux.core", "ppaux.testing", "ppaux_strategies"},
-    "ppaux.cli": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux.testing", "ppaux.conformance"},
+    # The fuzz job drives the shipped suite in rounds: tooling above testing, below the command line.
+    "ppaux.fuzz": {"ppaux.core", "ppaux.isolation", "ppaux.testing"},
+    "ppaux.cli": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux.testing", "ppaux.conformance", "ppaux.fuzz"},
 }
 
 
