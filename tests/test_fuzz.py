@@ -365,6 +365,18 @@ def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeyp
         replay.run()
 
 
+def test_a_failure_s_error_is_pytest_s_first_e_line_else_its_exception_group_s():
+    from ppaux.fuzz.pytest_plugin import error_line
+
+    assert error_line("    def t():\n>       assert x\nE       AssertionError: keys changed\nE       more") == \
+        "AssertionError: keys changed"
+    grouped = ("+ Exception Group Traceback (most recent call last):\n  |   File \"t.py\", line 27, in t\n"
+               "  | ExceptionGroup: Hypothesis found 2 distinct failures. (2 sub-exceptions)\n"
+               "  +-+---------------- 1 ----------------\n    | ppaux.core.errors.AuxiliaryPPError: A4\n")
+    assert error_line(grouped) == "ExceptionGroup: Hypothesis found 2 distinct failures. (2 sub-exceptions)"
+    assert error_line("no error here") is None
+
+
 def test_progress_redraws_one_line_on_a_terminal_and_prints_lines_otherwise():
     tty = io.StringIO()
     p = Progress(tty, 60, tty=True)

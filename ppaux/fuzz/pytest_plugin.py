@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
-from typing import Any, Dict, Iterable
+from typing import Any, Dict, Iterable, Optional
 
 import pytest
 from hypothesis import Phase, settings
@@ -68,6 +69,20 @@ class _RecordingDatabase(ExampleDatabase):
 
     def _stop_listening(self) -> None:  # pragma: no cover
         pass
+
+
+# An exception line inside an exception group's box: "  | ExceptionGroup: Hypothesis found 2 ...".
+_GROUPED_ERROR = re.compile(r"^[ +|-]*\|\s*([A-Za-z_][\w.]*(?:Error|Exception|Group|Crash|Hang)\b:.*)$")
+
+
+def error_line(text: str) -> Optional[str]:
+    """The failure's one-line error: pytest's first ``E`` line, else (several distinct bugs in one
+    test, as the nightly profile reports them) the exception group's own line."""
+    lines = text.splitlines()
+    found = next((line[1:].strip() for line in lines if line.startswith("E ") and line[1:].strip()), None)
+    if found is None:
+        found = next((m.group(1).strip() for m in map(_GROUPED_ERROR.match, lines) if m), None)
+    return found
 
 
 def _profile() -> settings:
@@ -211,8 +226,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.failed:
         text = report.longreprtext
         details = failure_details(text)
-        first_e = next((line[1:].strip() for line in text.splitlines() if line.startswith("E ") and line[1:].strip()), None)
-        details["error"] = details.get("error") or first_e
+        details["error"] = details.get("error") or error_line(text)
         emit({"kind": "failure", "nodeid": report.nodeid, "clause": counted.get("clause"), **details,
               "text": text[-TEXT_LIMIT:]})
     emit({"kind": "progress", "examples": _counts["examples"]})
