@@ -164,7 +164,7 @@ def test_the_fuzz_job_finds_and_replays_a_crash(tmp_path):
 @pytest.mark.slow
 def test_a_test_still_running_when_the_budget_ends_is_interrupted_not_clean(tmp_path):
     out = tmp_path / "report"
-    run = fuzz("run", "--budget", "8s", "--db", str(tmp_path / "db"), "--report", str(out), "--devices", "cpu", "--workers", "1",
+    run = fuzz("run", "--budget", "15s", "--db", str(tmp_path / "db"), "--report", str(out), "--devices", "cpu", "--workers", "1",
                "--impl", str(IMPLS / "sleeps_in_pop.py"), "--tests", "test_round_trip")
     summary = json.loads((out / "fuzz.json").read_text())
     assert (run.returncode, summary["failures"]) == (0, [])

@@ -118,9 +118,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from ppaux.fuzz.report import write_replay
     from ppaux.fuzz.runner import Replay
 
-    where, _ = placements(args.devices, [] if args.devices == "cpu" else visible_gpus())
+    gpus = [] if args.devices == "cpu" else visible_gpus()
+    placements(args.devices, gpus)  # --devices cuda without a GPU: one line, exit 2
     suite, report = _suite(args, replay=True)
-    replay = Replay(suite=suite, placement=where[0])
+    # Every GPU visible, as when the placements of all workers are taken together.
+    replay = Replay(suite=suite, placement="cuda:" + ",".join(gpus) if gpus else "cpu")
     replay.run()
     summary = replay.summary()
     path = write_replay(summary, report)
