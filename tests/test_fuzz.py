@@ -129,6 +129,8 @@ def test_a_report_or_database_that_cannot_be_one_is_one_line_and_exit_2(tmp_path
          f"ppaux: error: --db {missing!r}: no such directory; nothing saved there to replay"),
         (["report", "--merge", str(tmp_path)], f"ppaux: error: --merge {str(tmp_path)!r}: no fuzz.json there"),
         (["report", "--merge", file], f"ppaux: error: --merge {file!r} is a file; expected a directory"),
+        (["report", "--merge", str(tmp_path), str(tmp_path / "." / "")],
+         f"ppaux: error: --merge {str(tmp_path)!r} is named twice: its rounds would count twice"),
         (["report", "--merge", str(tmp_path / "garbled")],
          f"ppaux: error: --merge {str(tmp_path / 'garbled')!r}: cannot read fuzz.json (JSONDecodeError)"),
         (["report", "--merge", str(tmp_path / "other.json")],

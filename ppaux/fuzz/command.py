@@ -138,7 +138,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ppaux.fuzz.report import check_report_dir, merge_runs, read_run, write_run
     from ppaux.fuzz.runner import verdict
 
-    runs = [read_run(check_report_dir(Path(d), "--merge")) for d in args.merge]
+    dirs = [check_report_dir(Path(d), "--merge") for d in args.merge]
+    twice = next((d for i, d in enumerate(dirs) if d in dirs[:i]), None)
+    if twice is not None:
+        raise FuzzUsageError(f"--merge {str(twice)!r} is named twice: its rounds would count twice")
+    runs = [read_run(d) for d in dirs]
     out = check_report_dir(Path(args.report))
     summary = merge_runs(runs)
     path = write_run(summary, out)
