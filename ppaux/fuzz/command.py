@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _suite(args: argparse.Namespace, *, replay: bool):
     """The rounds' common ground from the options, each bad one a :class:`FuzzUsageError`."""
-    from ppaux.fuzz.database import DatabaseError, describe, open_database
+    from ppaux.fuzz.database import DEFAULT_DB, DatabaseError, open_database
     from ppaux.fuzz.report import check_report_dir
     from ppaux.fuzz.rounds import Suite
     from ppaux.isolation import parse_timeout
@@ -69,14 +69,15 @@ def _suite(args: argparse.Namespace, *, replay: bool):
         # Relative to where the user stands; a checkout's rounds run from its root.
         if impl.endswith(".py") or Path(impl).is_file():
             impl = str(Path(impl).resolve())
-    db = args.db if not args.db or "://" in args.db else str(Path(args.db).resolve())
+    # Where the user stands, as the report will name it: a checkout's rounds run from its root.
+    db = args.db if args.db and "://" in args.db else str(Path(args.db or DEFAULT_DB).resolve())
     try:
         open_database(db, must_exist=replay)
     except DatabaseError as exc:
         raise FuzzUsageError(str(exc)) from None
     report = check_report_dir(Path(args.report))
     shard = parse_shard(getattr(args, "shard", None))
-    return Suite(db=describe(db), workdir=report / "rounds", tests=args.tests, impl=impl, timeout=timeout, shard=shard), report
+    return Suite(db=db, workdir=report / "rounds", tests=args.tests, impl=impl, timeout=timeout, shard=shard), report
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from ppaux.fuzz.options import FuzzUsageError
 
-__all__ = ["DEFAULT_DB", "DatabaseError", "describe", "open_database"]
+__all__ = ["DEFAULT_DB", "DatabaseError", "open_database"]
 
 DEFAULT_DB = ".hypothesis/fuzz-db"
 # Connect and answer, each: a Redis that does not answer is told within 5 s, not after TCP's minutes.
@@ -66,8 +66,3 @@ def open_database(spec: str | None, *, must_exist: bool = False,
     if must_exist and not path.exists():
         raise DatabaseError(f"--db {spec!r}: no such directory; nothing saved there to replay")
     return DirectoryBasedExampleDatabase(path)
-
-
-def describe(spec: str | None) -> str:
-    """The spec as reports name it: the default directory when none was given."""
-    return spec or DEFAULT_DB
