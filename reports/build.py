@@ -13,7 +13,7 @@ import os
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from reports.markdown import inline, to_html
 
@@ -173,20 +173,45 @@ def section_mutate(page: Page) -> None:
     page.add("mutate", "ppaux mutate", "pass" if data["passes"] else "fail", body)
 
 
-def _fuzz_chart(timeline: List[List[float]], budget: float) -> str:
+# One colour per worker (or shard), the run's total in blue above them.
+_SERIES_COLOURS = ("#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#ad1457", "#558b2f", "#4e342e", "#283593")
+
+
+def _polyline(points: List[List[float]], x, y, colour: str, width: float) -> str:
+    pts = " ".join(f"{x(t):.1f},{y(e):.1f}" for t, e, _ in points)
+    return f'<polyline fill="none" stroke="{colour}" stroke-width="{width}" points="{pts}"/>'
+
+
+def _fuzz_series(data: Dict[str, Any]) -> List[Tuple[str, List[List[float]]]]:
+    """The chart's thin lines: each shard of a merged run, else each worker of a run with several."""
+    if data.get("shards"):
+        return [(f"shard {s['shard']}", s["timeline"]) for s in data["shards"]]
+    workers = data.get("workers") or []
+    return [(f"worker {w['worker']}", w["timeline"]) for w in workers] if len(workers) > 1 else []
+
+
+def _fuzz_chart(timeline: List[List[float]], budget: float, series: Sequence[Tuple[str, List[List[float]]]] = ()) -> str:
     w, h, left, bottom = 720, 240, 60, 30
     pw, ph = w - left - 20, h - bottom - 20
     tmax = max([budget] + [p[0] for p in timeline]) or 1
     emax = max([p[1] for p in timeline] + [1])
-    pts = " ".join(f"{left + pw * t / tmax:.1f},{20 + ph - ph * e / emax:.1f}" for t, e, _ in timeline)
+
+    def x(t: float) -> float:
+        return left + pw * t / tmax
+
+    def y(e: float) -> float:
+        return 20 + ph - ph * e / emax
+
+    lines = [_polyline(points, x, y, _SERIES_COLOURS[i % len(_SERIES_COLOURS)], 1) for i, (_, points) in enumerate(series)]
+    legend = [f'<text x="{left + 8}" y="{34 + 13 * i}" fill="{_SERIES_COLOURS[i % len(_SERIES_COLOURS)]}">{E(name)}</text>'
+              for i, (name, _) in enumerate(series[:8])]
     marks, last, label_x = [], 0, float("-inf")
     for t, _e, f in timeline:
         if f > last:
-            x = left + pw * t / tmax
-            marks.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="20" y2="{20 + ph}" stroke="#c62828" stroke-width="2"/>')
-            if x - label_x > 90:  # labels of close failures would overlap: the next one far enough says the count
-                marks.append(f'<text x="{x + 3:.1f}" y="{32 + 14 * (len(marks) % 3)}" fill="#c62828">failure {f}</text>')
-                label_x = x
+            marks.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="20" y2="{20 + ph}" stroke="#c62828" stroke-width="2"/>')
+            if x(t) - label_x > 90:  # labels of close failures would overlap: the next one far enough says the count
+                marks.append(f'<text x="{x(t) + 3:.1f}" y="{32 + 14 * (len(marks) % 3)}" fill="#c62828">failure {f}</text>')
+                label_x = x(t)
             last = f
     axes = (f'<line x1="{left}" y1="{20 + ph}" x2="{left + pw}" y2="{20 + ph}" stroke="#000"/>'
             f'<line x1="{left}" y1="20" x2="{left}" y2="{20 + ph}" stroke="#000"/>'
@@ -196,25 +221,36 @@ def _fuzz_chart(timeline: List[List[float]], budget: float) -> str:
             f'<text x="{left}" y="{h - 8}">0 s</text><text x="{left + pw / 2}" y="{h - 8}" text-anchor="middle">elapsed</text>'
             f'<text x="14" y="{20 + ph / 2}" transform="rotate(-90 14 {20 + ph / 2})" text-anchor="middle">examples run</text>')
     return (f'<svg class="chart" role="img" aria-label="fuzz run: examples over time and failures" width="{w}" height="{h}" '
-            f'viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg">{axes}'
-            f'<polyline fill="none" stroke="#1565c0" stroke-width="2" points="{pts}"/>{"".join(marks)}</svg>')
+            f'viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg">{axes}{"".join(lines)}'
+            f'{_polyline(timeline, x, y, "#1565c0", 2)}{"".join(legend)}{"".join(marks)}</svg>')
+
+
+def _fuzz_summary(data: Dict[str, Any]) -> str:
+    workers = data.get("workers") or []
+    shards = data.get("shards") or []
+    who = (f"{len(shards)} shards, " if shards else "") + (f"{len(workers)} workers, " if workers else "")
+    dead = data.get("dead_workers") or []
+    return (f"<p class='big'>{data['examples']:,} examples in {data['elapsed_s']:.0f} s of a {data['budget_s']:.0f} s budget "
+            f"({data['examples_per_s']}/s), {who}{len(data['rounds'])} rounds on {', '.join(map(E, data['placements']))}; "
+            f"<strong>{len(data['failures'])} failures</strong>.</p>"
+            + ("" if data["complete"] else f"<p class='warn'>Stopped early by {E(str(data['stopped_by']))}: partial report.</p>")
+            + "".join(f"<p class='warn'>Worker {d['worker']}{' of shard ' + E(d['shard']) if d.get('shard') else ''} died in "
+                      f"round {d['round']} running <code>{E(str(d['test']))}</code> (exit status {d['exit_status']}).</p>"
+                      for d in dead)
+            + f"<p>Implementation <code>{E(data['impl'])}</code>, database <code>{E(data['db'])}</code>.</p>")
 
 
 def section_fuzz(page: Page) -> None:
     d = page.out / "fuzz"
     data = _load(d / "fuzz.json")
     if not isinstance(data, dict):
-        return page.add("fuzz", "Fuzz run", "missing", _missing("python -m fuzz run --budget 30m"))
+        return page.add("fuzz", "Fuzz run", "missing", _missing("ppaux fuzz run --budget 30m"))
     fails = data["failures"]
-    body = (f"<p class='big'>{data['examples']:,} examples in {data['elapsed_s']:.0f} s of a {data['budget_s']:.0f} s budget "
-            f"({data['examples_per_s']}/s), {len(data['rounds'])} rounds on {', '.join(map(E, data['placements']))}; "
-            f"<strong>{len(fails)} failures</strong>.</p>"
-            + ("" if data["complete"] else f"<p class='warn'>Stopped early by {E(str(data['stopped_by']))}: partial report.</p>")
-            + f"<p>Implementation <code>{E(data['impl'])}</code>, database <code>{E(data['db'])}</code>.</p>"
-            + _fuzz_chart(data["timeline"], data["budget_s"]))
+    body = _fuzz_summary(data) + _fuzz_chart(data["timeline"], data["budget_s"], _fuzz_series(data))
     for f in fails:
+        where = f"shard {f['shard']}, " if f.get("shard") else ""
         body += (f"<h4><code>{E(f['nodeid'])}</code></h4><p>{inline(str(f.get('error') or ''))} "
-                 f"(round {f['round']}, {E(', '.join(f['placements']))}, after {f['found_after_s']} s)</p>"
+                 f"({where}round {f['round']}, {E(', '.join(f['placements']))}, after {f['found_after_s']} s)</p>"
                  f"<pre>{E(f.get('example') or '(see the report)')}</pre>"
                  + (f"<pre>{E(f['blob'])}</pre>" if f.get("blob") else ""))
     replay = _load(d / "replay.json")
@@ -224,7 +260,7 @@ def section_fuzz(page: Page) -> None:
                  f"{len(replay['no_longer_failing'])} no longer fail.</p>")
     body += "<p>" + " ".join(x for x in (page.link(d / "fuzz.md", "fuzz.md"), page.link(d / "fuzz.json", "fuzz.json"),
                                          page.link(d / "replay.md", "replay.md")) if x) + "</p>"
-    page.add("fuzz", "Fuzz run", "fail" if fails else "pass", body)
+    page.add("fuzz", "Fuzz run", "fail" if fails or data.get("dead_workers") else "pass", body)
 
 
 def section_faults(page: Page) -> None:

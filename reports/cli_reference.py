@@ -3,6 +3,7 @@ page cannot drift from what the console script says (``tests/test_docs.py`` comp
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import sys
@@ -29,9 +30,19 @@ def _help(argv: List[str]) -> str:
     return out.getvalue()
 
 
+def _nested(name: str) -> List[str]:
+    """The subcommands of ``ppaux NAME`` (``ppaux fuzz run``, ...), in the order its parser lists them."""
+    sub = build_parser()._subparsers._group_actions[0].choices[name]  # type: ignore[union-attr]
+    actions = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(actions[0].choices) if actions else []
+
+
 def render() -> str:
     with patch.dict(os.environ, PLAIN_TERMINAL):
-        blocks = [("ppaux", _help([]))] + [(f"ppaux {name}", _help([name])) for name in SUBCOMMANDS]
+        blocks = [("ppaux", _help([]))]
+        for name in SUBCOMMANDS:
+            blocks.append((f"ppaux {name}", _help([name])))
+            blocks += [(f"ppaux {name} {inner}", _help([name, inner])) for inner in _nested(name)]
     lines = ["# Command reference", "",
              f"What each `ppaux` command prints for `--help`, rendered from its parser (Python {python_version()}'s "
              "argparse, 100 columns) by `python -m reports cli-reference`; a test fails when this page and the "

@@ -96,7 +96,7 @@ def test_explain_a_pasted_traceback_line(capsys):
         (["explain", "K99", "mismatch"], f"ppaux: error: nothing matches 'K99 mismatch': {NOTHING_MATCHES}\n"),
         (["explain", "received", "auxiliary", "PP", "output"], f"ppaux: error: nothing matches 'received auxiliary PP output': {NOTHING_MATCHES}\n"),
         (["explain", "KitFailure:"], f"ppaux: error: nothing matches 'KitFailure:': {NOTHING_MATCHES}\n"),
-        (["bogus"], "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', 'clauses', 'errors', 'explain', 'faults', 'mutate', 'wire-diff')\n"),
+        (["bogus"], "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', 'clauses', 'errors', 'explain', 'faults', 'fuzz', 'mutate', 'wire-diff')\n"),
         (["check", "--profile", "fast"], "ppaux: error: unknown profile 'fast'; choose from ci, dev, nightly, mutation\n"),
         (["check", "--timeout", "0"], "ppaux check: argument --timeout: timeout '0' must be a positive number of seconds\n"),
         (["check", "--timeout", "-1"], "ppaux check: argument --timeout: timeout '-1' must be a positive number of seconds\n"),

@@ -1,4 +1,5 @@
-"""``python -m fuzz``: arguments, progress, and real runs that find, save and replay a planted failure."""
+"""``ppaux fuzz`` (and ``python -m fuzz``): arguments, workers, shards, progress, merged reports, and
+real runs that find, save and replay a planted failure."""
 
 from __future__ import annotations
 
@@ -11,21 +12,32 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Tuple
 
 import pytest
 
 from fuzz.__main__ import main
-from fuzz.options import UsageError, format_duration, parse_budget, placements
-from fuzz.progress import Progress
+from ppaux.cli.main import main as ppaux_main
+from ppaux.fuzz import failure_rows
+from ppaux.fuzz.options import cpu_count, in_shard, parse_shard, parse_workers
+from ppaux.fuzz.report import merge_runs
+from ppaux.fuzz.rounds import Suite, from_checkout
+from ppaux.fuzz.report import write_run
+from ppaux.fuzz.runner import FuzzRun, Replay, RunError, Worker, describe_status, verdict
+from ppaux.fuzz.timeline import Timeline, add_up, thin
+from ppaux.fuzz.options import FuzzUsageError as UsageError, format_duration, parse_budget, placements
+from ppaux.fuzz.progress import Progress
 from ppaux.testing.results import EXAMPLE_HEADER
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKEN = str(ROOT / "tests" / "impls" / "broken_contiguous_copy.py")
 # Seed 7 finds the planted bug in round 1 (the only test selected), a few seconds in.
-PLANTED = ["--impl", BROKEN, "--tests", "bound_to_the_same_tensor", "--seed", "7"]
+PLANTED = ["--impl", BROKEN, "--tests", "bound_to_the_same_tensor", "--seed", "7", "--workers", "1"]
 BROKEN_TEST = "ppaux/conformance/test_add.py::test_success_adds_one_key_per_item_bound_to_the_same_tensor"
+OTHER_SHARD_TEST = "ppaux/conformance/test_pop.py::test_name_is_key_with_prefix_removed_once"
 
 
 @pytest.mark.parametrize("text, seconds", [("30m", 1800), ("1h30m", 5400), ("90s", 90), ("2h", 7200), ("45", 45)])
@@ -39,13 +51,16 @@ def test_budget_rejects_other_text(text):
         parse_budget(text)
 
 
-def test_placements_cycle_cuda_and_cpu_only_where_cuda_exists():
-    assert placements("auto", 2) == (["cuda", "cpu"], None)
-    assert placements("auto", 0) == (["cpu"], "no CUDA device visible: fuzzing on CPU only")
-    assert placements("cpu", 2) == (["cpu"], None)
-    assert placements("cuda", 1) == (["cuda"], None)
+def test_placements_bind_each_worker_to_a_gpu_in_turn_and_pair_gpus_where_two_exist():
+    assert placements("auto", ["0", "1", "2"], 0) == (["cuda:0", "cuda:0,1", "cpu"], None)
+    assert placements("auto", ["0", "1", "2"], 2) == (["cuda:2", "cuda:2,0", "cpu"], None)
+    assert placements("auto", ["4", "7"], 3) == (["cuda:7", "cuda:7,4", "cpu"], None)
+    assert placements("auto", ["0"], 5) == (["cuda:0", "cpu"], None)
+    assert placements("auto", []) == (["cpu"], "no CUDA device visible: fuzzing on CPU only")
+    assert placements("cpu", ["0", "1"], 1) == (["cpu"], None)
+    assert placements("cuda", ["0", "1"], 1) == (["cuda:1", "cuda:1,0"], None)
     with pytest.raises(UsageError, match="no CUDA device is visible"):
-        placements("cuda", 0)
+        placements("cuda", [])
     assert format_duration(3725) == "1:02:05" and format_duration(65) == "01:05"
 
 
@@ -62,7 +77,7 @@ def _free_port() -> int:
     (["run", "--impl", "no/such/impl.py"], "fuzz: error: --impl: implementation file 'no/such/impl.py' does not exist"),
     (["replay", "--db", "redis://"], "fuzz: error: --db 'redis://': expected redis://HOST:PORT"),
     (["run", "--devices", "tpu"], "fuzz: error: python -m fuzz run: argument --devices: invalid choice: 'tpu' (choose from 'auto', 'cpu', 'cuda')"),
-    (["fly"], "fuzz: error: python -m fuzz: argument command: invalid choice: 'fly' (choose from 'run', 'replay')"),
+    (["fly"], "fuzz: error: python -m fuzz: argument {run,replay,report}: invalid choice: 'fly' (choose from 'run', 'replay', 'report')"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2
@@ -84,10 +99,291 @@ def test_db_that_is_a_file_is_a_usage_error(tmp_path, capsys):
     assert capsys.readouterr().err == f"fuzz: error: --db {str(tmp_path / 'db')!r} is a file; expected a directory or redis://HOST:PORT\n"
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["run", "--workers", "0"], "ppaux: error: --workers '0': expected a number of worker processes, 1 or more, or auto"),
+    (["run", "--workers", "many"], "ppaux: error: --workers 'many': expected a number of worker processes, 1 or more, or auto"),
+    (["run", "--shard", "3/2"], "ppaux: error: --shard '3/2': K must be between 1 and N"),
+    (["run", "--shard", "0/2"], "ppaux: error: --shard '0/2': K must be between 1 and N"),
+    (["run", "--shard", "x"], "ppaux: error: --shard 'x': expected K/N, this machine's share of N (e.g. 1/4)"),
+    (["run", "--timeout", "soon"], "ppaux: error: --timeout: timeout 'soon' is not a number of seconds"),
+    (["replay", "--db", "redis://h:port"], "ppaux: error: --db 'redis://h:port': the port is not a number"),
+    (["report"], "ppaux fuzz report: the following arguments are required: --merge"),
+    (["fly"], "ppaux fuzz: argument {run,replay,report}: invalid choice: 'fly' (choose from 'run', 'replay', 'report')"),
+])
+def test_ppaux_fuzz_bad_arguments_are_one_line_and_exit_2(argv, message, capsys):
+    assert ppaux_main(["fuzz", *argv]) == 2
+    assert capsys.readouterr().err == message + "\n"
+
+
+def test_a_report_or_database_that_cannot_be_one_is_one_line_and_exit_2(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    (tmp_path / "other.json").mkdir()
+    (tmp_path / "other.json" / "fuzz.json").write_text('{"kind": "conformance"}')
+    (tmp_path / "garbled").mkdir()
+    (tmp_path / "garbled" / "fuzz.json").write_text("{")
+    file, missing = str(tmp_path / "file"), str(tmp_path / "no-such-db")
+    cases = [
+        (["run", "--report", file], f"ppaux: error: --report {file!r} is a file; expected a directory"),
+        # A typo'd database on replay: "0 saved examples" and exit 0 would read as a clean night.
+        (["replay", "--impl", "ppaux.transport", "--db", missing],
+         f"ppaux: error: --db {missing!r}: no such directory; nothing saved there to replay"),
+        (["report", "--merge", str(tmp_path)], f"ppaux: error: --merge {str(tmp_path)!r}: no fuzz.json there"),
+        (["report", "--merge", file], f"ppaux: error: --merge {file!r} is a file; expected a directory"),
+        (["report", "--merge", str(tmp_path), str(tmp_path / "." / "")],
+         f"ppaux: error: --merge {str(tmp_path)!r} is named twice: its rounds would count twice"),
+        (["report", "--merge", str(tmp_path / "garbled")],
+         f"ppaux: error: --merge {str(tmp_path / 'garbled')!r}: cannot read fuzz.json (JSONDecodeError)"),
+        (["report", "--merge", str(tmp_path / "other.json")],
+         f"ppaux: error: --merge {str(tmp_path / 'other.json')!r}: fuzz.json is not a report of `ppaux fuzz run`"),
+    ]
+    for argv, message in cases:
+        assert (ppaux_main(["fuzz", *argv]), capsys.readouterr().err) == (2, message + "\n")
+    assert not (tmp_path / "no-such-db").exists()
+
+
+def test_a_redis_that_does_not_answer_is_one_line_and_exit_2(capsys):
+    # Accepts connections (the kernel's backlog) and never answers: without a time limit, a hang.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = "redis://127.0.0.1:%d" % silent.getsockname()[1]
+        assert ppaux_main(["fuzz", "run", "--db", url]) == 2
+    assert capsys.readouterr().err == f"ppaux: error: --db {url}: cannot reach Redis (TimeoutError: Timeout reading from socket)\n"
+
+
+def test_shards_split_every_test_into_exactly_one_share_the_same_on_every_machine():
+    ids = [f"ppaux/conformance/test_add.py::test_{i}" for i in range(200)] + [BROKEN_TEST, OTHER_SHARD_TEST]
+    for n in (1, 2, 3, 7):
+        owners = [[k for k in range(1, n + 1) if in_shard(nodeid, (k, n))] for nodeid in ids]
+        assert all(len(o) == 1 for o in owners)
+        assert {o[0] for o in owners} == set(range(1, n + 1))
+    assert in_shard(BROKEN_TEST, None)
+    assert parse_shard("2/5") == (2, 5) and parse_shard(None) is None
+    assert parse_workers("3") == 3 and parse_workers("auto") == cpu_count() >= 1
+
+
+def test_workers_start_their_rounds_at_different_tests(monkeypatch):
+    from ppaux.fuzz.pytest_plugin import _worker_order
+
+    items = list("abcdefgh")
+    orders = []
+    for worker in ("1/3", "2/3", "3/3"):
+        monkeypatch.setenv("PPAUX_FUZZ_WORKER", worker)
+        orders.append("".join(_worker_order(items)))
+    assert orders == ["abcdefgh", "cdefghab", "fghabcde"]
+
+
+def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    installed = Suite(db="redis://h:1", workdir=tmp_path, tests="test_add", impl="mine", timeout=2.0, shard=(2, 3),
+                      checkout=False, cwd=tmp_path)
+    assert installed.command()[3:] == [
+        "-p", "ppaux.fuzz.pytest_plugin", "--hypothesis-profile=ppaux-fuzz", "-q", "--no-header", "-p", "no:cacheprovider",
+        "--strict-markers", "-m", "not sglang", "-k", "test_add", "--ppaux-impl", "mine", "--ppaux-timeout", "2.0",
+        "--pyargs", "ppaux.conformance", "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(ROOT),
+        "--confcutdir", str(ROOT / "ppaux" / "conformance")]
+    assert (tmp_path / "pytest.ini").read_text() == "[pytest]\n"
+    assert installed.what == "ppaux.conformance" and from_checkout()
+    checkout = Suite(db="d", workdir=tmp_path)
+    assert checkout.command()[-4:] == ["-o", "addopts=", "ppaux/conformance", "tests"]
+    assert checkout.what == "ppaux.conformance and ppaux's tests/"
+    env = installed.env(mode="run", events=tmp_path / "e", placement="cuda:2,0", max_examples=50, worker=(2, 4), seed=9)
+    assert {k: env[k] for k in env if k.startswith(("PPAUX_FUZZ_", "CUDA_"))} == {
+        "PPAUX_FUZZ_SEED": "9", "PPAUX_FUZZ_SHARD": "2/3", "PPAUX_FUZZ_MODE": "run", "PPAUX_FUZZ_DB": "redis://h:1",
+        "PPAUX_FUZZ_EVENTS": str(tmp_path / "e"), "PPAUX_FUZZ_WORKER": "2/4", "PPAUX_FUZZ_MAX_EXAMPLES": "50",
+        "CUDA_VISIBLE_DEVICES": "2,0"}
+    # A replay replays every shard's failures; a cpu round sees no GPU.
+    env = installed.env(mode="replay", events=tmp_path / "e", placement="cpu", max_examples=None, worker=(1, 1))
+    assert "PPAUX_FUZZ_SHARD" not in env and "PPAUX_FUZZ_SEED" not in env and env["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_timelines_add_up_per_worker_into_the_run():
+    one = [[0.0, 0, 0], [2.0, 10, 0], [5.0, 30, 1]]
+    two = [[1.0, 5, 0], [5.0, 20, 0]]
+    assert add_up([one, two]) == [[0.0, 0, 0], [1.0, 5, 0], [2.0, 15, 0], [5.0, 50, 1]]
+    assert thin([[float(i), i, 0] for i in range(10)], 4) == [[0.0, 0, 0], [3.0, 3, 0], [6.0, 6, 0], [9.0, 9, 0]]
+    line = Timeline()
+    for t, examples in ((0.0, 0), (0.1, 0), (0.2, 3), (6.0, 3)):
+        line.sample(t, examples, 0)
+    assert line.points == [[0.0, 0, 0], [0.2, 3, 0], [6.0, 3, 0]]
+
+
+def _run_summary(shard, *, failures=(), dead=(), examples=100, complete=True):
+    return {"kind": "fuzz-run", "started_at": f"2026-12-02T0{shard[0]}:00:00+00:00", "budget_s": 60.0, "elapsed_s": 60.0,
+            "stopped_by": "budget" if complete else "SIGTERM", "complete": complete, "impl": "x.py", "db": "redis://h:1",
+            "suite": "ppaux.conformance", "tests": None, "seed": None, "shard": shard, "placements": ["cpu"],
+            "workers": [{"worker": 1, "placements": ["cpu"], "rounds": 1, "examples": examples, "failures": len(failures),
+                         "died": None, "timeline": [[0.0, 0, 0], [60.0, examples, len(failures)]]}],
+            "dead_workers": list(dead), "examples": examples, "examples_per_s": examples / 60, "timeout_s": 10.0,
+            "rounds": [{"worker": 1, "round": 1, "placement": "cpu", "max_examples": 50, "examples": examples, "tests": 3,
+                        "exit_status": 0, "ended_by": "budget", "log": "l"}],
+            "failures": [{"nodeid": n, "clause": "add.7", "error": "E" if n != "b" else None, "example": "ex",
+                          "blob": "b" if n != "b" else None, "seen": 1} for n in failures],
+            "interrupted": [], "timeline": [[0.0, 0, 0], [60.0, examples, len(failures)]]}
+
+
+def test_merged_report_tags_each_round_worker_and_failure_with_its_shard_and_lists_a_failure_once(tmp_path, capsys):
+    dead = {"worker": 1, "round": 1, "placement": "cpu", "test": "t", "exit_status": -9, "log": "l"}
+    runs = [_run_summary("1/2", failures=["a", "b"]), _run_summary("2/2", failures=["b"], dead=[dead], complete=False)]
+    merged = merge_runs(runs)
+    assert [(f["nodeid"], f["shard"], f["seen"]) for f in merged["failures"]] == [("a", "1/2", 1), ("b", "1/2", 2)]
+    assert [(r["shard"], r["round"]) for r in merged["rounds"]] == [("1/2", 1), ("2/2", 1)]
+    assert merged["dead_workers"] == [dict(dead, shard="2/2")]
+    assert (merged["examples"], merged["complete"], merged["stopped_by"]) == (200, False, "SIGTERM")
+    assert merged["timeline"] == [[0.0, 0, 0], [60.0, 200, 3]]
+    assert verdict(merged) == (1, "1 worker(s) died: see the report")
+    for i, run in enumerate(runs):
+        (tmp_path / str(i)).mkdir()
+        (tmp_path / str(i) / "fuzz.json").write_text(json.dumps(run))
+    status, out, _ = ppaux_fuzz(capsys, "report", "--merge", str(tmp_path / "0"), str(tmp_path / "1"),
+                                "--report", str(tmp_path / "merged"))
+    assert status == 1
+    assert out.splitlines()[0] == ("fuzz report: 2 runs merged: 200 examples, 2 rounds, 2 failures; "
+                                   "1 worker(s) died: see the report")
+    page = (tmp_path / "merged" / "fuzz.md").read_text()
+    assert "# Fuzz run (2 shards merged)" in page and "| 2/2 | 100 | 1 | 1 | SIGTERM |" in page
+    assert "- worker 1 of shard 2/2: round 1 (cpu), running `t`, exit status -9; log l" in page
+
+
+def test_the_verdict_of_a_run_that_fuzzed_nothing_or_lost_a_worker_is_not_clean():
+    assert verdict(_run_summary("1/1")) == (0, None)
+    assert verdict(_run_summary("1/1", failures=["a"])) == (1, None)
+    assert verdict(_run_summary("1/1", examples=0)) == (1, "no example ran within the budget: nothing was fuzzed")
+    assert describe_status(-9) == "exit status -9 (killed by SIGKILL)" and describe_status(3) == "exit status 3"
+
+
+# A stand-in for a round's pytest process: it appends the events $FAKE_ROUND lists for its worker
+# (worker "1", "2"; "*" for any), then ends as told: "exit N", "kill" (SIGKILL, as the OOM
+# killer would), "hang" (says it was interrupted on SIGINT, then hangs on), "interrupt-parent"
+# (Ctrl-C to the fuzz job).
+FAKE_ROUND = """
+import json, os, signal, sys, time
+plan = json.loads(os.environ["FAKE_ROUND"])
+worker = os.environ["PPAUX_FUZZ_WORKER"].partition("/")[0]
+steps = plan.get(worker, plan.get("*"))
+with open(os.environ["PPAUX_FUZZ_EVENTS"], "a") as fh:
+    for event in steps["events"]:
+        fh.write(json.dumps(event) + "\\n")
+print("last words of worker", worker)
+sys.stdout.flush()
+end = steps["end"]
+if end == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)
+if end == "interrupt-parent":
+    os.kill(os.getppid(), signal.SIGINT)
+def stopped(signum, frame):  # as the plugin does on the parent's SIGINT, but then it hangs on
+    with open(os.environ["PPAUX_FUZZ_EVENTS"], "a") as fh:
+        fh.write(json.dumps({"kind": "interrupted", "nodeid": "t.py::slow"}) + "\\n")
+if end == "hang":
+    signal.signal(signal.SIGINT, stopped)
+if end in ("hang", "interrupt-parent"):
+    for _ in range(600):
+        time.sleep(0.1)
+sys.exit(int(end.split()[1]))
+"""
+FAILURE = {"kind": "failure", "nodeid": "t.py::t", "clause": "add.7", "error": "E", "example": "ex", "blob": "b"}
+COLLECTED = {"kind": "collected", "tests": 1, "selected": 3}
+
+
+class ScriptedSuite(Suite):
+    def command(self):
+        return [sys.executable, "-c", FAKE_ROUND]
+
+
+def scripted_run(tmp_path, monkeypatch, plan, *, workers=2, budget=60.0, shard=None, **kwargs) -> FuzzRun:
+    monkeypatch.setenv("FAKE_ROUND", json.dumps(plan))
+    suite = ScriptedSuite(db="d", workdir=tmp_path / "rounds", shard=shard)
+    return FuzzRun(budget=budget, suite=suite, workers=[Worker(i + 1, ["cpu"]) for i in range(workers)],
+                   nightly_max_examples=10, progress=Progress(io.StringIO(), budget, tty=False), **kwargs)
+
+
+def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reported(tmp_path, monkeypatch):
+    events = [{"kind": "started", "pid": 1}, COLLECTED, {"kind": "running", "nodeid": "t.py::t"},
+              {"kind": "progress", "examples": 7}, FAILURE]
+    run = scripted_run(tmp_path, monkeypatch, {"1": {"events": events, "end": "exit 1"},
+                                               "2": {"events": events, "end": "kill"}}, max_failures=1)
+    (tmp_path / "rounds").mkdir()
+    (tmp_path / "rounds" / "worker-9-round-001.log").write_text("a stale round of an earlier run")
+    run.run()
+    summary = run.summary()
+    [failure] = summary["failures"]
+    assert (failure["workers"], failure["seen"], failure["clause"]) == ([1, 2], 2, "add.7")
+    log = str(tmp_path / "rounds" / "worker-2-round-001.log")
+    assert summary["dead_workers"] == [{"worker": 2, "round": 1, "placement": "cpu", "test": "t.py::t",
+                                        "exit_status": -9, "log": log}]
+    assert (summary["examples"], summary["stopped_by"], verdict(summary)) == (14, "max-failures", (1, "1 worker(s) died: see the report"))
+    assert not (tmp_path / "rounds" / "worker-9-round-001.log").exists()
+
+
+def test_a_round_that_breaks_after_its_tests_were_collected_is_a_dead_worker_not_bad_input(tmp_path, monkeypatch):
+    # pytest's "internal error" mid-run: that worker's problem, not the selection's.
+    events = [COLLECTED, {"kind": "running", "nodeid": "t.py::t"}]
+    run = scripted_run(tmp_path, monkeypatch, {"*": {"events": events, "end": "exit 3"}}, workers=1)
+    run.run()
+    assert [(d["worker"], d["test"], d["exit_status"]) for d in run.dead] == [(1, "t.py::t", 3)]
+    assert verdict(run.summary()) == (1, "1 worker(s) died: see the report")
+
+
+@pytest.mark.parametrize("events, shard, message", [
+    ([COLLECTED], (2, 2), "shard 2/2 holds none of the 3 selected Hypothesis tests; nothing to fuzz here"),
+    ([{"kind": "collected", "tests": 0}], None, "no Hypothesis tests match the selection (--tests); nothing to fuzz"),
+    ([], None, "pytest could not run the round (usage error, exit 4); see {log}: last words of worker 1"),
+])
+def test_a_selection_that_cannot_run_stops_every_worker_with_one_line(tmp_path, monkeypatch, events, shard, message):
+    status = 4 if not events else 5
+    run = scripted_run(tmp_path, monkeypatch, {"1": {"events": events, "end": f"exit {status}"},
+                                               "2": {"events": [], "end": "hang"}}, shard=shard)
+    with pytest.raises(RunError) as caught:
+        run.run()
+    assert str(caught.value) == message.format(log=tmp_path / "rounds" / "worker-1-round-001.log")
+    # Worker 2's round, still running, is killed with its process group: nothing is left behind.
+    assert (run.workers[0].current, run.workers[1].current.proc.returncode) == (None, -9)
+    assert [r["ended_by"] for r in run.rounds] == ["finished"]
+
+
+def test_a_stop_reaches_every_round_and_one_that_ignores_it_is_killed_after_the_grace(tmp_path, monkeypatch):
+    events = [COLLECTED, {"kind": "progress", "examples": 3}]
+    run = scripted_run(tmp_path, monkeypatch, {"*": {"events": events, "end": "hang"}}, grace=0.2)
+    run._signal(signal.SIGTERM, None)  # as the handler would, before the first round started
+    run.run()
+    assert (run.rounds, run.stopped_by) == ([], "SIGTERM")
+    run = scripted_run(tmp_path, monkeypatch, {"*": {"events": events, "end": "hang"}}, budget=1.0, grace=0.5)
+    run.run()
+    summary = run.summary()
+    assert sorted((r["worker"], r["ended_by"], r["exit_status"]) for r in summary["rounds"]) == [(1, "budget", -9), (2, "budget", -9)]
+    assert sorted((i["worker"], i["nodeid"]) for i in summary["interrupted"]) == [(1, "t.py::slow"), (2, "t.py::slow")]
+    assert verdict(summary) == (0, None)
+    write_run(summary, tmp_path)
+    assert "- `t.py::slow` (worker 2, round 1, cpu; stopped by budget)" in (tmp_path / "fuzz.md").read_text()
+
+
+def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": [], "end": "interrupt-parent"}}))
+    replay = Replay(suite=ScriptedSuite(db="d", workdir=tmp_path), placement="cpu")
+    with pytest.raises(KeyboardInterrupt):
+        replay.run()
+    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": [], "end": "exit 3"}}))
+    with pytest.raises(RunError, match=r"^pytest could not run the replay \(exit 3\); see .*: last words of worker 1$"):
+        replay.run()
+
+
+def test_a_failure_s_error_is_pytest_s_first_e_line_else_its_exception_group_s():
+    from ppaux.fuzz.pytest_plugin import error_line
+
+    assert error_line("    def t():\n>       assert x\nE       AssertionError: keys changed\nE       more") == \
+        "AssertionError: keys changed"
+    grouped = ("+ Exception Group Traceback (most recent call last):\n  |   File \"t.py\", line 27, in t\n"
+               "  | ExceptionGroup: Hypothesis found 2 distinct failures. (2 sub-exceptions)\n"
+               "  +-+---------------- 1 ----------------\n    | ppaux.core.errors.AuxiliaryPPError: A4\n")
+    assert error_line(grouped) == "ExceptionGroup: Hypothesis found 2 distinct failures. (2 sub-exceptions)"
+    assert error_line("no error here") is None
+
+
 def test_progress_redraws_one_line_on_a_terminal_and_prints_lines_otherwise():
     tty = io.StringIO()
     p = Progress(tty, 60, tty=True)
     p.update(10, 500, 0, "cpu", 1)
+    p.update(10, 501, 0, "cpu", 1)  # within a quarter of a second: not redrawn
     p.say("fuzz: note")
     p.finish(20, 1000, 1, "cpu", 2)
     assert tty.getvalue() == ("\r\x1b[Kfuzz 00:10/01:00  round 1 (cpu)  examples 500  50/s  failures 0"
@@ -114,9 +410,18 @@ def fuzz(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
                           timeout=timeout, stdin=subprocess.DEVNULL, env=_env())
 
 
-def _find_save_replay(db: str, report: Path, *, replay_fixed: bool) -> None:
-    run = fuzz("run", "--budget", "90s", "--max-failures", "1", "--db", db, "--report", str(report), *PLANTED)
-    assert run.returncode == 1, run.stderr
+def ppaux_fuzz(capsys, *args: str) -> Tuple[int, str, str]:
+    """``ppaux fuzz ARGS`` in this process (its rounds are subprocesses): exit status, stdout, stderr."""
+    capsys.readouterr()
+    status = ppaux_main(["fuzz", *args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> None:
+    status, _, err = ppaux_fuzz(capsys, "run", "--budget", "90s", "--max-failures", "1", "--db", db, "--report", str(report),
+                                *PLANTED)
+    assert status == 1, err
     summary = json.loads((report / "fuzz.json").read_text())
     assert summary["stopped_by"] == "max-failures" and summary["complete"]
     [failure] = summary["failures"]
@@ -124,27 +429,31 @@ def _find_save_replay(db: str, report: Path, *, replay_fixed: bool) -> None:
     assert EXAMPLE_HEADER.match(failure["example"])
     assert failure["example"].splitlines()[0].endswith(" test_success_adds_one_key_per_item_bound_to_the_same_tensor(")
     assert failure["blob"].startswith("@reproduce_failure(")
+    assert failure_rows(summary) == [{"nodeid": BROKEN_TEST, "clause": "add.7", "error": failure["error"],
+                                      "example": failure["example"], "blob": failure["blob"]}]
     # The round that finds it depends on the seeds Hypothesis draws; the line's form does not.
-    assert re.search(rf"^fuzz: FAILURE {re.escape(BROKEN_TEST)} \(round \d+, cpu\): ", run.stderr, re.M), run.stderr
+    assert re.search(rf"^fuzz: FAILURE {re.escape(BROKEN_TEST)} \(worker 1, round \d+, cpu\): ", err, re.M), err
     assert BROKEN_TEST in (report / "fuzz.md").read_text()
 
-    still = fuzz("replay", "--db", db, "--report", str(report), "--impl", BROKEN)
-    assert still.returncode == 1, still.stderr
+    status, out, err = ppaux_fuzz(capsys, "replay", "--db", db, "--report", str(report), "--impl", BROKEN)
+    assert status == 1, err
     replay = json.loads((report / "replay.json").read_text())
     assert [r["nodeid"] for r in replay["still_failing"]] == [BROKEN_TEST]
     assert EXAMPLE_HEADER.match(replay["still_failing"][0]["example"])
+    assert failure_rows(replay)[0]["blob"] == replay["still_failing"][0]["blob"]
+    assert out.splitlines()[0].endswith("in 1 tests; still failing: 1; no longer failing: 0")
 
     if not replay_fixed:
         return
-    fixed = fuzz("replay", "--db", db, "--report", str(report))
-    assert fixed.returncode == 0, fixed.stderr
+    status, _, err = ppaux_fuzz(capsys, "replay", "--db", db, "--report", str(report))
+    assert status == 0, err
     replay = json.loads((report / "replay.json").read_text())
     assert replay["still_failing"] == [] and [r["nodeid"] for r in replay["no_longer_failing"]] == [BROKEN_TEST]
 
 
 @pytest.mark.slow
-def test_planted_failure_is_found_saved_and_replayed_from_a_directory(tmp_path):
-    _find_save_replay(str(tmp_path / "db"), tmp_path / "report", replay_fixed=True)
+def test_planted_failure_is_found_saved_and_replayed_from_a_directory(tmp_path, capsys):
+    _find_save_replay(capsys, str(tmp_path / "db"), tmp_path / "report", replay_fixed=True)
     assert any((tmp_path / "db").iterdir())
 
 
@@ -180,10 +489,72 @@ def redis_url(tmp_path):
 
 
 @pytest.mark.slow
-def test_planted_failure_is_found_saved_and_replayed_from_a_real_redis(redis_url, tmp_path):
+def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_and_the_report_merges_them(
+        redis_url, tmp_path, capsys):
     url, client = redis_url
-    _find_save_replay(url, tmp_path / "report", replay_fixed=False)
+    # Shard 1 of 2 holds the planted bug's test, shard 2 the other (in_shard hashes the ids).
+    tests = ["--tests", f"bound_to_the_same_tensor or {OTHER_SHARD_TEST.rpartition('::')[2]}", "--workers", "1"]
+    assert in_shard(BROKEN_TEST, (1, 2)) and in_shard(OTHER_SHARD_TEST, (2, 2))
+    status, _, err = ppaux_fuzz(capsys, "run", "--shard", "1/2", "--budget", "90s", "--max-failures", "1", "--db", url,
+                                "--report", str(tmp_path / "shard1"), "--impl", BROKEN, "--seed", "7", *tests)
+    assert status == 1, err
+    status, _, err = ppaux_fuzz(capsys, "run", "--shard", "2/2", "--budget", "20s", "--db", url,
+                                "--report", str(tmp_path / "shard2"), "--impl", BROKEN, *tests)
+    assert status == 0, err
     assert client.keys(b"hypothesis-example:*")
+    shard2 = json.loads((tmp_path / "shard2" / "fuzz.json").read_text())
+    assert {r["tests"] for r in shard2["rounds"] if r["tests"] is not None} == {1} and shard2["examples"] > 0
+
+    # Another machine: nothing but the URL (and the implementation under test).
+    status, out, err = ppaux_fuzz(capsys, "replay", "--db", url, "--report", str(tmp_path / "replay"), "--impl", BROKEN)
+    assert status == 1, err
+    assert [r["nodeid"] for r in json.loads((tmp_path / "replay" / "replay.json").read_text())["still_failing"]] == [BROKEN_TEST]
+
+    status, out, err = ppaux_fuzz(capsys, "report", "--merge", str(tmp_path / "shard1"), str(tmp_path / "shard2"),
+                                  "--report", str(tmp_path / "merged"))
+    assert status == 1, err
+    merged = json.loads((tmp_path / "merged" / "fuzz.json").read_text())
+    assert {r["shard"] for r in merged["rounds"]} == {"1/2", "2/2"}
+    assert [(f["nodeid"], f["shard"]) for f in merged["failures"]] == [(BROKEN_TEST, "1/2")]
+    assert "| 1/2 | 1 | 1 | cpu |" in (tmp_path / "merged" / "fuzz.md").read_text()
+    assert out.splitlines()[-1] == f"fuzz report: {tmp_path / 'merged' / 'fuzz.md'}"
+
+
+def _kill_worker_once_it_runs_a_test(events: Path, killed: dict) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        lines = [json.loads(line) for line in events.read_text().splitlines()] if events.exists() else []
+        running = [e["nodeid"] for e in lines if e["kind"] == "running"]
+        if running:
+            killed["test"] = running[0]
+            os.kill(next(e["pid"] for e in lines if e["kind"] == "started"), signal.SIGKILL)
+            return
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_a_worker_that_dies_is_reported_and_the_others_go_on(tmp_path, capsys):
+    """As the OOM killer would: worker 2's pytest process gets SIGKILL in the middle of a test."""
+    report, killed = tmp_path / "report", {}
+    killer = threading.Thread(target=_kill_worker_once_it_runs_a_test,
+                              args=(report / "rounds" / "worker-2-round-001.events.jsonl", killed))
+    killer.start()
+    try:
+        status, _, err = ppaux_fuzz(capsys, "run", "--workers", "2", "--budget", "25s", "--devices", "cpu", "--db",
+                                    str(tmp_path / "db"), "--report", str(report), "--tests", "test_add")
+    finally:
+        killer.join()
+    assert status == 1, err
+    summary = json.loads((report / "fuzz.json").read_text())
+    log = str(report / "rounds" / "worker-2-round-001.log")
+    assert summary["dead_workers"] == [{"worker": 2, "round": 1, "placement": "cpu", "test": killed["test"],
+                                        "exit_status": -9, "log": log}]
+    assert (f"fuzz: worker 2 died in round 1 (cpu) running {killed['test']}: exit status -9 (killed by SIGKILL); "
+            "the other workers go on") in err.splitlines()
+    assert err.splitlines()[-1] == "fuzz: 1 worker(s) died: see the report"
+    one, two = summary["workers"]
+    assert one["died"] is None and one["examples"] > 0 and two["rounds"] == 1 and summary["failures"] == []
+    assert [r["ended_by"] for r in summary["rounds"] if r["worker"] == 1][-1] == "budget"
 
 
 @pytest.mark.slow
@@ -192,11 +563,12 @@ def test_sigterm_stops_cleanly_with_a_partial_report(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "fuzz", "run", "--budget", "10m", "--db", str(tmp_path / "db"),
                              # A round far longer than the wait for its first progress event, so that the
                              # signal lands inside round 1 and not after it ended on its own.
-                             "--report", str(report), "--tests", "test_add or test_pop or test_properties or test_stateful"],
+                             "--report", str(report), "--tests", "test_add or test_pop or test_properties or test_stateful",
+                             "--workers", "1"],
                             cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=_env())
     try:
-        events = report / "rounds" / "round-001.events.jsonl"
+        events = report / "rounds" / "worker-1-round-001.events.jsonl"
         deadline = time.monotonic() + 60
         while not (events.exists() and '"kind": "progress"' in events.read_text()):
             assert time.monotonic() < deadline and proc.poll() is None, "the first round never started"

@@ -23,7 +23,10 @@ LAYERS = {
     "ppaux.conformance": {"ppaux.core", "ppaux.testing", "ppaux_strategies"},
     # Regression tests from a run's findings: reads the testing layer's recorded calls.
     "ppaux.regressions": {"ppaux.core", "ppaux.testing", "ppaux_strategies"},
-    "ppaux.cli": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux.testing", "ppaux.conformance", "ppaux.regressions"},
+    # The fuzz job drives the shipped suite in rounds: tooling above testing, below the command line.
+    "ppaux.fuzz": {"ppaux.core", "ppaux.isolation", "ppaux.testing", "ppaux.regressions"},
+    "ppaux.cli": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux.testing", "ppaux.conformance", "ppaux.regressions",
+                  "ppaux.fuzz"},
     # A plugin as its author writes it: only the public kit (and its findings, for the broken variants' tests).
     "ppaux.examples": {"ppaux.testing"},
 }

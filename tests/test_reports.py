@@ -127,6 +127,8 @@ def _inputs(out: Path) -> None:
         "examples": 1200, "elapsed_s": 60.0, "budget_s": 60.0, "examples_per_s": 20.0, "rounds": [{}], "placements": ["cpu"],
         "complete": True, "stopped_by": "budget", "impl": "x.py", "db": "d",
         "timeline": [[0, 0, 0], [30, 600, 1], [60, 1200, 1]],
+        "workers": [{"worker": 1, "timeline": [[0, 0, 0], [60, 700, 1]]}, {"worker": 2, "timeline": [[0, 0, 0], [60, 500, 0]]}],
+        "dead_workers": [{"worker": 2, "round": 3, "test": "tests/t.py::u", "exit_status": -9}],
         "failures": [{"nodeid": "tests/t.py::t", "error": "assert 1", "round": 1, "placements": ["cpu"],
                       "found_after_s": 30, "example": "Falsifying example: t()", "blob": "@reproduce_failure('x', b'y')"}]}))
     (out / "fuzz" / "fuzz.md").write_text("# Fuzz run\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n")
@@ -166,6 +168,9 @@ def test_page_has_every_section_a_fuzz_chart_a_mutation_chart_and_no_broken_link
     build(str(out), str(index))
     page = index.read_text()
     assert 'aria-label="fuzz run: examples over time and failures"' in page and "failure 1" in page
+    # Over time per worker: a line each, named in the legend, beside the run's total.
+    assert page.count('<polyline fill="none" stroke="#') == 3 and 'fill="#ef6c00">worker 2</text>' in page
+    assert "Worker 2 died in round 3 running <code>tests/t.py::u</code> (exit status -9)." in page
     assert 'aria-label="mutation score per module"' in page and "97.5% (39/40)" in page
     assert 'aria-label="mutants killed by ppaux and by the baseline"' in page and ">killed by only ppaux</text>" in page
     assert "ppaux's suite kills 100.0% (53/53)" in page and "which kills 67.92%" in page

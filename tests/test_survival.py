@@ -151,7 +151,7 @@ def test_the_fuzz_job_finds_and_replays_a_crash(tmp_path):
     db, out = str(tmp_path / "db"), tmp_path / "report"
     planted = ["--impl", str(IMPLS / "segfaults_without_observer.py"), "--tests", "test_observer_checks_precede_value_checks",
                "--devices", "cpu", "--timeout", "2"]
-    run = fuzz("run", "--budget", "30s", "--max-failures", "1", "--db", db, "--report", str(out), *planted)
+    run = fuzz("run", "--budget", "30s", "--max-failures", "1", "--workers", "1", "--db", db, "--report", str(out), *planted)
     assert run.returncode == 1, run.stderr
     [failure] = json.loads((out / "fuzz.json").read_text())["failures"]
     assert failure["error"].startswith("ppaux.isolation.Crash: pop killed the process with SIGSEGV (signal 11)")
@@ -164,7 +164,7 @@ def test_the_fuzz_job_finds_and_replays_a_crash(tmp_path):
 @pytest.mark.slow
 def test_a_test_still_running_when_the_budget_ends_is_interrupted_not_clean(tmp_path):
     out = tmp_path / "report"
-    run = fuzz("run", "--budget", "8s", "--db", str(tmp_path / "db"), "--report", str(out), "--devices", "cpu",
+    run = fuzz("run", "--budget", "15s", "--db", str(tmp_path / "db"), "--report", str(out), "--devices", "cpu", "--workers", "1",
                "--impl", str(IMPLS / "sleeps_in_pop.py"), "--tests", "test_round_trip")
     summary = json.loads((out / "fuzz.json").read_text())
     assert (run.returncode, summary["failures"]) == (0, [])

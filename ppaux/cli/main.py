@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import ppaux.cli.catalog as catalog
 import ppaux.cli.check as check
 import ppaux.cli.faults as faults
+import ppaux.cli.fuzz as fuzz
 import ppaux.cli.mutate as mutate
 import ppaux.cli.wire_diff as wire_diff
 from ppaux.cli.usage import USAGE_ERROR, OneLineParser, UsageError
@@ -25,6 +26,7 @@ SUBCOMMANDS: Dict[str, Tuple[Callable[[argparse.ArgumentParser], None], Callable
     "errors": (catalog.add_errors_arguments, catalog.run_errors, "list the error catalog"),
     "explain": (catalog.add_explain_arguments, catalog.run_explain, "explain an error (by code or message), a kit finding or a contract clause"),
     "faults": (faults.add_arguments, faults.run, "inject each named fault into a real PP relay and print the outcome matrix"),
+    "fuzz": (fuzz.add_arguments, fuzz.run, "the nightly fuzz job: fuzz the suite with N workers (and shards), replay or merge what was found"),
     "mutate": (mutate.add_arguments, mutate.run, "mutation-test an implementation with the conformance suite, beside its own tests"),
     "wire-diff": (wire_diff.add_arguments, wire_diff.run, "SGLang's own send/recv_tensor_dict against ppaux's model, on drawn PP dicts over gloo"),
 }

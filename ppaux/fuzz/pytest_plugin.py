@@ -1,25 +1,27 @@
-"""pytest plugin for the rounds that ``python -m fuzz`` drives (``-p fuzz.pytest_plugin``).
+"""pytest plugin for the rounds that ``ppaux fuzz`` drives (``-p ppaux.fuzz.pytest_plugin``).
 
 It registers the ``ppaux-fuzz`` profile (the ``nightly`` profile with this round's
-example budget and the fuzz database), keeps only Hypothesis tests, counts examples
-through Hypothesis' observability callbacks, and appends events (progress, failures,
-per-test outcomes) as JSON lines to ``$PPAUX_FUZZ_EVENTS`` for the parent to read.
+example budget and the fuzz database), keeps only Hypothesis tests (of this machine's shard,
+in this worker's order), counts examples, and appends events (progress, failures, per-test
+outcomes) as JSON lines to ``$PPAUX_FUZZ_EVENTS`` for the parent to read.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import time
-from typing import Any, Dict, Iterable
+from typing import Any, Dict, Iterable, Optional
 
 import pytest
 from hypothesis import Phase, settings
 from hypothesis.database import ExampleDatabase, ReadOnlyDatabase
 from hypothesis.internal.detection import is_hypothesis_test
 
-from fuzz.database import open_database
+from ppaux.fuzz.database import ROUND_REDIS_TIMEOUT_S, open_database
+from ppaux.fuzz.options import in_shard, parse_shard
 from ppaux.testing.profiles import PROFILES
 from ppaux.testing.results import failure_details
 
@@ -69,8 +71,22 @@ class _RecordingDatabase(ExampleDatabase):
         pass
 
 
+# An exception line inside an exception group's box: "  | ExceptionGroup: Hypothesis found 2 ...".
+_GROUPED_ERROR = re.compile(r"^[ +|-]*\|\s*([A-Za-z_][\w.]*(?:Error|Exception|Group|Crash|Hang)\b:.*)$")
+
+
+def error_line(text: str) -> Optional[str]:
+    """The failure's one-line error: pytest's first ``E`` line, else (several distinct bugs in one
+    test, as the nightly profile reports them) the exception group's own line."""
+    lines = text.splitlines()
+    found = next((line[1:].strip() for line in lines if line.startswith("E ") and line[1:].strip()), None)
+    if found is None:
+        found = next((m.group(1).strip() for m in map(_GROUPED_ERROR.match, lines) if m), None)
+    return found
+
+
 def _profile() -> settings:
-    db = open_database(os.environ.get("PPAUX_FUZZ_DB"))
+    db = open_database(os.environ.get("PPAUX_FUZZ_DB"), answer_timeout=ROUND_REDIS_TIMEOUT_S)
     nightly = PROFILES["nightly"]
     if MODE == "replay":
         # Only the saved examples, as saved: no generation, no shrinking, nothing written back.
@@ -145,22 +161,35 @@ def _stop(signum: int, frame: Any) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     _current["session"] = session
     signal.signal(signal.SIGINT, _stop)
+    emit({"kind": "started", "pid": os.getpid()})
+
+
+def _worker_order(items: list) -> list:
+    """Worker W of N starts its rounds W/N of the way down the list: early in a run, the
+    workers together have tried more tests than one would, and each still reaches every test."""
+    worker, _, workers = os.environ.get("PPAUX_FUZZ_WORKER", "1/1").partition("/")
+    start = len(items) * (int(worker) - 1) // int(workers)
+    return items[start:] + items[:start]
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    shard = parse_shard(os.environ.get("PPAUX_FUZZ_SHARD"))
     # Plain example tests give the same answer every time: fuzzing them wastes the budget.
-    keep = [item for item in items if is_hypothesis_test(getattr(item, "obj", None))]
+    fuzzable = [item for item in items if is_hypothesis_test(getattr(item, "obj", None))]
+    keep = [item for item in fuzzable if in_shard(item.nodeid, shard)]
     dropped = [item for item in items if item not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = keep
-    emit({"kind": "collected", "tests": len(keep)})
+    items[:] = _worker_order(keep)
+    emit({"kind": "collected", "tests": len(keep), "selected": len(fuzzable)})
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Any):
     _current["nodeid"] = item.nodeid
+    # Which test a worker was running, should it die.
+    emit({"kind": "running", "nodeid": item.nodeid})
     outcome = yield
     if outcome.excinfo is not None and issubclass(outcome.excinfo[0], KeyboardInterrupt):
         # Stopped with the round (the test's child, if it had one, is killed): no verdict, but never dropped.
@@ -174,7 +203,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any):
     # A test of the shipped suite runs in a forked child (ppaux.testing.containment): what it
     # counted there comes back on its reports.
     report = outcome.get_result()
-    report.ppaux_fuzz = {"examples": _counts["examples"], "saved": _saved.get(item.nodeid)}
+    clause = item.get_closest_marker("clause")
+    report.ppaux_fuzz = {"examples": _counts["examples"], "saved": _saved.get(item.nodeid),
+                         "clause": clause.args[0] if clause else None}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -195,9 +226,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.failed:
         text = report.longreprtext
         details = failure_details(text)
-        first_e = next((line[1:].strip() for line in text.splitlines() if line.startswith("E ") and line[1:].strip()), None)
-        details["error"] = details.get("error") or first_e
-        emit({"kind": "failure", "nodeid": report.nodeid, **details, "text": text[-TEXT_LIMIT:]})
+        details["error"] = details.get("error") or error_line(text)
+        emit({"kind": "failure", "nodeid": report.nodeid, "clause": counted.get("clause"), **details,
+              "text": text[-TEXT_LIMIT:]})
     emit({"kind": "progress", "examples": _counts["examples"]})
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
-from fuzz.options import format_duration
+from ppaux.fuzz.options import format_duration
 
 
 class Progress:

@@ -1,0 +1,19 @@
+"""``ppaux fuzz run|replay|report``: the nightly fuzz job from an install (:mod:`ppaux.fuzz`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ppaux.cli.usage import UsageError
+from ppaux.fuzz import FuzzUsageError, add_arguments
+
+__all__ = ["add_arguments", "run"]
+
+
+def run(args: argparse.Namespace) -> int:
+    from ppaux.fuzz import run as fuzz
+
+    try:
+        return fuzz(args)
+    except FuzzUsageError as exc:
+        raise UsageError(str(exc)) from None

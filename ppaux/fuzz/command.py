@@ -1,0 +1,159 @@
+"""``ppaux fuzz run|replay|report`` (and the checkout's ``python -m fuzz``): exit 0 = no failure,
+1 = failures (or a dead worker, or nothing fuzzed), 2 = usage error (:class:`FuzzUsageError`, one line)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ppaux.fuzz.options import FuzzUsageError, parse_shard
+
+__all__ = ["add_arguments", "run"]
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--impl", default=None, metavar="MODULE_OR_FILE", help="implementation under test (default: ppaux's own)")
+    p.add_argument("--devices", default="auto", choices=("auto", "cpu", "cuda"),
+                   help="auto: each worker on one GPU in turn (and two, where two are visible), then on the CPU; "
+                        "cpu: GPUs hidden; cuda: GPUs only")
+    p.add_argument("--db", default=None, metavar="DIR|redis://HOST:PORT", help="example database (default .hypothesis/fuzz-db)")
+    p.add_argument("--tests", default=None, metavar="EXPR", help="pytest -k expression over test names, files and marks")
+    p.add_argument("--report", default="reports/out/fuzz", metavar="DIR", help="report directory (default reports/out/fuzz)")
+    p.add_argument("--timeout", default=None, metavar="SECONDS",
+                   help="per-call time limit on the implementation: a call past it fails as a hang (default 10)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # Subparsers take the parser's own class: their errors are one line too.
+    sub = parser.add_subparsers(dest="fuzz_command", required=True, metavar="{run,replay,report}")
+    run_p = sub.add_parser("run", help="fuzz the Hypothesis tests under the nightly profile until the budget is spent")
+    run_p.add_argument("--budget", default="30m", help="how long to fuzz: 30m, 1h30m, 90s (default 30m)")
+    run_p.add_argument("--workers", default="auto", metavar="N|auto",
+                       help="worker processes side by side on the one database (default auto: one per core)")
+    run_p.add_argument("--shard", default=None, metavar="K/N",
+                       help="fuzz only this machine's share of the tests, the K-th of N (a stable split by test id)")
+    replay_p = sub.add_parser("replay", help="re-run every failure saved in the example database, from any machine")
+    for p in (run_p, replay_p):
+        _add_common(p)
+    run_p.add_argument("--seed", type=int, default=None, help="seed each round from SEED (a reproducible run); default: random")
+    run_p.add_argument("--max-failures", type=int, default=None, metavar="N", help="stop once N distinct failures are found")
+    run_p.add_argument("--progress-every", type=float, default=10.0, metavar="S",
+                       help="seconds between progress lines when not on a terminal")
+    report_p = sub.add_parser("report", help="merge the fuzz.json of several shards' runs into one report")
+    report_p.add_argument("--merge", nargs="+", required=True, metavar="DIR", help="report directories of the shards' runs")
+    report_p.add_argument("--report", default="reports/out/fuzz", metavar="DIR",
+                          help="where to write the merged fuzz.md and fuzz.json (default reports/out/fuzz)")
+
+
+def _suite(args: argparse.Namespace, *, replay: bool):
+    """The rounds' common ground from the options, each bad one a :class:`FuzzUsageError`."""
+    from ppaux.fuzz.database import DEFAULT_DB, DatabaseError, open_database
+    from ppaux.fuzz.report import check_report_dir
+    from ppaux.fuzz.rounds import Suite
+    from ppaux.isolation import parse_timeout
+    from ppaux.testing.impl import ImplementationError, load
+
+    timeout = None
+    if args.timeout is not None:
+        try:
+            timeout = parse_timeout(args.timeout)
+        except ValueError as exc:
+            raise FuzzUsageError(f"--timeout: {exc}") from None
+    impl = args.impl
+    if impl:
+        try:
+            load(impl)
+        except ImplementationError as exc:
+            raise FuzzUsageError(f"--impl: {exc}") from None
+        # Relative to where the user stands; a checkout's rounds run from its root.
+        if impl.endswith(".py") or Path(impl).is_file():
+            impl = str(Path(impl).resolve())
+    # Where the user stands, as the report will name it: a checkout's rounds run from its root.
+    db = args.db if args.db and "://" in args.db else str(Path(args.db or DEFAULT_DB).resolve())
+    try:
+        open_database(db, must_exist=replay)
+    except DatabaseError as exc:
+        raise FuzzUsageError(str(exc)) from None
+    report = check_report_dir(Path(args.report))
+    shard = parse_shard(getattr(args, "shard", None))
+    return Suite(db=db, workdir=report / "rounds", tests=args.tests, impl=impl, timeout=timeout, shard=shard), report
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ppaux.fuzz.options import parse_budget, parse_workers, placements, visible_gpus
+    from ppaux.fuzz.progress import Progress
+    from ppaux.fuzz.report import write_run
+    from ppaux.fuzz.runner import FuzzRun, Worker, verdict
+    from ppaux.testing.profiles import PROFILES
+
+    budget = parse_budget(args.budget)
+    count = parse_workers(args.workers)
+    if args.progress_every <= 0:
+        raise FuzzUsageError("--progress-every must be a positive number of seconds")
+    if args.max_failures is not None and args.max_failures < 1:
+        raise FuzzUsageError("--max-failures must be at least 1")
+    suite, report = _suite(args, replay=False)
+    gpus = [] if args.devices == "cpu" else visible_gpus()
+    workers = [Worker(i + 1, placements(args.devices, gpus, i)[0]) for i in range(count)]
+    progress = Progress(sys.stderr, budget, every=args.progress_every)
+    note = placements(args.devices, gpus)[1]
+    if note:
+        progress.say(f"fuzz: {note}")
+    run = FuzzRun(budget=budget, suite=suite, workers=workers, seed=args.seed, max_failures=args.max_failures,
+                  nightly_max_examples=PROFILES["nightly"].max_examples, progress=progress)
+    try:
+        run.run()
+    finally:
+        summary = run.summary()
+        path = write_run(summary, report)
+        progress.say(f"fuzz: report {path}")
+    status, why = verdict(summary)
+    if why:
+        progress.say(f"fuzz: {why}")
+    return status
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from ppaux.fuzz.options import placements, visible_gpus
+    from ppaux.fuzz.report import write_replay
+    from ppaux.fuzz.runner import Replay
+
+    gpus = [] if args.devices == "cpu" else visible_gpus()
+    placements(args.devices, gpus)  # --devices cuda without a GPU: one line, exit 2
+    suite, report = _suite(args, replay=True)
+    # Every GPU visible, as when the placements of all workers are taken together.
+    replay = Replay(suite=suite, placement="cuda:" + ",".join(gpus) if gpus else "cpu")
+    replay.run()
+    summary = replay.summary()
+    path = write_replay(summary, report)
+    print(f"fuzz replay: {summary['saved_examples']} saved examples in {summary['tests_with_saved_failures']} tests; "
+          f"still failing: {len(summary['still_failing'])}; no longer failing: {len(summary['no_longer_failing'])}")
+    for row in summary["still_failing"]:
+        print(f"  FAILS {row['nodeid']}: {row.get('error') or ''}")
+    print(f"fuzz replay: report {path}")
+    return 1 if summary["still_failing"] else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ppaux.fuzz.report import check_report_dir, merge_runs, read_run, write_run
+    from ppaux.fuzz.runner import verdict
+
+    dirs = [check_report_dir(Path(d), "--merge") for d in args.merge]
+    twice = next((d for i, d in enumerate(dirs) if d in dirs[:i]), None)
+    if twice is not None:
+        raise FuzzUsageError(f"--merge {str(twice)!r} is named twice: its rounds would count twice")
+    runs = [read_run(d) for d in dirs]
+    out = check_report_dir(Path(args.report))
+    summary = merge_runs(runs)
+    path = write_run(summary, out)
+    status, why = verdict(summary)
+    print(f"fuzz report: {len(runs)} runs merged: {summary['examples']:,} examples, {len(summary['rounds'])} rounds, "
+          f"{len(summary['failures'])} failures" + (f"; {why}" if why else ""))
+    print(f"fuzz report: {path}")
+    return status
+
+
+def run(args: argparse.Namespace) -> int:
+    command = {"run": cmd_run, "replay": cmd_replay, "report": cmd_report}[args.fuzz_command]
+    return command(args)

@@ -1,0 +1,170 @@
+"""One pytest subprocess per fuzz round, and the events it appends for the parent to read."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+__all__ = ["PROFILE", "Round", "Suite", "from_checkout"]
+
+# The checkout (or site-packages, for an install) that holds the ppaux package.
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE = "ppaux-fuzz"
+PLUGIN = "ppaux.fuzz.pytest_plugin"
+# Tests that download SGLang's wheel need the network: never part of a fuzz round.
+MARK_FILTER = "not sglang"
+CHECKOUT_PATHS = ("ppaux/conformance", "tests")
+SUITE = "ppaux.conformance"
+
+
+def from_checkout() -> bool:
+    """Whether ppaux runs from its own checkout, where its ``tests/`` are fuzzed beside the shipped suite."""
+    return (ROOT / "pyproject.toml").is_file() and (ROOT / "tests" / "conftest.py").is_file()
+
+
+@dataclass(frozen=True)
+class Suite:
+    """What every round of a run fuzzes, and against what: the same for every worker."""
+
+    db: str
+    workdir: Path
+    tests: Optional[str] = None
+    impl: Optional[str] = None
+    timeout: Optional[float] = None
+    shard: Optional[Tuple[int, int]] = None
+    checkout: bool = field(default_factory=from_checkout)
+    # Where an installed suite runs: the user's directory, so that an --impl module imports from there.
+    cwd: Path = field(default_factory=Path.cwd)
+
+    @property
+    def what(self) -> str:
+        return "ppaux.conformance and ppaux's tests/" if self.checkout else "ppaux.conformance"
+
+    def command(self) -> List[str]:
+        cmd = [sys.executable, "-m", "pytest", "-p", PLUGIN, f"--hypothesis-profile={PROFILE}", "-q", "--no-header",
+               "-p", "no:cacheprovider", "--strict-markers", "-m", MARK_FILTER]
+        if self.tests:
+            cmd += ["-k", self.tests]
+        if self.impl:
+            cmd += ["--ppaux-impl", self.impl]
+        if self.timeout is not None:
+            cmd += ["--ppaux-timeout", repr(self.timeout)]
+        if self.checkout:
+            # -o addopts= drops the coverage gate and xdist: the fuzz plugin counts examples in this one process.
+            return cmd + ["-o", "addopts=", *CHECKOUT_PATHS]
+        # As `ppaux check` runs it: the installed suite under an empty config of its own.
+        ini = self.workdir / "pytest.ini"
+        ini.write_text("[pytest]\n")
+        return cmd + ["--pyargs", SUITE, "-c", str(ini), "--rootdir", str(ROOT),
+                      "--confcutdir", str(ROOT / "ppaux" / "conformance")]
+
+    def env(self, *, mode: str, events: Path, placement: str, max_examples: Optional[int], worker: Tuple[int, int],
+            seed: Optional[int] = None) -> Dict[str, str]:
+        env = dict(os.environ)
+        for name in ("PPAUX_FUZZ_SEED", "PPAUX_FUZZ_SHARD", "PPAUX_FUZZ_MAX_EXAMPLES"):
+            env.pop(name, None)
+        if seed is not None:
+            env["PPAUX_FUZZ_SEED"] = str(seed)
+        if self.shard is not None and mode == "run":
+            env["PPAUX_FUZZ_SHARD"] = "%d/%d" % self.shard
+        env.update(PPAUX_FUZZ_MODE=mode, PPAUX_FUZZ_DB=self.db, PPAUX_FUZZ_EVENTS=str(events),
+                   PPAUX_FUZZ_WORKER="%d/%d" % worker)
+        if max_examples is not None:
+            env["PPAUX_FUZZ_MAX_EXAMPLES"] = str(max_examples)
+        # "cpu" hides every GPU; "cuda:G" or "cuda:G,H" shows those.
+        env["CUDA_VISIBLE_DEVICES"] = placement.partition(":")[2]
+        return env
+
+
+@dataclass
+class Round:
+    """A running pytest round; ``poll_events`` returns what it appended since the last call."""
+
+    number: int
+    worker: int
+    placement: str
+    max_examples: Optional[int]
+    events_path: Path
+    log_path: Path
+    proc: subprocess.Popen = field(repr=False)
+    examples: int = 0
+    collected: Optional[int] = None
+    selected: Optional[int] = None
+    running: Optional[str] = None
+    _offset: int = 0
+    _partial: bytes = b""
+    _kill_at: Optional[float] = None
+
+    @classmethod
+    def start(cls, suite: Suite, number: int, placement: str, max_examples: Optional[int], *, mode: str,
+              worker: Tuple[int, int] = (1, 1), seed: Optional[int] = None) -> "Round":
+        stem = suite.workdir / f"worker-{worker[0]}-round-{number:03d}"
+        events, log = stem.with_suffix(".events.jsonl"), stem.with_suffix(".log")
+        events.write_text("")
+        with open(log, "wb") as out:
+            # Own session: a Ctrl-C on the terminal reaches the parent only, which then stops the round.
+            proc = subprocess.Popen(suite.command(), cwd=ROOT if suite.checkout else suite.cwd, stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=suite.env(mode=mode, events=events, placement=placement,
+                                                  max_examples=max_examples, worker=worker, seed=seed),
+                                    start_new_session=True)
+        return cls(number, worker[0], placement, max_examples, events, log, proc)
+
+    def poll_events(self) -> List[Dict[str, Any]]:
+        with open(self.events_path, "rb") as fh:
+            fh.seek(self._offset)
+            chunk = fh.read()
+        self._offset += len(chunk)
+        lines = (self._partial + chunk).split(b"\n")
+        self._partial = lines.pop()
+        events = [json.loads(line) for line in lines if line.strip()]
+        for event in events:
+            if event["kind"] == "progress":
+                self.examples = max(self.examples, event["examples"])
+            elif event["kind"] == "collected":
+                self.collected, self.selected = event["tests"], event.get("selected")
+            elif event["kind"] == "running":
+                self.running = event["nodeid"]
+        return events
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Ask the round to stop as Ctrl-C would (pytest still reports); ``reap`` kills it after ``grace`` s."""
+        if self.proc.poll() is None and self._kill_at is None:
+            self._kill_at = time.monotonic() + grace
+            self._signal(signal.SIGINT)
+
+    def reap(self) -> bool:
+        """Whether the round has ended; a stopped round past its grace is killed, with its children."""
+        if self.proc.poll() is not None:
+            return True
+        if self._kill_at is not None and time.monotonic() >= self._kill_at:
+            self.kill()
+            return True
+        return False
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def interrupt(self, grace: float = 10.0) -> None:
+        """Stop the round and wait until it has ended."""
+        self.stop(grace)
+        while not self.reap():
+            time.sleep(0.05)
+
+    def _signal(self, signum: int) -> None:
+        try:
+            os.killpg(self.proc.pid, signum)
+        except ProcessLookupError:  # pragma: no cover - it exited between poll and kill
+            pass
+
+    def log_tail(self, lines: int = 15) -> str:
+        text = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+        return "\n".join(text[-lines:])

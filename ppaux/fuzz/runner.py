@@ -1,0 +1,294 @@
+"""The fuzz loop: N workers run rounds side by side until the budget is spent or a signal arrives;
+failures are kept once, however many workers hit them, and reported."""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional, Tuple
+
+from ppaux.fuzz.options import FuzzUsageError
+from ppaux.fuzz.progress import Progress
+from ppaux.fuzz.rounds import Round, Suite
+from ppaux.fuzz.timeline import Timeline, thin
+from ppaux.isolation import DEFAULT_TIMEOUT
+
+__all__ = ["FuzzRun", "Replay", "RunError", "Worker", "failure_rows"]
+
+# Examples per test in successive rounds on each placement: a quick sweep first so every test
+# gets a turn on every placement early, then the nightly profile's own max_examples.
+SCHEDULE = (50, 200, 1000)
+# pytest exit statuses that, before any test ran, mean the selection cannot run anywhere: every
+# worker would say the same. After that, a round that ends so is a worker that died.
+_BROKEN = {2: "interrupted or collection error", 3: "internal error", 4: "usage error", 5: "no tests collected"}
+# What a failure row carries for whoever acts on it (a regression test, an issue): see failure_rows.
+FAILURE_FIELDS = ("nodeid", "clause", "error", "example", "blob")
+
+
+class RunError(FuzzUsageError):
+    """The rounds cannot run at all (bad --tests, pytest usage error): one line for the user."""
+
+
+def failure_rows(summary: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Each distinct failure of a run (or a merged run, or a replay's still-failing tests) as
+    ``nodeid, clause, error, example, blob``: the one place to read them from."""
+    rows = summary.get("failures", summary.get("still_failing", []))
+    return [{k: row.get(k) for k in FAILURE_FIELDS} for row in rows]
+
+
+@dataclass
+class Worker:
+    """One slot of the run: rounds one after another on its own placements, until it stops or dies."""
+
+    number: int
+    placements: List[str]
+    timeline: Timeline = field(default_factory=Timeline)
+    current: Optional[Round] = None
+    rounds: int = 0
+    examples_done: int = 0
+    failures: int = 0
+    died: Optional[Dict[str, Any]] = None
+
+    @property
+    def examples(self) -> int:
+        return self.examples_done + (self.current.examples if self.current else 0)
+
+    def stats(self) -> Dict[str, Any]:
+        return {"worker": self.number, "placements": self.placements, "rounds": self.rounds,
+                "examples": self.examples, "failures": self.failures, "died": self.died,
+                "timeline": [list(p) for p in thin(self.timeline.points, 300)]}
+
+
+@dataclass
+class FuzzRun:
+    budget: float
+    suite: Suite
+    workers: List[Worker]
+    nightly_max_examples: int
+    progress: Progress
+    seed: Optional[int] = None
+    max_failures: Optional[int] = None
+    # Seconds a stopped round has to write its report before it is killed.
+    grace: float = 10.0
+    started_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    rounds: List[Dict[str, Any]] = field(default_factory=list)
+    failures: Dict[Tuple[str, str], Dict[str, Any]] = field(default_factory=dict)
+    interrupted: List[Dict[str, Any]] = field(default_factory=list)
+    timeline: Timeline = field(default_factory=Timeline)
+    stopped_by: Optional[str] = None
+    elapsed: float = 0.0
+
+    @property
+    def examples(self) -> int:
+        return sum(w.examples for w in self.workers)
+
+    @property
+    def dead(self) -> List[Dict[str, Any]]:
+        return [w.died for w in self.workers if w.died]
+
+    def _signal(self, signum: int, frame: Any) -> None:
+        self.stopped_by = signal.Signals(signum).name
+
+    def max_examples(self, worker: Worker) -> int:
+        sweep = worker.rounds // len(worker.placements)
+        return SCHEDULE[sweep] if sweep < len(SCHEDULE) else self.nightly_max_examples
+
+    def _stop_reason(self, elapsed: float) -> Optional[str]:
+        if self.stopped_by is None and self.max_failures and len(self.failures) >= self.max_failures:
+            self.stopped_by = "max-failures"
+        return self.stopped_by or ("budget" if elapsed >= self.budget else None)
+
+    def run(self) -> None:
+        self.suite.workdir.mkdir(parents=True, exist_ok=True)
+        for old in self.suite.workdir.glob("worker-*"):
+            old.unlink()
+        previous = {s: signal.signal(s, self._signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        start = time.monotonic()
+        try:
+            while True:
+                elapsed = time.monotonic() - start
+                reason = self._stop_reason(elapsed)
+                for worker in self.workers:
+                    self._step(worker, elapsed, reason)
+                self._sample(elapsed)
+                if all(w.current is None for w in self.workers) and (reason or all(w.died for w in self.workers)):
+                    break
+                time.sleep(0.1)
+        finally:
+            for worker in self.workers:
+                if worker.current is not None:  # only on an error: kill what is left, no verdict to wait for
+                    worker.current.kill()
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            self.elapsed = time.monotonic() - start
+            self._sample(self.elapsed, force=True)
+            self.progress.finish(self.elapsed, self.examples, len(self.failures), self._where(), len(self.rounds))
+
+    def _where(self) -> str:
+        """Where the rounds run, for the progress line: the placement of a lone worker's round."""
+        live = [w.current for w in self.workers if w.current]
+        if len(self.workers) > 1:
+            return f"{len(live)}/{len(self.workers)} workers"
+        return live[0].placement if live else self.rounds[-1]["placement"] if self.rounds else self.workers[0].placements[0]
+
+    def _step(self, worker: Worker, elapsed: float, reason: Optional[str]) -> None:
+        """Start the worker's next round, or follow the one it runs: stop it, or take its end."""
+        if worker.current is None:
+            if reason is None and worker.died is None:
+                placement = worker.placements[worker.rounds % len(worker.placements)]
+                max_examples = self.max_examples(worker)
+                worker.rounds += 1
+                seed = None if self.seed is None else self.seed + 1000 * (worker.number - 1) + worker.rounds
+                worker.current = Round.start(self.suite, worker.rounds, placement, max_examples, mode="run",
+                                             worker=(worker.number, len(self.workers)), seed=seed)
+            return
+        rnd = worker.current
+        if reason is not None:
+            rnd.stop(self.grace)
+        ended = rnd.reap()
+        self._take(rnd.poll_events(), worker, elapsed, reason or "finished")
+        if ended:
+            self._end_round(worker, elapsed, reason or "finished")
+
+    def _end_round(self, worker: Worker, elapsed: float, reason: str) -> None:
+        rnd = worker.current
+        assert rnd is not None
+        rnd.kill()  # children the round left behind, if any: its process group goes with it
+        self._take(rnd.poll_events(), worker, elapsed, reason)
+        worker.examples_done += rnd.examples
+        worker.current = None
+        status = rnd.proc.returncode
+        self.rounds.append({"worker": worker.number, "round": rnd.number, "placement": rnd.placement,
+                            "max_examples": rnd.max_examples, "examples": rnd.examples, "tests": rnd.collected,
+                            "exit_status": status, "ended_by": reason, "log": str(rnd.log_path)})
+        if reason != "finished" or status in (0, 1):
+            return
+        if status in _BROKEN and rnd.collected is None or status == 5:
+            raise RunError(self._broken_message(rnd, status))
+        worker.died = {"worker": worker.number, "round": rnd.number, "placement": rnd.placement, "test": rnd.running,
+                       "exit_status": status, "log": str(rnd.log_path)}
+        self.progress.say(f"fuzz: worker {worker.number} died in round {rnd.number} ({rnd.placement}) running "
+                          f"{rnd.running or 'no test yet'}: {describe_status(status)}; the other workers go on")
+
+    def _take(self, events: List[Dict[str, Any]], worker: Worker, elapsed: float, reason: str) -> None:
+        rnd = worker.current
+        for event in events:
+            if event["kind"] == "failure":
+                self._record_failure(event, worker, rnd, elapsed)
+            elif event["kind"] == "interrupted":
+                # A test still running when the round was stopped: no verdict, and said so.
+                self.interrupted.append({"nodeid": event["nodeid"], "worker": worker.number, "round": rnd.number,
+                                         "placement": rnd.placement, "stopped_by": reason})
+                self.progress.say(f"fuzz: interrupted {event['nodeid']} (worker {worker.number}, round {rnd.number}, "
+                                  f"{rnd.placement}): still running when the round was stopped ({reason}); no verdict")
+
+    def _record_failure(self, event: Dict[str, Any], worker: Worker, rnd: Round, elapsed: float) -> None:
+        key = (event["nodeid"], event.get("example") or event.get("error") or "")
+        seen = self.failures.get(key)
+        if seen is not None:
+            seen["seen"] += 1
+            seen["placements"] = sorted(set(seen["placements"]) | {rnd.placement})
+            seen["workers"] = sorted(set(seen["workers"]) | {worker.number})
+            return
+        worker.failures += 1
+        self.failures[key] = {
+            "nodeid": event["nodeid"], "clause": event.get("clause"), "worker": worker.number, "workers": [worker.number],
+            "round": rnd.number, "placements": [rnd.placement], "found_after_s": round(elapsed, 1),
+            "example": event.get("example"), "blob": event.get("blob"), "error": event.get("error"),
+            "text": event.get("text", ""), "seen": 1,
+        }
+        self.progress.say(f"fuzz: FAILURE {event['nodeid']} (worker {worker.number}, round {rnd.number}, {rnd.placement}): "
+                          f"{event.get('error') or 'see the report'}")
+
+    def _sample(self, elapsed: float, force: bool = False) -> None:
+        for worker in self.workers:
+            worker.timeline.sample(elapsed, worker.examples, worker.failures, force)
+        self.timeline.sample(elapsed, self.examples, len(self.failures), force)
+        self.progress.update(elapsed, self.examples, len(self.failures), self._where(), len(self.rounds) + 1)
+
+    def _broken_message(self, rnd: Round, status: int) -> str:
+        if status == 5 and self.suite.shard is not None and rnd.selected:
+            k, n = self.suite.shard
+            return f"shard {k}/{n} holds none of the {rnd.selected} selected Hypothesis tests; nothing to fuzz here"
+        if status == 5:
+            return "no Hypothesis tests match the selection (--tests); nothing to fuzz"
+        return f"pytest could not run the round ({_BROKEN[status]}, exit {status}); see {rnd.log_path}: " + \
+            (rnd.log_tail(1) or "no output")
+
+    def summary(self) -> Dict[str, Any]:
+        return {
+            "kind": "fuzz-run", "started_at": self.started_at, "budget_s": self.budget,
+            "elapsed_s": round(self.elapsed, 1), "stopped_by": self.stopped_by or "budget",
+            "complete": self.stopped_by in (None, "max-failures"), "impl": self.suite.impl or "ppaux.transport",
+            "db": self.suite.db, "suite": self.suite.what, "tests": self.suite.tests, "seed": self.seed,
+            "shard": "%d/%d" % self.suite.shard if self.suite.shard else None,
+            "placements": sorted({p for w in self.workers for p in w.placements}),
+            "workers": [w.stats() for w in self.workers], "dead_workers": self.dead,
+            "examples": self.examples,
+            "examples_per_s": round(self.examples / self.elapsed, 1) if self.elapsed else 0.0,
+            "timeout_s": self.suite.timeout or DEFAULT_TIMEOUT, "rounds": self.rounds,
+            "failures": list(self.failures.values()), "interrupted": self.interrupted,
+            "timeline": [list(p) for p in thin(self.timeline.points, 600)],
+        }
+
+
+def describe_status(status: int) -> str:
+    if status < 0:
+        try:
+            return f"exit status {status} (killed by {signal.Signals(-status).name})"
+        except ValueError:  # pragma: no cover - a signal number Python has no name for
+            return f"exit status {status} (killed by signal {-status})"
+    return f"exit status {status}"
+
+
+def verdict(summary: Dict[str, Any]) -> Tuple[int, Optional[str]]:
+    """The run's exit status, and why it is not 0 when no test failed: a dead worker, or nothing fuzzed."""
+    if summary["dead_workers"]:
+        return 1, f"{len(summary['dead_workers'])} worker(s) died: see the report"
+    if summary["failures"]:
+        return 1, None
+    if summary["examples"] == 0:
+        return 1, "no example ran within the budget: nothing was fuzzed"
+    return 0, None
+
+
+@dataclass
+class Replay:
+    suite: Suite
+    placement: str
+    rows: List[Dict[str, Any]] = field(default_factory=list)
+    failures: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+
+    def run(self) -> None:
+        self.suite.workdir.mkdir(parents=True, exist_ok=True)
+        rnd = Round.start(self.suite, 0, self.placement, None, mode="replay")
+        try:
+            rnd.proc.wait()
+        except KeyboardInterrupt:
+            rnd.interrupt()
+            raise
+        finally:
+            rnd.kill()
+        for event in rnd.poll_events():
+            if event["kind"] == "test":
+                self.rows.append(event)
+            elif event["kind"] == "failure":
+                self.failures[event["nodeid"]] = event
+        status = rnd.proc.returncode
+        if status not in (0, 1, 5):
+            raise RunError(f"pytest could not run the replay (exit {status}); see {rnd.log_path}: "
+                           + (rnd.log_tail(1) or "no output"))
+
+    def summary(self) -> Dict[str, Any]:
+        saved = [r for r in self.rows if r.get("saved")]
+        still = [dict(r, **{k: self.failures.get(r["nodeid"], {}).get(k) for k in ("clause", "example", "blob", "error", "text")})
+                 for r in saved if r["outcome"] == "failed"]
+        fixed = [r for r in saved if r["outcome"] == "passed"]
+        return {
+            "kind": "fuzz-replay", "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "impl": self.suite.impl or "ppaux.transport", "db": self.suite.db, "placement": self.placement,
+            "tests_with_saved_failures": len(saved), "saved_examples": sum(r["saved"] for r in saved),
+            "still_failing": still, "no_longer_failing": fixed,
+        }
