@@ -127,6 +127,8 @@ def test_a_report_or_database_that_cannot_be_one_is_one_line_and_exit_2(tmp_path
         # A typo'd database on replay: "0 saved examples" and exit 0 would read as a clean night.
         (["replay", "--impl", "ppaux.transport", "--db", missing],
          f"ppaux: error: --db {missing!r}: no such directory; nothing saved there to replay"),
+        (["replay", "--db", str(tmp_path), "--report", str(tmp_path / "r"), "--regressions", file],
+         f"ppaux: error: --regressions: {file} is not a directory"),
         (["report", "--merge", str(tmp_path)], f"ppaux: error: --merge {str(tmp_path)!r}: no fuzz.json there"),
         (["report", "--merge", file], f"ppaux: error: --merge {file!r} is a file; expected a directory"),
         (["report", "--merge", str(tmp_path), str(tmp_path / "." / "")],
@@ -435,9 +437,16 @@ def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> N
     assert re.search(rf"^fuzz: FAILURE {re.escape(BROKEN_TEST)} \(worker 1, round \d+, cpu\): ", err, re.M), err
     assert BROKEN_TEST in (report / "fuzz.md").read_text()
 
-    status, out, err = ppaux_fuzz(capsys, "replay", "--db", db, "--report", str(report), "--impl", BROKEN)
+    regressions = report / "regressions"
+    status, out, err = ppaux_fuzz(capsys, "replay", "--db", db, "--report", str(report), "--impl", BROKEN,
+                                  "--regressions", str(regressions))
     assert status == 1, err
     replay = json.loads((report / "replay.json").read_text())
+    # The saved failure becomes a regression test, proven as ppaux check proves one.
+    assert [(f["clause"], f["tests"]) for f in replay["regressions"]["files"]] == [
+        ("add.7", ["test_success_adds_one_key_per_item_bound_to_the_same_tensor"])]
+    assert replay["regressions"]["refused"] == [] and os.listdir(regressions) == ["test_add_7.py"]
+    assert f"  REGRESSION TEST {regressions / 'test_add_7.py'} (add.7): " in out
     assert [r["nodeid"] for r in replay["still_failing"]] == [BROKEN_TEST]
     assert EXAMPLE_HEADER.match(replay["still_failing"][0]["example"])
     assert failure_rows(replay)[0]["blob"] == replay["still_failing"][0]["blob"]

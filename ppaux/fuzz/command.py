@@ -4,10 +4,15 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
+from typing import Any, Dict, List
 
 from ppaux.fuzz.options import FuzzUsageError, parse_shard
+from ppaux.isolation import DEFAULT_TIMEOUT
+from ppaux.regressions import check_directory, write_regressions
+from ppaux.testing.results import finding
 
 __all__ = ["add_arguments", "run"]
 
@@ -40,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run_p.add_argument("--max-failures", type=int, default=None, metavar="N", help="stop once N distinct failures are found")
     run_p.add_argument("--progress-every", type=float, default=10.0, metavar="S",
                        help="seconds between progress lines when not on a terminal")
+    replay_p.add_argument("--regressions", default=None, metavar="DIR",
+                          help="write a standalone regression test (unittest + torch) per clause still failing there, "
+                               "as ppaux check --regressions does")
     report_p = sub.add_parser("report", help="merge the fuzz.json of several shards' runs into one report")
     report_p.add_argument("--merge", nargs="+", required=True, metavar="DIR", help="report directories of the shards' runs")
     report_p.add_argument("--report", default="reports/out/fuzz", metavar="DIR",
@@ -122,17 +130,40 @@ def cmd_replay(args: argparse.Namespace) -> int:
     gpus = [] if args.devices == "cpu" else visible_gpus()
     placements(args.devices, gpus)  # --devices cuda without a GPU: one line, exit 2
     suite, report = _suite(args, replay=True)
+    why = args.regressions and check_directory(Path(args.regressions))
+    if why:
+        raise FuzzUsageError(f"--regressions: {why}")
+    suite = dataclasses.replace(suite, record_calls=bool(args.regressions))
     # Every GPU visible, as when the placements of all workers are taken together.
     replay = Replay(suite=suite, placement="cuda:" + ",".join(gpus) if gpus else "cpu")
     replay.run()
     summary = replay.summary()
+    if args.regressions:
+        _write_regressions(summary, suite, Path(args.regressions))
     path = write_replay(summary, report)
     print(f"fuzz replay: {summary['saved_examples']} saved examples in {summary['tests_with_saved_failures']} tests; "
           f"still failing: {len(summary['still_failing'])}; no longer failing: {len(summary['no_longer_failing'])}")
     for row in summary["still_failing"]:
         print(f"  FAILS {row['nodeid']}: {row.get('error') or ''}")
+    for f in summary.get("regressions", {}).get("files", []):
+        print(f"  REGRESSION TEST {f['path']} ({f['clause']}): {', '.join(f['tests'])}")
+    for r in summary.get("regressions", {}).get("refused", []):
+        print(f"  NO REGRESSION TEST for {r['nodeid']}: {r['why']}")
     print(f"fuzz replay: report {path}")
     return 1 if summary["still_failing"] else 0
+
+
+def _write_regressions(summary: Dict[str, Any], suite: Any, folder: Path) -> None:
+    """The still-failing tests as regression files, one per clause, proven as ``ppaux check`` proves them."""
+    clauses: Dict[str, List[Dict[str, Any]]] = {}
+    for row in summary["still_failing"]:
+        kind = finding((row.get("error") or "").split(":", 1)[0].rsplit(".", 1)[-1])
+        clauses.setdefault(row.get("clause") or "unclassified", []).append(dict(row, finding=kind))
+    report = {"clauses": [{"clause": c, "verdict": "fail", "tests": rows} for c, rows in clauses.items()]}
+    spec = suite.impl or "ppaux.transport"
+    user_path = ([str(Path(spec).parent)] if Path(spec).is_file() else []) + [str(suite.cwd)]
+    written = write_regressions(report, spec, folder, suite.timeout or DEFAULT_TIMEOUT, user_path)
+    summary["regressions"] = written
 
 
 def cmd_report(args: argparse.Namespace) -> int:

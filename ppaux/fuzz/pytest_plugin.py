@@ -22,6 +22,7 @@ from hypothesis.internal.detection import is_hypothesis_test
 
 from ppaux.fuzz.database import ROUND_REDIS_TIMEOUT_S, open_database
 from ppaux.fuzz.options import in_shard, parse_shard
+from ppaux.testing.plugin import recorded_calls
 from ppaux.testing.profiles import PROFILES
 from ppaux.testing.results import failure_details
 
@@ -206,6 +207,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any):
     clause = item.get_closest_marker("clause")
     report.ppaux_fuzz = {"examples": _counts["examples"], "saved": _saved.get(item.nodeid),
                          "clause": clause.args[0] if clause else None}
+    if report.failed and report.when == "call":
+        # Made where the test ran (its forked child): the calls of its minimal example, as code.
+        report.ppaux_fuzz["calls"] = recorded_calls(item) or {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -228,7 +232,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         details = failure_details(text)
         details["error"] = details.get("error") or error_line(text)
         emit({"kind": "failure", "nodeid": report.nodeid, "clause": counted.get("clause"), **details,
-              "text": text[-TEXT_LIMIT:]})
+              "text": text[-TEXT_LIMIT:], **counted.get("calls", {})})
     emit({"kind": "progress", "examples": _counts["examples"]})
 
 

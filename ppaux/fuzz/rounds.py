@@ -39,6 +39,8 @@ class Suite:
     impl: Optional[str] = None
     timeout: Optional[float] = None
     shard: Optional[Tuple[int, int]] = None
+    # Keep each failing test's calls as code (a replay that writes regression tests).
+    record_calls: bool = False
     checkout: bool = field(default_factory=from_checkout)
     # Where an installed suite runs: the user's directory, so that an --impl module imports from there.
     cwd: Path = field(default_factory=Path.cwd)
@@ -56,6 +58,8 @@ class Suite:
             cmd += ["--ppaux-impl", self.impl]
         if self.timeout is not None:
             cmd += ["--ppaux-timeout", repr(self.timeout)]
+        if self.record_calls:
+            cmd.append("--ppaux-record-calls")
         if self.checkout:
             # -o addopts= drops the coverage gate and xdist: the fuzz plugin counts examples in this one process.
             return cmd + ["-o", "addopts=", *CHECKOUT_PATHS]

@@ -283,7 +283,8 @@ class Replay:
 
     def summary(self) -> Dict[str, Any]:
         saved = [r for r in self.rows if r.get("saved")]
-        still = [dict(r, **{k: self.failures.get(r["nodeid"], {}).get(k) for k in ("clause", "example", "blob", "error", "text")})
+        kept = ("clause", "example", "blob", "error", "text", "scenario", "scenario_error")
+        still = [dict(r, **{k: self.failures.get(r["nodeid"], {}).get(k) for k in kept})
                  for r in saved if r["outcome"] == "failed"]
         fixed = [r for r in saved if r["outcome"] == "passed"]
         return {

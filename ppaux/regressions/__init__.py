@@ -52,9 +52,9 @@ def stale_files(directory: Path) -> List[Path]:
 
 
 def _finding(row: Dict[str, Any], taken: set) -> Finding:
-    if "scenario" not in row:
+    scenario = row.get("scenario")
+    if not scenario:
         raise Unwritable(row.get("scenario_error") or "the test's calls were not recorded")
-    scenario = row["scenario"]
     return Finding(row["nodeid"], row["clause"], row.get("finding"), expected_steps(scenario),
                    scenario["doubles"], method=method_name(row["nodeid"], taken))
 

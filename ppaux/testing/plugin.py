@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 import pytest
 
@@ -19,7 +19,7 @@ from ppaux.isolation import DEFAULT_TIMEOUT, Guard, can_fork, parse_timeout
 from ppaux.testing.containment import is_contained, run_contained
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.kit import check_observer
-from ppaux.testing.results import ResultRecorder
+from ppaux.testing.results import ResultRecorder, scenario
 from ppaux.testing.scenario import CallRecorder
 
 MARKS = {
@@ -88,6 +88,20 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) 
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    recorder = item.config.stash[RECORDER_KEY]
+    if recorder is not None:
+        recorder.start_test()
+
+
+def recorded_calls(item: pytest.Item) -> Optional[Dict[str, Any]]:
+    """A failing test's calls into the implementation as code (``scenario``, or ``scenario_error``
+    saying why not), when the run records them (``--ppaux-record-calls``); else ``None``."""
+    recorder = item.config.stash[RECORDER_KEY]
+    return None if recorder is None else scenario(recorder, implementation(item.config).prefix)
 
 
 @pytest.fixture(scope="session")

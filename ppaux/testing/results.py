@@ -104,11 +104,6 @@ class ResultRecorder:
         self.prefix = prefix
         self.rows: List[Dict[str, Any]] = []
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> None:
-        if self.calls is not None:
-            self.calls.start_test()
-
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: Any):
         outcome = yield
