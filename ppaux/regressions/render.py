@@ -129,10 +129,11 @@ def render(clause: str, findings: List[Finding], spec: str, timeout: float) -> s
     names = (["_OUTPUT_PREFIX"] if "_OUTPUT_PREFIX" in body else []) + used_functions
     hangs = any(f.kind for f in findings)
     out = [f"{MARKER} for {clause}.",
-           "# A later run of ppaux check --regressions on this directory replaces this file.",
+           "# A later run of ppaux with --regressions on this directory replaces this file.",
            *_docstring(f"Regression tests for {module}: {clause_line(clause)} Each test is a minimal counterexample "
-                       f"that ppaux check found, proven to fail against {module} and to pass against ppaux's reference "
-                       f"transport. Needs only torch: python -m unittest {file_name(clause)}", ""),
+                       f"that ppaux's conformance suite found, proven to fail against {module} and to pass "
+                       f"against ppaux's reference transport. Needs only torch: python -m unittest "
+                       f"{file_name(clause)}", ""),
            ""]
     modules = ["contextlib", "multiprocessing", "sys", "unittest"] if hangs else ["unittest"]
     out += [f"import {name}" for name in modules]
