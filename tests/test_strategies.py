@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 import ppaux_strategies as ps
-from ppaux_strategies.tensors import ALL_DTYPES, MAX_DRAWN_ELEMENTS, supported_dtypes
+from ppaux_strategies.tensors import ALL_DTYPES, supported_dtypes
 
 # find() inherits unset settings from the active profile: name every one these assertions depend on.
 FIND = settings(database=None, max_examples=2000, derandomize=True, phases=[Phase.generate, Phase.shrink],
@@ -136,6 +136,12 @@ def _passes(check, value):
     return True
 
 
+def test_a_tensor_at_the_drawn_element_limit_still_shrinks_element_by_element():
+    at_limit = ps.tensors(dtype=torch.int64, shape=(ps.MAX_DRAWN_ELEMENTS,), device="cpu", views=("contiguous",))
+    t = find(at_limit, lambda t: bool(t.any()), settings=FIND)
+    assert t.tolist() == [0] * (ps.MAX_DRAWN_ELEMENTS - 1) + [1]
+
+
 @pytest.mark.parametrize("dtype", supported_dtypes("cpu"))
 def test_every_dtype_draws_its_elements_and_shrinks_them_towards_one(dtype):
     t = find(ps.tensors(dtype=dtype, shape=(2,), device="cpu", views=("contiguous",)), lambda t: bool((t != 0).all()), settings=FIND)
@@ -167,10 +173,10 @@ def test_float_elements_reach_nan_and_infinity_and_narrow_floats_stay_finite():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.uint8, torch.int8])
 def test_tensors_beyond_the_drawn_element_limit_get_one_fill(dtype):
-    big = ps.tensors(dtype=dtype, shape=(MAX_DRAWN_ELEMENTS + 1,), device="cpu", views=("contiguous",))
+    big = ps.tensors(dtype=dtype, shape=(ps.MAX_DRAWN_ELEMENTS + 1,), device="cpu", views=("contiguous",))
     assert not find(big, lambda t: True, settings=FIND).any()
     t = find(big, lambda t: bool((t != 0).any()), settings=FIND)
-    assert t.shape == (MAX_DRAWN_ELEMENTS + 1,) and len(set(t.tolist())) > 2
+    assert t.shape == (ps.MAX_DRAWN_ELEMENTS + 1,) and len(set(t.tolist())) > 2
 
 
 def test_minimal_examples_read_well():
