@@ -48,6 +48,8 @@ def devices(*, include_meta: bool = False) -> st.SearchStrategy[torch.device]:
     return _devices(include_meta)
 
 
+# functools.lru_cache throughout: Hypothesis has no public way to memoise a strategy built from
+# arguments (its own @cacheable is private), and rebuilding one means validating it again.
 @functools.lru_cache(maxsize=None)
 def _devices(include_meta: bool) -> st.SearchStrategy[torch.device]:
     return st.sampled_from([torch.device(d) for d in visible_devices(include_meta=include_meta)])
