@@ -120,12 +120,11 @@ def _elements(dtype: torch.dtype) -> st.SearchStrategy[Any]:
         return st.booleans()
     if dtype.is_complex:
         return st.complex_numbers(width=torch.finfo(dtype).bits * 2)
+    if dtype in (torch.float16, torch.float32, torch.float64):
+        return st.floats(width=torch.finfo(dtype).bits)
     if dtype.is_floating_point:
-        info = torch.finfo(dtype)
-        if info.bits in (16, 32, 64) and dtype != torch.bfloat16:
-            return st.floats(width=info.bits)
-        # No Hypothesis width matches: float32 values within the dtype's range, rounded when stored.
-        return st.floats(-info.max, info.max, width=32)
+        # bfloat16, float8: no Hypothesis width matches; float32 values in range, rounded when stored.
+        return st.floats(-torch.finfo(dtype).max, torch.finfo(dtype).max, width=32)
     info = torch.iinfo(dtype)
     return st.integers(info.min, info.max)
 
