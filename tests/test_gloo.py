@@ -384,9 +384,10 @@ def test_shared_world_is_reused_and_stopped():
 
 class _Conn:
     def __init__(self, readable, data=None):
-        self.readable, self.data = readable, data
+        self.readable, self.data, self.waits = readable, data, []
 
     def poll(self, timeout):
+        self.waits.append(timeout)
         return self.readable
 
     def recv_bytes(self):
@@ -398,6 +399,7 @@ class _Conn:
 class _Proc:
     def __init__(self, alive, exitcode=None):
         self.alive, self.exitcode, self.joins = alive, exitcode, []
+        self.sentinel = self
 
     def is_alive(self):
         return self.alive
@@ -407,8 +409,9 @@ class _Proc:
 
 
 class _Clock:
-    """Time for _collect: it passes only while a silent rank is polled, a quarter second per poll.
-    Frozen time is no bound on a loop that never ends, so the clock is one: read too often, it fails."""
+    """Time for _collect: it passes only while _collect waits and nothing is ready, up to the next
+    answer or the end of the wait. Frozen time is no bound on a loop that never ends, so the clock
+    is one: read too often, it fails."""
 
     def __init__(self):
         self.t, self.readings = 0.0, 0
@@ -426,10 +429,10 @@ class _LateConn:
         self.clock, self.at, self.reply = clock, at, reply
 
     def poll(self, timeout):
-        if self.at is not None and self.clock.t >= self.at:
-            return True
-        self.clock.t += 0.25
-        return False
+        return self.ready()
+
+    def ready(self):
+        return self.at is not None and self.clock.t >= self.at
 
     def recv_bytes(self):
         return gloo.dumps(self.reply)
@@ -440,6 +443,16 @@ def _collected(monkeypatch, answers, timeout):
     at once, ``None``: never), with the stacks it asked for, and the time it took."""
     clock = _Clock()
     monkeypatch.setattr(gloo, "_now", clock.read)
+
+    def wait(objects, timeout):
+        # A dead rank's sentinel is ready at once; else time runs to the next answer or the timeout.
+        ready = [o for o in objects if (o.ready() if isinstance(o, _LateConn) else not o.alive)]
+        if not ready:
+            answers = [o.at for o in objects if isinstance(o, _LateConn) and o.at is not None]
+            clock.t = min([clock.t + timeout, *answers])
+        return ready
+
+    monkeypatch.setattr(gloo, "_wait", wait)
     w = gloo.GlooWorld(len(answers))
     w.conns = [_LateConn(clock, None if at == "died" else at) for at in answers]
     w.procs = [_Proc(at != "died", exitcode=3) for at in answers]
@@ -458,7 +471,7 @@ def _collecting(monkeypatch, answers, timeout):
 
 def test_collect_counts_a_reply_that_arrives_by_the_deadline(monkeypatch):
     assert _collecting(monkeypatch, [0, 1.0], timeout=1.0) == ({0: "ok", 1: "ok"}, 1.0)
-    assert _collecting(monkeypatch, [0, 1.25], timeout=1.0) == ({0: "ok", 1: "hang"}, 1.25)
+    assert _collecting(monkeypatch, [0, 1.25], timeout=1.0) == ({0: "ok", 1: "hang"}, 1.0)
 
 
 def test_collect_waits_the_whole_timeout_for_slow_ranks_while_none_has_failed(monkeypatch):
@@ -466,11 +479,13 @@ def test_collect_waits_the_whole_timeout_for_slow_ranks_while_none_has_failed(mo
 
 
 def test_collect_gives_the_others_only_a_short_grace_once_a_rank_has_failed(monkeypatch):
-    # Rank 0 is found dead at 0.25 s (after one poll) and the grace runs from the next reading, 0.5 s.
-    within = _collecting(monkeypatch, ["died", 0, 1.0], timeout=100.0)
-    assert within == ({0: "died", 1: "ok", 2: "ok"}, 1.0)
+    # Rank 0 is found dead at once, and the grace runs from then.
+    within = _collecting(monkeypatch, ["died", 0, gloo.FAILURE_GRACE], timeout=100.0)
+    assert within == ({0: "died", 1: "ok", 2: "ok"}, gloo.FAILURE_GRACE)
     status, t = _collecting(monkeypatch, ["died", 0, 50.0], timeout=100.0)
-    assert status == {0: "died", 1: "ok", 2: "hang"} and t == 0.5 + gloo.FAILURE_GRACE + 0.25
+    assert status == {0: "died", 1: "ok", 2: "hang"} and t == gloo.FAILURE_GRACE
+    # A rank's death wakes the wait (its process sentinel), though its pipe stays silent.
+    assert _collecting(monkeypatch, ["died", None], timeout=100.0) == ({0: "died", 1: "hang"}, gloo.FAILURE_GRACE)
 
 
 def test_collect_gives_failed_ranks_their_stacks_and_a_hung_one_the_time_it_had(monkeypatch):
@@ -479,15 +494,18 @@ def test_collect_gives_failed_ranks_their_stacks_and_a_hung_one_the_time_it_had(
     assert asked == [([2], [0])]
     assert out == {0: gloo.Outcome("died", exitcode=3, stack="stack of 0"), 1: gloo.Outcome("ok"),
                    2: gloo.Outcome("hang", stack="stack of 2", limit=gloo.FAILURE_GRACE, after=0)}
-    # Rank 0 is found dead at 0.25 s, when a grace would end after the deadline: rank 1 had it all.
-    out, asked, _ = _collected(monkeypatch, ["died", None], timeout=0.5)
-    assert out[1] == gloo.Outcome("hang", stack="stack of 1", limit=0.5, after=None)
+    # A grace that would end after the deadline does not count: rank 1 had all of its time.
+    out, asked, _ = _collected(monkeypatch, ["died", None], timeout=gloo.FAILURE_GRACE / 2)
+    assert out[1] == gloo.Outcome("hang", stack="stack of 1", limit=gloo.FAILURE_GRACE / 2, after=None)
     out, asked, _ = _collected(monkeypatch, [0, 0.5], timeout=1.0)
     assert asked == [] and out == {0: gloo.Outcome("ok"), 1: gloo.Outcome("ok")}
 
 
 def test_read_reply_tells_working_answered_and_dead_ranks_apart():
-    assert gloo.read_reply(_Conn(False), _Proc(True)) is None
+    working = _Conn(False)
+    assert gloo.read_reply(working, _Proc(True)) is None
+    # It only looks: _collect does the waiting, on every rank at once.
+    assert working.waits == [0]
     assert gloo.read_reply(_Conn(True, gloo.dumps(("ok", 5))), _Proc(True)) == gloo.Outcome("ok", 5)
     closed = _Proc(False, -9)
     assert gloo.read_reply(_Conn(True), closed) == gloo.Outcome("died", exitcode=-9)

@@ -107,10 +107,11 @@ def test_an_equivalents_file_needs_a_reason_for_each_mutant(capsys, tmp_path, co
     assert (code, err) == (2, f"ppaux: error: --equivalents {str(path)!r}" + (": " if content == "{" else " ") + message + "\n")
 
 
-def test_without_mutmut_it_says_how_to_install_it(capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "mutmut", None)
+@pytest.mark.parametrize("module, name", [("mutmut", "mutmut 3"), ("tomli_w", "tomli-w")])
+def test_without_mutmut_or_tomli_w_it_says_how_to_install_it(capsys, monkeypatch, module, name):
+    monkeypatch.setitem(sys.modules, module, None)
     assert run_cli(capsys, "mutate", "--impl", "ppaux.core.transport") == (
-        2, "", "ppaux: error: mutmut 3 is not installed, and mutate needs it: pip install 'ppaux[mutate]'\n")
+        2, "", f"ppaux: error: {name} is not installed, and mutate needs it: pip install 'ppaux[mutate]'\n")
 
 
 def test_a_file_must_be_named_like_a_module(tmp_path):
@@ -158,7 +159,8 @@ def test_a_scratch_package_finds_the_copy_first_and_everything_else_in_the_origi
 
 
 def test_a_mutmut_table_is_toml_that_mutmut_reads_back():
-    config = {"source_paths": ["ppaux/"], "process_isolation": "forkserver", "timeout_multiplier": 2.5, "max_stack_depth": 8}
+    config = {"source_paths": ["ppaux/", 'a "quoted"\\path'], "process_isolation": "forkserver", "timeout_multiplier": 2.5,
+              "max_stack_depth": 8, "also_copy": [], "debug": True}
     assert tomllib.loads(mutation.mutmut_table(config)) == {"tool": {"mutmut": config}}
 
 

@@ -25,12 +25,13 @@ FIND = settings(database=None, max_examples=2000, derandomize=True, phases=[Phas
         (lambda: ps.shapes(min_dims=3, max_dims=2), "min_dims=3 must not exceed max_dims=2"),
         (lambda: ps.shapes(max_side=True), "max_side=True must be of type int, not bool"),
         (lambda: ps.shapes(min_side=2, max_side=1), "min_side=2 must not exceed max_side=1"),
-        (lambda: ps.tensors(dtype="float32"), "dtype='float32' must be of type dtype, not str"),
-        (lambda: ps.tensors(shape=[2]), "shape=[2] must be of type tuple, not list"),
+        (lambda: ps.tensors(dtype="float32"), "dtype='float32' must be of type dtype or SearchStrategy, not str"),
+        (lambda: ps.tensors(shape=[2]), "shape=[2] must be of type tuple or SearchStrategy, not list"),
         (lambda: ps.tensors(shape=(2, -1)), "every side of shape=-1 must be at least 0"),
         (lambda: ps.tensors(views=("diagonal",)), "views=('diagonal',) must be a non-empty selection of ('contiguous', 'transpose', 'step_slice', 'expand', 'size1_stride')"),
         (lambda: ps.tensors(views=()), "views=() must be a non-empty selection of ('contiguous', 'transpose', 'step_slice', 'expand', 'size1_stride')"),
-        (lambda: ps.tensors(device=0), "device=0 must be of type str or device, not int"),
+        (lambda: ps.tensors(device=0), "device=0 must be of type str or device or SearchStrategy, not int"),
+        (lambda: ps.tensors(device="gpu0"), "device='gpu0' is not a device torch knows"),
         (lambda: ps.prefixes(sglang_only="yes"), "sglang_only='yes' must be of type bool, not str"),
         (lambda: ps.aux_names(prefix=""), "prefix must be a non-empty str"),
         (lambda: ps.aux_names(prefix=None), "prefix=None must be of type str, not NoneType"),
@@ -85,6 +86,97 @@ def test_pinned_aspects_are_respected():
     assert torch.equal(zeros, torch.zeros(3))
     meta = find(ps.tensors(device="meta", views=("step_slice",)), lambda t: t.dim() == 2 and t.shape[0] > 1 and t.shape[1] > 0, settings=FIND)
     assert meta.device.type == "meta" and not meta.is_contiguous()
+
+
+@pytest.mark.parametrize(
+    "strategy, message",
+    [
+        (ps.tensors(dtype=st.just("float32")), "dtype='float32' must be of type dtype, not str"),
+        (ps.tensors(shape=st.just([2])), "shape=[2] must be of type tuple, not list"),
+        (ps.tensors(shape=st.just((2, -1))), "every side of shape=-1 must be at least 0"),
+        (ps.tensors(device=st.just(0)), "device=0 must be of type str or device, not int"),
+        (ps.tensors(device=st.just("gpu0")), "device='gpu0' is not a device torch knows"),
+    ],
+)
+def test_a_strategy_for_an_aspect_has_its_draws_checked_as_given_values_are(strategy, message):
+    with pytest.raises(InvalidArgument) as info:
+        find(strategy, lambda t: True, settings=FIND)
+    assert str(info.value) == message
+
+
+def test_dtype_shape_and_device_may_each_be_drawn_from_a_strategy():
+    composed = ps.tensors(dtype=ps.dtypes(), shape=ps.shapes(max_dims=2), device=st.sampled_from(["cpu", "meta"]))
+    t = find(composed, lambda t: t.device.type == "meta" and t.dtype.is_complex and t.dim() == 2, settings=FIND)
+    assert (t.device.type, t.dtype, t.shape) == ("meta", torch.complex64, (0, 0))
+
+    # A shape strategy is kept on meta too: no huge sides there unless it draws them.
+    @given(ps.tensors(shape=ps.shapes(max_dims=2), device="meta"))
+    @settings(max_examples=200, database=None, derandomize=True)
+    def small_on_meta(t):
+        assert t.dim() <= 2 and all(side <= 4 for side in t.shape)
+
+    small_on_meta()
+    assert find(ps.tensors(shape=ps.shapes(min_side=7, max_side=7), device=torch.device("cpu")), lambda t: t.dim() == 1, settings=FIND).shape == (7,)
+
+
+def test_a_failing_value_shrinks_to_one_element_of_the_simplest_non_zero_value():
+    def all_zero(t):
+        assert not (t != 0).any()
+
+    minimal = find(ps.tensors(dtype=torch.float32, shape=(3,)), lambda t: not _passes(all_zero, t), settings=FIND)
+    assert ps.tensors_equal(minimal, torch.tensor([0.0, 0.0, 1.0]))
+    assert (minimal.device.type, minimal.stride()) == ("cpu", (1,))
+
+
+def _passes(check, value):
+    try:
+        check(value)
+    except AssertionError:
+        return False
+    return True
+
+
+def test_a_tensor_at_the_drawn_element_limit_still_shrinks_element_by_element():
+    at_limit = ps.tensors(dtype=torch.int64, shape=(ps.MAX_DRAWN_ELEMENTS,), device="cpu", views=("contiguous",))
+    t = find(at_limit, lambda t: bool(t.any()), settings=FIND)
+    assert t.tolist() == [0] * (ps.MAX_DRAWN_ELEMENTS - 1) + [1]
+
+
+@pytest.mark.parametrize("dtype", supported_dtypes("cpu"))
+def test_every_dtype_draws_its_elements_and_shrinks_them_towards_one(dtype):
+    t = find(ps.tensors(dtype=dtype, shape=(2,), device="cpu", views=("contiguous",)), lambda t: bool((t != 0).all()), settings=FIND)
+    simplest = torch.tensor([1j, 1j] if dtype.is_complex else [1, 1], dtype=dtype)
+    assert ps.tensors_equal(t, simplest)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint64])
+def test_integer_elements_reach_both_ends_of_the_dtype(dtype):
+    info = torch.iinfo(dtype)
+    strategy = ps.tensors(dtype=dtype, shape=(2,), device="cpu")
+    for end in (info.min, info.max):
+        # tolist(): uint64 has no max() in torch.
+        assert end in find(strategy, lambda t, end=end: end in t.tolist(), settings=FIND).tolist()
+
+
+def test_float_elements_reach_nan_and_infinity_and_narrow_floats_stay_finite():
+    wide = ps.tensors(dtype=torch.float32, shape=(2,), device="cpu")
+    find(wide, lambda t: bool(t.isnan().any()), settings=FIND)
+    find(wide, lambda t: bool(t.isinf().any()), settings=FIND)
+
+    @given(ps.tensors(dtype=st.sampled_from([torch.bfloat16, torch.float8_e4m3fn]), device="cpu"))
+    @settings(max_examples=200, database=None, derandomize=True)
+    def finite(t):
+        assert t.float().isfinite().all()
+
+    finite()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.uint8, torch.int8])
+def test_tensors_beyond_the_drawn_element_limit_get_one_fill(dtype):
+    big = ps.tensors(dtype=dtype, shape=(ps.MAX_DRAWN_ELEMENTS + 1,), device="cpu", views=("contiguous",))
+    assert not find(big, lambda t: True, settings=FIND).any()
+    t = find(big, lambda t: bool((t != 0).any()), settings=FIND)
+    assert t.shape == (ps.MAX_DRAWN_ELEMENTS + 1,) and len(set(t.tolist())) > 2
 
 
 def test_minimal_examples_read_well():

@@ -12,6 +12,7 @@ any other red test, or a red baseline, is bad input (exit 2).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import shlex
@@ -222,10 +223,11 @@ def render_markdown(report: Dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        import mutmut  # noqa: F401 - only whether it is installed
-    except ImportError:
-        raise UsageError("mutmut 3 is not installed, and mutate needs it: pip install 'ppaux[mutate]'") from None
+    for module, name in (("mutmut", "mutmut 3"), ("tomli_w", "tomli-w")):
+        try:
+            importlib.import_module(module)  # only whether it is installed
+        except ImportError:
+            raise UsageError(f"{name} is not installed, and mutate needs it: pip install 'ppaux[mutate]'") from None
     if args.profile not in PROFILES:
         raise UsageError(f"unknown profile {args.profile!r}; choose from {', '.join(PROFILES)}")
     if not 0 <= args.gate <= 100:

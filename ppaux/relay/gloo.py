@@ -24,6 +24,7 @@ import datetime
 import faulthandler
 import io
 import multiprocessing
+import multiprocessing.connection
 import os
 import re
 import shutil
@@ -46,8 +47,6 @@ from ppaux.relay.wire import CPU_GROUP, DEVICE_GROUP, recv_tensor_dict, send_ten
 DEFAULT_TIMEOUT = 10.0
 # How long the other ranks may still finish once one has failed.
 FAILURE_GRACE = 0.5
-# One look at a rank's pipe: short, because the world cycles through every rank it waits for.
-REPLY_POLL = 0.005
 # A rank whose pipe has closed is exiting: how long to wait for its exit code.
 EXIT_CODE_WAIT = 1.0
 # A rank the watchdog stops is sent STACK_SIGNAL first: how long its stack may take to be
@@ -282,6 +281,8 @@ class GlooWorld:
         out: Dict[int, Outcome] = {}
         waiting = list(ranks)
         while waiting:
+            # Sleep until a waiting rank answers or exits (its pipe or its sentinel), or the deadline.
+            _wait([obj for rank in waiting for obj in (self.conns[rank], self.procs[rank].sentinel)], max(0.0, deadline - _now()))
             for rank in list(waiting):
                 outcome = read_reply(self.conns[rank], self.procs[rank])
                 if outcome is not None:
@@ -295,7 +296,7 @@ class GlooWorld:
                 grace = _now() + FAILURE_GRACE
                 if grace < deadline:
                     deadline, limit, after = grace, FAILURE_GRACE, failed[0]
-            if waiting and _now() > deadline:
+            if waiting and _now() >= deadline:
                 for rank in waiting:
                     out[rank] = Outcome("hang", limit=limit, after=after)
                 break
@@ -369,8 +370,9 @@ class GlooWorld:
 
 
 def read_reply(conn: Any, proc: Any) -> Optional[Outcome]:
-    """A rank's reply, ``died`` if it is gone without one, or ``None`` while it still works."""
-    if conn.poll(REPLY_POLL):
+    """A rank's reply, ``died`` if it is gone without one, or ``None`` while it still works.
+    Never waits: :meth:`GlooWorld._collect` waits on every rank's pipe at once."""
+    if conn.poll(0):
         try:
             return _outcome(loads(conn.recv_bytes()))
         except (EOFError, OSError):  # the pipe closed: the rank died before answering
@@ -383,6 +385,11 @@ def read_reply(conn: Any, proc: Any) -> Optional[Outcome]:
 
 def _now() -> float:
     return time.monotonic()
+
+
+def _wait(objects: List[Any], timeout: float) -> List[Any]:
+    """Those of ``objects`` (connections, process sentinels) ready within ``timeout`` s."""
+    return multiprocessing.connection.wait(objects, timeout)
 
 
 def _outcome(reply: Tuple[Any, ...]) -> Outcome:

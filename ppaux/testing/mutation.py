@@ -155,17 +155,12 @@ class Progress:
         self.stream.flush()
 
 
-def toml_value(value: Any) -> str:
-    """A TOML literal for the str, number and list-of-str values of a mutmut configuration."""
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return "[" + ", ".join(toml_value(v) for v in value) + "]"
-
-
 def mutmut_table(config: Dict[str, Any]) -> str:
-    return "[tool.mutmut]\n" + "".join(f"{key} = {toml_value(value)}\n" for key, value in config.items())
+    """``config`` as a TOML ``[tool.mutmut]`` table."""
+    # Imported here: only mutate needs it, and tomli-w comes with the mutate extra, as mutmut does.
+    import tomli_w
+
+    return tomli_w.dumps({"tool": {"mutmut": config}})
 
 
 # pragma: no mutate start - runs mutmut itself: only the slow end-to-end test (-m slow) reaches it, not mutmut's own run

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
-from typing import Optional, Sequence, Tuple
+import math
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import torch
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from ppaux.core.tensors import tensor_bytes
 from ppaux_strategies.validation import check_order, check_range, check_type
@@ -46,6 +48,8 @@ def devices(*, include_meta: bool = False) -> st.SearchStrategy[torch.device]:
     return _devices(include_meta)
 
 
+# functools.lru_cache throughout: Hypothesis has no public way to memoise a strategy built from
+# arguments (its own @cacheable is private), and rebuilding one means validating it again.
 @functools.lru_cache(maxsize=None)
 def _devices(include_meta: bool) -> st.SearchStrategy[torch.device]:
     return st.sampled_from([torch.device(d) for d in visible_devices(include_meta=include_meta)])
@@ -103,19 +107,52 @@ VIEWS = ("contiguous", "transpose", "step_slice", "expand", "size1_stride")
 CONTIGUOUS_VIEWS = ("contiguous", "size1_stride")
 
 
-def _filled(shape: Sequence[int], dtype: torch.dtype, device: torch.device, seed: Optional[int]) -> torch.Tensor:
+# Tensors this small draw every element, so a failing value shrinks element by element;
+# larger ones (only a pinned shape or a shape strategy makes them) take one seeded fill.
+MAX_DRAWN_ELEMENTS = 64
+
+
+def _elements(dtype: torch.dtype) -> st.SearchStrategy[Any]:
+    """A Python scalar that ``torch.tensor(..., dtype=dtype)`` stores: every value of bool and
+    the integer dtypes; every float of float16/32/64 and complex (NaN and infinities included);
+    finite floats in range for bfloat16 and float8, rounded on storing. Shrinks towards zero."""
+    if dtype == torch.bool:
+        return st.booleans()
+    if dtype.is_complex:
+        return st.complex_numbers(width=torch.finfo(dtype).bits * 2)
+    if dtype in (torch.float16, torch.float32, torch.float64):
+        return st.floats(width=torch.finfo(dtype).bits)
+    if dtype.is_floating_point:
+        # bfloat16, float8: no Hypothesis width matches; float32 values in range, rounded when stored.
+        return st.floats(-torch.finfo(dtype).max, torch.finfo(dtype).max, width=32)
+    info = torch.iinfo(dtype)
+    return st.integers(info.min, info.max)
+
+
+def _seeded(shape: Tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    base = torch.randint(-100, 100, shape, generator=gen, dtype=torch.int64).to(torch.float64)
+    if dtype.is_floating_point or dtype.is_complex:
+        base = base / 8
+    elif not dtype.is_signed:
+        base = base.abs()
+    return base.to(dtype)
+
+
+def _values(draw: Any, shape: Tuple[int, ...], dtype: torch.dtype, device: torch.device, fill: bool) -> torch.Tensor:
     if device.type == "meta":
         return torch.empty(shape, dtype=dtype, device=device)
-    if seed is None:
-        base = torch.zeros(shape, dtype=torch.float64)
+    numel = math.prod(shape)
+    if not fill:
+        values = torch.zeros(shape, dtype=dtype)
+    elif numel <= MAX_DRAWN_ELEMENTS:
+        drawn = draw(st.lists(_elements(dtype), min_size=numel, max_size=numel))
+        values = torch.tensor(drawn, dtype=dtype).reshape(shape)
     else:
-        gen = torch.Generator().manual_seed(seed)
-        base = torch.randint(-100, 100, tuple(shape), generator=gen, dtype=torch.int64).to(torch.float64)
-        if dtype.is_floating_point or dtype.is_complex:
-            base = base / 8
-        elif not dtype.is_signed:
-            base = base.abs()
-    return base.to(dtype).to(device)
+        # None first: a failing large tensor shrinks to all zeros.
+        seed = draw(st.none() | st.integers(0, 2**32 - 1))
+        values = torch.zeros(shape, dtype=dtype) if seed is None else _seeded(shape, dtype, seed)
+    return values.to(device)
 
 
 def _as_view(t: torch.Tensor, view: str) -> torch.Tensor:
@@ -135,7 +172,40 @@ def _as_view(t: torch.Tensor, view: str) -> torch.Tensor:
     return t
 
 
-SEEDS = st.none() | st.integers(0, 2**32 - 1)
+def _checked_dtype(value: Any) -> torch.dtype:
+    check_type(torch.dtype, value, "dtype")
+    return value
+
+
+def _checked_shape(value: Any) -> Tuple[int, ...]:
+    check_type(tuple, value, "shape")
+    for side in value:
+        check_range(side, "every side of shape", low=0)
+    return value
+
+
+def _checked_device(value: Any) -> torch.device:
+    check_type((str, torch.device), value, "device")
+    try:
+        return torch.device(value)
+    except RuntimeError:
+        raise InvalidArgument(f"device={value!r} is not a device torch knows") from None
+
+
+def _pinned(value: Any, name: str, types: Tuple[type, ...], check: Callable[[Any], Any]) -> Any:
+    """``None``, a strategy (its draws are checked when drawn), or a value checked now."""
+    if value is None or isinstance(value, st.SearchStrategy):
+        return value
+    check_type((*types, st.SearchStrategy), value, name)
+    return check(value)
+
+
+def _aspect(pinned: Any, check: Callable[[Any], Any], default: Optional[st.SearchStrategy[Any]]) -> Optional[st.SearchStrategy[Any]]:
+    if pinned is None:
+        return default
+    if isinstance(pinned, st.SearchStrategy):
+        return pinned.map(check)
+    return st.just(pinned)
 
 
 @st.composite
@@ -143,16 +213,15 @@ def _tensor(draw, dtype_st, shape_st, device_st, view_st, fill):
     device = draw(device_st)
     dtype = draw(dtype_st(device))
     shape = draw(shape_st(device))
-    seed = draw(SEEDS) if fill else None
     view = draw(view_st)
-    return _as_view(_filled(shape, dtype, device, seed), view)
+    return _as_view(_values(draw, shape, dtype, device, fill), view)
 
 
 def tensors(
     *,
-    dtype: Optional[torch.dtype] = None,
-    shape: Optional[Tuple[int, ...]] = None,
-    device: torch.device | str | None = None,
+    dtype: torch.dtype | st.SearchStrategy[torch.dtype] | None = None,
+    shape: Tuple[int, ...] | st.SearchStrategy[Tuple[int, ...]] | None = None,
+    device: torch.device | str | st.SearchStrategy[torch.device | str] | None = None,
     include_meta: bool = False,
     views: Sequence[str] = VIEWS,
     max_dims: int = 3,
@@ -161,54 +230,56 @@ def tensors(
 ) -> st.SearchStrategy[torch.Tensor]:
     """Draw a tensor of any supported dtype, shape and device, possibly a non-contiguous view.
 
-    ``dtype``, ``shape`` and ``device`` pin that aspect; ``views`` chooses among
-    ``contiguous``, ``transpose``, ``step_slice``, ``expand`` and ``size1_stride`` (a tensor
-    contiguous by torch's rule whose size-1 dimensions carry non-standard strides); views that
-    need a dimension fall back to the plain tensor. :data:`CONTIGUOUS_VIEWS` are the views gloo
-    sends as they are. On ``meta`` there is no data, so shapes
-    may be huge (up to 2**20 per side). Values are all zero or drawn from a seed.
+    ``dtype``, ``shape`` and ``device`` each take a value, which pins that aspect, or a
+    strategy that draws it (``tensors(dtype=dtypes(), shape=shapes(max_dims=2))``); a drawn
+    value is checked as a given one is. Unpinned, the device is drawn first (``meta`` only if
+    ``include_meta``), then a dtype it supports (:func:`dtypes`), then a shape of at most
+    ``max_dims`` sides of at most ``max_side``. ``views`` chooses among ``contiguous``,
+    ``transpose``, ``step_slice``, ``expand`` and ``size1_stride`` (a tensor contiguous by
+    torch's rule whose size-1 dimensions carry non-standard strides); views that need a
+    dimension fall back to the plain tensor. :data:`CONTIGUOUS_VIEWS` are the views gloo sends
+    as they are.
 
-    Shrinks towards a contiguous, zero-filled float32 CPU tensor of shape ``()``.
+    Values: a tensor of at most :data:`MAX_DRAWN_ELEMENTS` elements draws each element (every
+    value of bool and the integer dtypes; any float, NaN and infinities included, for
+    float16/32/64 and complex; finite floats in range, rounded, for bfloat16 and float8);
+    a larger one is all zeros or filled from one drawn seed. ``fill=False`` gives zeros.
+    On ``meta`` there is no data, so unpinned shapes there may be huge (up to 2**20 per side).
+
+    Shrinks towards a contiguous, zero-filled float32 CPU tensor of shape ``()``; a failing
+    value shrinks element by element, towards zeros and the simplest non-zero value (``1``).
     """
-    if dtype is not None:
-        check_type(torch.dtype, dtype, "dtype")
-    if shape is not None:
-        check_type(tuple, shape, "shape")
-        for side in shape:
-            check_range(side, "every side of shape", low=0)
+    dtype = _pinned(dtype, "dtype", (torch.dtype,), _checked_dtype)
+    shape = _pinned(shape, "shape", (tuple,), _checked_shape)
+    device = _pinned(device, "device", (str, torch.device), _checked_device)
     check_type(bool, include_meta, "include_meta")
     check_type(bool, fill, "fill")
     check_range(max_dims, "max_dims", low=0, high=32)
     check_range(max_side, "max_side", low=0)
     views = tuple(views)
     if not views or any(v not in VIEWS for v in views):
-        from hypothesis.errors import InvalidArgument
-
         raise InvalidArgument(f"views={views!r} must be a non-empty selection of {VIEWS!r}")
-    if device is not None:
-        check_type((str, torch.device), device, "device")
-        device = torch.device(device)
     # Tests build the same tensors() in every example: a strategy built once is validated once.
     return _tensors(dtype, shape, device, include_meta, views, max_dims, max_side, fill)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=256)
 def _tensors(
-    dtype: Optional[torch.dtype], shape: Optional[Tuple[int, ...]], device: Optional[torch.device],
+    dtype: Any, shape: Any, device: Any,
     include_meta: bool, views: Tuple[str, ...], max_dims: int, max_side: int, fill: bool,
 ) -> st.SearchStrategy[torch.Tensor]:
-    device_st = st.just(device) if device is not None else devices(include_meta=include_meta)
+    device_st = _aspect(device, _checked_device, devices(include_meta=include_meta))
+    pinned_dtype = _aspect(dtype, _checked_dtype, None)
 
-    pinned_dtype = st.just(dtype)
+    def dtype_st(dev: torch.device) -> st.SearchStrategy[torch.dtype]:
+        # Unpinned, the dtype depends on the drawn device: only those it supports.
+        return pinned_dtype if pinned_dtype is not None else dtypes(device=dev)
 
-    def dtype_st(dev: torch.device):
-        return pinned_dtype if dtype is not None else dtypes(device=dev)
-
-    small = st.just(shape) if shape is not None else shapes(max_dims=max_dims, max_side=max_side)
+    small = _aspect(shape, _checked_shape, shapes(max_dims=max_dims, max_side=max_side))
     # Only meta has no storage, so only meta gets shapes far larger than memory.
     huge = small if shape is not None else st.one_of(small, shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=2**20))
 
-    def shape_st(dev: torch.device):
+    def shape_st(dev: torch.device) -> st.SearchStrategy[Tuple[int, ...]]:
         return huge if dev.type == "meta" else small
 
     return _tensor(dtype_st, shape_st, device_st, st.sampled_from(views), fill)
