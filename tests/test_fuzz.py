@@ -549,7 +549,8 @@ def test_a_worker_that_dies_is_reported_and_the_others_go_on(tmp_path, capsys):
                               args=(report / "rounds" / "worker-2-round-001.events.jsonl", killed))
     killer.start()
     try:
-        status, _, err = ppaux_fuzz(capsys, "run", "--workers", "2", "--budget", "25s", "--devices", "cpu", "--db",
+        # 40 s: on a loaded machine a round's pytest takes many seconds to start its first test.
+        status, _, err = ppaux_fuzz(capsys, "run", "--workers", "2", "--budget", "40s", "--devices", "cpu", "--db",
                                     str(tmp_path / "db"), "--report", str(report), "--tests", "test_add")
     finally:
         killer.join()

@@ -26,7 +26,7 @@ from ppaux.regressions import MARKER, check_directory, driver, write_regressions
 from ppaux.regressions.expect import expected_steps
 from ppaux.testing import results, scenario
 from ppaux.regressions.layout import wrap
-from ppaux.regressions.render import STANDARD, imported_roots, method_name
+from ppaux.regressions.render import STANDARD, Finding, imported_roots, method_name, render
 from ppaux.testing.scenario import Call, CallRecorder, Unwritable, describe, tensor_expr
 import ppaux_strategies
 from ppaux_strategies import PPOutput, RecordingObserver, tensors, tensors_equal
@@ -448,7 +448,10 @@ def test_names_and_keys_of_any_shape_are_written_as_valid_code():
     trap = torch.zeros(()).as_subclass(_TrapTensor)
     d = {"p.": 1, "class": {"a": [None]}}
     call = Call("add", d, PPOutput({"0": trap, "x y": torch.zeros(1)}), list(d.items()))
-    written = describe([call], "p.")
+    falsy = Call("add", d, PPOutput(None), list(d.items()))
+    written = describe([call, falsy], "p.")
+    assert written["steps"][1]["setup"] == ["tensors_2 = {_OUTPUT_PREFIX: 1, 'class': {'a': [None]}}",
+                                            "output_2 = PPOutput(None)"]
     assert written["doubles"] == ["PPOutput", "TrapTensor"]
     assert written["steps"][0]["setup"] == [
         "tensors = {_OUTPUT_PREFIX: 1, 'class': {'a': [None]}}",
@@ -537,3 +540,55 @@ def test_a_files_trap_tensor_traps_what_the_suites_trap_traps():
             trap.clone()
         said.append(str(info.value))
     assert said[0] == said[1] == "expected add and pop never to touch an aux tensor, got a call of clone"
+
+
+def test_an_observer_pop_never_called_is_checked_as_never_called():
+    scenario_ = {"prefix": "p.", "doubles": ["RecordingObserver"], "steps": [
+        {"op": "pop", "dict": "tensors", "arg": "observer", "setup": ["tensors = {'k': 1}", "observer = RecordingObserver()"]}]}
+    assert expected_steps(scenario_)[0]["checks"] == [
+        "self.assertIsNone(result)", "self.assertEqual(len(observer.handed), 0)", "self.assertEntries(tensors, [('k', 1)])"]
+
+
+def test_a_hang_and_an_assertion_of_one_clause_share_a_file():
+    steps = expected_steps({"prefix": "p.", "doubles": [], "steps": [
+        {"op": "pop", "dict": "tensors", "arg": "None", "setup": ["tensors = {}"]}]})
+    hang = Finding("t.py::test_a", "pop.2", "hang", steps, [], method="test_a")
+    plain = Finding("t.py::test_b", "pop.2", None, steps, [], method="test_b")
+    source = render("pop.2", [hang, plain], "m", 1.0)
+    assert "def a_calls():" in source and "def b_calls():" not in source
+    assert "    def test_b(self):" in source and "        exitcode = run_in_child(a_calls, seconds=1.0)" in source
+
+
+def test_a_clause_keeps_the_tests_that_tell_the_implementation_from_the_reference(tmp_path):
+    atomic = Call("add", {}, PPOutput({"scores": torch.zeros(1), "bad": [0.5]}), [])
+    none = Call("add", {}, None, [])
+    rows = [{"nodeid": f"t.py::{name}", "clause": "add.6", "outcome": "failed", "scenario": describe([call], "p.")}
+            for name, call in (("test_atomic", atomic), ("test_none", none))]
+    done = write_regressions({"clauses": [{"clause": "add.6", "verdict": "fail", "tests": rows}]}, "tests.impls.torch_only",
+                             tmp_path, 10.0, [str(ROOT)])
+    assert [(f["clause"], f["tests"]) for f in done["files"]] == [("add.6", ["test_atomic"])]
+    assert [r["nodeid"] for r in done["refused"]] == ["t.py::test_none"]
+    assert "def test_none" not in (tmp_path / "test_add_6.py").read_text()
+
+
+def test_a_run_that_records_calls_hands_a_failing_tests_calls_over_as_code(pytester):
+    pytester.makeconftest('''
+import pytest
+from ppaux.testing.plugin import recorded_calls
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = (yield).get_result()
+    if report.when == "call":
+        report.calls = recorded_calls(item)
+''')
+    pytester.makepyfile('''
+def test_pop(ppaux_impl):
+    ppaux_impl.pop({"k": 1}, None)
+    assert False
+''')
+    for extra, calls in (([], None), (["--ppaux-record-calls"], {"scenario": {"prefix": "__sampling_observer_output__.",
+                         "doubles": [], "steps": [{"op": "pop", "dict": "tensors", "arg": "None",
+                                                   "setup": ["tensors = {'k': 1}"]}]}})):
+        reports = pytester.inline_run("-p", "no:cacheprovider", *extra).getreports("pytest_runtest_logreport")
+        assert [r.calls for r in reports if r.when == "call"] == [calls]

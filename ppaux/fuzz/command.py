@@ -145,10 +145,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
           f"still failing: {len(summary['still_failing'])}; no longer failing: {len(summary['no_longer_failing'])}")
     for row in summary["still_failing"]:
         print(f"  FAILS {row['nodeid']}: {row.get('error') or ''}")
-    for f in summary.get("regressions", {}).get("files", []):
-        print(f"  REGRESSION TEST {f['path']} ({f['clause']}): {', '.join(f['tests'])}")
-    for r in summary.get("regressions", {}).get("refused", []):
-        print(f"  NO REGRESSION TEST for {r['nodeid']}: {r['why']}")
+    written = summary.get("regressions") or {"files": [], "refused": []}
+    said = ([f"  REGRESSION TEST {f['path']} ({f['clause']}): {', '.join(f['tests'])}" for f in written["files"]]
+            + [f"  NO REGRESSION TEST for {r['nodeid']}: {r['why']}" for r in written["refused"]])
+    print("\n".join(said), end="\n" if said else "")
     print(f"fuzz replay: report {path}")
     return 1 if summary["still_failing"] else 0
 
