@@ -368,6 +368,7 @@ def test_a_report_without_survivors_says_so():
 
 
 @pytest.mark.slow
+@pytest.mark.thorough  # CI's mutation gate runs mutmut end to end on every push
 def test_a_real_run_scores_a_weak_suite_below_the_gate_beside_a_baseline(tmp_path, monkeypatch, capsys):
     """mutmut mutates the implementation's own pop; one conformance test kills only some mutants, the
     project's one-example baseline others: exit 1, and the report counts each kind."""

@@ -29,7 +29,7 @@ from ppaux.regressions.layout import wrap
 from ppaux.regressions.render import STANDARD, Finding, imported_roots, method_name, render
 from ppaux.testing.scenario import Call, CallRecorder, Unwritable, describe, tensor_expr
 import ppaux_strategies
-from ppaux_strategies import PPOutput, RecordingObserver, tensors, tensors_equal
+from ppaux_strategies import NotPPObserver, NotPPOutput, PPOutput, RaisingPPOutput, RecordingObserver, tensors, tensors_equal
 from ppaux_strategies.doubles import OBSERVER_MODES
 from tests.planted_bugs import BUGS, plant
 from tests.test_check import FakePytest
@@ -592,3 +592,11 @@ def test_pop(ppaux_impl):
                                                    "setup": ["tensors = {'k': 1}"]}]}})):
         reports = pytester.inline_run("-p", "no:cacheprovider", *extra).getreports("pytest_runtest_logreport")
         assert [r.calls for r in reports if r.when == "call"] == [calls]
+
+
+def test_doubles_without_state_are_written_as_their_class():
+    d: dict = {}
+    calls = [Call("add", d, RaisingPPOutput(), []), Call("add", d, NotPPOutput(), [], []), Call("pop", d, NotPPObserver(), [], [])]
+    calls[0].after = []
+    assert [step["setup"][-1] for step in describe(calls, "p.")["steps"]] == [
+        "output = RaisingPPOutput()", "output_2 = NotPPOutput()", "observer = NotPPObserver()"]

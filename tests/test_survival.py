@@ -55,6 +55,7 @@ def test_a_pure_python_hang_is_a_minimal_hang_finding(capsys, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.thorough  # CI: the pure-Python hang's minimal finding, and the kill from outside in tests/test_isolation.py
 def test_a_hang_no_signal_reaches_is_stopped_from_outside_and_still_shrinks(capsys, tmp_path):
     code, report = check(capsys, tmp_path, "hangs_with_signals_blocked.py", "--tests", "test_round_trip", "--timeout", "0.5")
     assert (code, report["findings"]) == (1, {"hang": 1, "crash": 0})
@@ -132,6 +133,7 @@ def test_a_test_that_dies_outside_the_calls_or_only_once_still_fails(pytester):
 
 
 @pytest.mark.slow
+@pytest.mark.thorough  # CI: a hang and a crash, each on one test, above
 @pytest.mark.parametrize("impl, kind", [("hangs_on_three_items.py", "hang"), ("segfaults_without_observer.py", "crash")])
 def test_the_whole_suite_gives_every_clause_a_verdict(tmp_path, impl, kind):
     # The console script in a child without coverage: measured, each isolated call would start coverage afresh.
@@ -147,6 +149,7 @@ def test_the_whole_suite_gives_every_clause_a_verdict(tmp_path, impl, kind):
 
 
 @pytest.mark.slow
+@pytest.mark.thorough  # CI: the fuzz job finds and replays a planted bug (tests/test_fuzz.py)
 def test_the_fuzz_job_finds_and_replays_a_crash(tmp_path):
     db, out = str(tmp_path / "db"), tmp_path / "report"
     planted = ["--impl", str(IMPLS / "segfaults_without_observer.py"), "--tests", "test_observer_checks_precede_value_checks",
