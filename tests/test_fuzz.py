@@ -257,7 +257,7 @@ def test_the_verdict_of_a_run_that_fuzzed_nothing_or_lost_a_worker_is_not_clean(
 # A stand-in for a round's pytest process: it appends the events $FAKE_ROUND lists for its worker
 # (worker "1", "2"; "*" for any), then ends as told: "exit N", "kill" (SIGKILL, as the OOM
 # killer would), "hang" (says it was interrupted on SIGINT, then hangs on), "interrupt-parent"
-# (Ctrl-C to the fuzz job).
+# (Ctrl-C to the fuzz job); after "linger" seconds, if given.
 FAKE_ROUND = """
 import json, os, signal, sys, time
 plan = json.loads(os.environ["FAKE_ROUND"])
@@ -268,6 +268,7 @@ with open(os.environ["PPAUX_FUZZ_EVENTS"], "a") as fh:
         fh.write(json.dumps(event) + "\\n")
 print("last words of worker", worker)
 sys.stdout.flush()
+time.sleep(steps.get("linger", 0))
 end = steps["end"]
 if end == "kill":
     os.kill(os.getpid(), signal.SIGKILL)
@@ -302,8 +303,9 @@ def scripted_run(tmp_path, monkeypatch, plan, *, workers=2, budget=60.0, shard=N
 def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reported(tmp_path, monkeypatch):
     events = [{"kind": "started", "pid": 1}, COLLECTED, {"kind": "running", "nodeid": "t.py::t"},
               {"kind": "progress", "examples": 7}, FAILURE]
-    run = scripted_run(tmp_path, monkeypatch, {"1": {"events": events, "end": "exit 1"},
-                                               "2": {"events": events, "end": "kill"}}, max_failures=1)
+    # Worker 2 dies at once; worker 1 lingers past the budget, so neither round's end races the other's.
+    run = scripted_run(tmp_path, monkeypatch, {"1": {"events": events, "end": "exit 1", "linger": 20},
+                                               "2": {"events": events, "end": "kill"}}, budget=5.0)
     (tmp_path / "rounds").mkdir()
     (tmp_path / "rounds" / "worker-9-round-001.log").write_text("a stale round of an earlier run")
     run.run()
@@ -313,7 +315,7 @@ def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reporte
     log = str(tmp_path / "rounds" / "worker-2-round-001.log")
     assert summary["dead_workers"] == [{"worker": 2, "round": 1, "placement": "cpu", "test": "t.py::t",
                                         "exit_status": -9, "log": log}]
-    assert (summary["examples"], summary["stopped_by"], verdict(summary)) == (14, "max-failures", (1, "1 worker(s) died: see the report"))
+    assert (summary["examples"], summary["stopped_by"], verdict(summary)) == (14, "budget", (1, "1 worker(s) died: see the report"))
     assert not (tmp_path / "rounds" / "worker-9-round-001.log").exists()
 
 

@@ -164,6 +164,13 @@ def test_a_mutmut_table_is_toml_that_mutmut_reads_back():
     assert tomllib.loads(mutation.mutmut_table(config)) == {"tool": {"mutmut": config}}
 
 
+def test_a_diff_mutmut_cannot_make_says_why_and_no_mutant_needs_no_process(tmp_path):
+    project = mutation.MutmutProject(tmp_path)
+    diffs = project.diffs(["own_pop.x_f__mutmut_1"], lambda name: "own_pop.py")
+    assert list(diffs) == ["own_pop.x_f__mutmut_1"] and diffs["own_pop.x_f__mutmut_1"].startswith("(no diff: ")
+    assert project.diffs([], lambda name: "own_pop.py") == {}
+
+
 def test_mutmuts_listing_and_a_diff_read_back():
     listing = "    a.b.x_f__mutmut_1: killed\n    a.b.xǁCǁm__mutmut_2: survived\nnoise\n"
     assert parse_results(listing) == {"a.b.x_f__mutmut_1": "killed", "a.b.xǁCǁm__mutmut_2": "survived"}
@@ -476,10 +483,11 @@ class _Verdicts(mutation.MutmutProject):
 
 def test_the_clean_run_runs_the_copied_suite_against_the_copy_with_the_runs_options(tmp_path, monkeypatch, capsys):
     (tmp_path / "own_pop.py").write_text(OWN_POP)
+    (tmp_path / "eq.json").write_text('{"own_pop.x_f__mutmut_1": "killed after all"}')
     fake = _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
     monkeypatch.setattr(mutate, "MutmutProject", _Verdicts)
     assert _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py", "--profile", "ci", "--marks", "contract", "--tests", "p4",
-                   "--gate", "50", "--timeout", "3") == 0
+                   "--gate", "50", "--timeout", "3", "--equivalents", str(tmp_path / "eq.json")) == 0
     ((cmd, kw),) = fake.calls
     scratch = tmp_path / "out" / "scratch"
     assert kw["cwd"] == scratch and kw["env"]["PYTHONPATH"] == f"{scratch}{os.pathsep}{tmp_path}"
@@ -494,7 +502,9 @@ def test_the_clean_run_runs_the_copied_suite_against_the_copy_with_the_runs_opti
     assert "--ppaux-timeout=3.0" in table["pytest_add_cli_args"]
     assert (table["source_paths"], table["pytest_add_cli_args_test_selection"]) == (["own_pop.py"], ["tests/"])
     assert "--deselect" not in table["pytest_add_cli_args"]
-    assert capsys.readouterr().err.startswith("ppaux mutate: 50.0% (1/2 killed) in ")
+    err = capsys.readouterr().err
+    assert err.startswith("ppaux mutate: 50.0% (1/2 killed) in ")
+    assert err.endswith("ppaux mutate: stale equivalence entry (killed, or no such mutant): own_pop.x_f__mutmut_1\n")
 
 
 def test_the_clean_run_keeps_the_users_environment_with_or_without_a_pythonpath(tmp_path, monkeypatch, capsys):
