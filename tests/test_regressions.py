@@ -488,6 +488,7 @@ def test_a_line_without_a_list_to_break_is_kept_or_broken_at_its_call(line):
 
 
 @pytest.mark.slow
+@pytest.mark.thorough  # CI: a crash's test runs its calls in a child the same way, proven red and green
 def test_a_hang_becomes_a_test_that_fails_when_its_calls_outlast_the_limit(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     impl, folder, out = ROOT / "tests" / "impls" / "hangs_on_three_items.py", tmp_path / "regressions", tmp_path / "report"
