@@ -22,7 +22,7 @@ from ppaux.core.clauses import statement
 import ppaux.regressions.doubles as doubles
 from ppaux.conformance.test_properties import _TrapTensor
 import ppaux.regressions.prove as proof
-from ppaux.regressions import MARKER, check_directory, driver, write_regressions
+from ppaux.regressions import MARKER, check_directory, driver, module_search_path, write_regressions
 from ppaux.regressions.expect import expected_steps
 from ppaux.testing import results, scenario
 from ppaux.regressions.layout import wrap
@@ -601,3 +601,10 @@ def test_doubles_without_state_are_written_as_their_class():
     calls[0].after = []
     assert [step["setup"][-1] for step in describe(calls, "p.")["steps"]] == [
         "output = RaisingPPOutput()", "output_2 = NotPPOutput()", "observer = NotPPObserver()"]
+
+
+def test_the_proofs_find_the_module_where_the_run_found_it(tmp_path, monkeypatch):
+    (tmp_path / "mine.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/a", "", "/b"]))
+    assert module_search_path(str(tmp_path / "mine.py"), Path("/here")) == [str(tmp_path), "/here", "/a", "/b"]
+    assert module_search_path("pkg.mod", Path("/here")) == ["/here", "/a", "/b"]

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import settings
 
 import ppaux.conformance as conformance
-from ppaux.regressions import check_directory, write_regressions
+from ppaux.regressions import check_directory, module_search_path, write_regressions
 from ppaux.cli.usage import UsageError, timeout_seconds
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.core.clauses import CLAUSES, statement
@@ -260,17 +260,11 @@ def _suite_rows(args: argparse.Namespace, spec: str) -> List[Dict[str, Any]]:
     return rows
 
 
-def _user_path() -> List[str]:
-    """Where the implementation's module is found: this run's directory and PYTHONPATH."""
-    return [os.getcwd(), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-
-
 def _regressions(args: argparse.Namespace, spec: str, report: Dict[str, Any]) -> Dict[str, Any]:
     folder = Path(args.regressions)
     if report["verdict"] == "pass":
         return write_regressions({"clauses": []}, spec, folder, args.timeout, [])
-    user_path = ([str(Path(spec).parent)] if Path(spec).is_file() else []) + _user_path()
-    return write_regressions(report, spec or DEFAULT_IMPL, folder, args.timeout, user_path)
+    return write_regressions(report, spec or DEFAULT_IMPL, folder, args.timeout, module_search_path(spec, Path.cwd()))
 
 
 def run(args: argparse.Namespace) -> int:

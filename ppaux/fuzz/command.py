@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 
 from ppaux.fuzz.options import FuzzUsageError, parse_shard
 from ppaux.isolation import DEFAULT_TIMEOUT
-from ppaux.regressions import check_directory, write_regressions
+from ppaux.regressions import check_directory, module_search_path, write_regressions
 from ppaux.testing.results import finding
 
 __all__ = ["add_arguments", "run"]
@@ -161,8 +161,8 @@ def _write_regressions(summary: Dict[str, Any], suite: Any, folder: Path) -> Non
         clauses.setdefault(row.get("clause") or "unclassified", []).append(dict(row, finding=kind))
     report = {"clauses": [{"clause": c, "verdict": "fail", "tests": rows} for c, rows in clauses.items()]}
     spec = suite.impl or "ppaux.transport"
-    user_path = ([str(Path(spec).parent)] if Path(spec).is_file() else []) + [str(suite.cwd)]
-    written = write_regressions(report, spec, folder, suite.timeout or DEFAULT_TIMEOUT, user_path)
+    written = write_regressions(report, spec, folder, suite.timeout or DEFAULT_TIMEOUT,
+                                module_search_path(spec, suite.cwd))
     summary["regressions"] = written
 
 

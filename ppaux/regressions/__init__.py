@@ -25,7 +25,7 @@ from ppaux.regressions.render import (
 )
 from ppaux.testing.scenario import Unwritable
 
-__all__ = ["MARKER", "check_directory", "stale_files", "write_regressions"]
+__all__ = ["MARKER", "check_directory", "module_search_path", "stale_files", "write_regressions"]
 
 
 def check_directory(directory: Path) -> Optional[str]:
@@ -39,6 +39,13 @@ def check_directory(directory: Path) -> Optional[str]:
     if not os.access(directory, os.W_OK | os.X_OK):
         return f"{directory} is not writable"
     return None
+
+
+def module_search_path(spec: str, cwd: Path) -> List[str]:
+    """Where the proofs find the implementation's module: a file's own directory, the user's
+    directory, then their PYTHONPATH (as the module was imported for the run)."""
+    own = [str(Path(spec).parent)] if Path(spec).is_file() else []
+    return own + [str(cwd), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
 
 
 def stale_files(directory: Path) -> List[Path]:

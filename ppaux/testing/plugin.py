@@ -57,10 +57,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if isolation not in ("test", "off"):
         raise pytest.UsageError(f"ppaux_isolation = {isolation!r}; expected 'test' or 'off'")
     config.stash[ISOLATION_KEY] = isolation == "test" and can_fork()
-    recorder = config.stash[RECORDER_KEY] = CallRecorder() if config.getoption("--ppaux-record-calls") else None
+    config.stash[RECORDER_KEY] = CallRecorder() if config.getoption("--ppaux-record-calls") else None
     path = config.getoption("--ppaux-results")
     if path:
-        config.pluginmanager.register(ResultRecorder(path, recorder, config.stash[IMPL_KEY].prefix), "ppaux-results")
+        config.pluginmanager.register(ResultRecorder(path, recorded_calls), "ppaux-results")
 
 
 def implementation(config: pytest.Config) -> Implementation:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
@@ -94,14 +94,13 @@ class ResultRecorder:
     """Writes one JSON line per test to ``path`` at the end of the run.
 
     Each row is made where the test ran (a forked child, an xdist worker) and rides on its report
-    as ``ppaux_row``: this process collects the rows as the reports arrive. With ``calls``, a
-    failing test's row also holds its last example's calls into the implementation, as code.
+    as ``ppaux_row``: this process collects the rows as the reports arrive. ``calls_of(item)`` adds
+    a failing test's calls into the implementation, as code (``None`` when the run records none).
     """
 
-    def __init__(self, path: str, calls: Optional[CallRecorder] = None, prefix: str = "") -> None:
+    def __init__(self, path: str, calls_of: Optional[Callable[[pytest.Item], Optional[Dict[str, Any]]]] = None) -> None:
         self.path = path
-        self.calls = calls
-        self.prefix = prefix
+        self.calls_of = calls_of
         self.rows: List[Dict[str, Any]] = []
 
     @pytest.hookimpl(hookwrapper=True)
@@ -110,8 +109,8 @@ class ResultRecorder:
         report = outcome.get_result()
         if report.when == "call" or report.failed or report.skipped:
             report.ppaux_row = row(item, report, call.excinfo)
-            if report.failed and report.when == "call" and self.calls is not None:
-                report.ppaux_row.update(scenario(self.calls, self.prefix))
+            if report.failed and report.when == "call" and self.calls_of is not None:
+                report.ppaux_row.update(self.calls_of(item) or {})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         found = getattr(report, "ppaux_row", None)
