@@ -29,7 +29,7 @@ def checksum(tensor: torch.Tensor) -> Optional[int]:
     if tensor.device.type == "meta":
         return None
     data = tensor_bytes(tensor).numpy()
-    return zlib.crc32(memoryview(data))
+    return zlib.crc32(data.data)
 
 
 def describe(name: str, tensor: torch.Tensor) -> Entry:

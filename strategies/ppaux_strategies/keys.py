@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from hypothesis import strategies as st
@@ -42,7 +42,7 @@ def prefixes(*, sglang_only: bool = False) -> st.SearchStrategy[str]:
 def _prefixes(sglang_only: bool) -> st.SearchStrategy[str]:
     if sglang_only:
         return st.just(SGLANG_PREFIX)
-    random = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8).map(
+    random = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=8).map(
         lambda s: s + "."
     ) | st.text(min_size=1, max_size=6)
     return st.one_of(st.sampled_from(NOTABLE_PREFIXES), random)
@@ -66,7 +66,7 @@ def _aux_names(prefix: str) -> st.SearchStrategy[str]:
     return st.one_of(st.text(min_size=1, max_size=6), tricky)
 
 
-def near_prefix_keys(prefix: str) -> tuple:
+def near_prefix_keys(prefix: str) -> Tuple[str, ...]:
     """Ordinary keys that only resemble ``prefix``: no trailing dot, other case, the prefix mid-key."""
     check_prefix(prefix)
     candidates = {prefix[:-1], prefix.upper(), prefix.lower(), prefix.swapcase(), "x" + prefix, "next_" + prefix}
@@ -80,7 +80,9 @@ MSG_TYPE_VALUES = st.sampled_from(MSG_TYPES)
 # The tests build the same dicts strategy in every example, for that example's prefix: built once,
 # a strategy is validated once, and validating a tree of them costs more than drawing from it.
 @functools.lru_cache(maxsize=256)
-def _transport_dicts(prefix, tensors, max_extra, aux, non_str_keys):
+def _transport_dicts(
+    prefix: str, tensors: st.SearchStrategy[torch.Tensor], max_extra: int, aux: bool, non_str_keys: bool
+) -> st.SearchStrategy[Dict[Any, Any]]:
     # A prefix like "next_" would claim SGLang's own key; fall back to another first letter.
     base = next(k for k in ("next_token_ids", "hidden_states", "logits") if not k.startswith(prefix))
     extra_keys = SGLANG_TENSOR_KEYS + SGLANG_LIST_KEYS + near_prefix_keys(prefix)
@@ -89,8 +91,8 @@ def _transport_dicts(prefix, tensors, max_extra, aux, non_str_keys):
     aux_names_st = st.lists(aux_names(prefix=prefix), min_size=1, max_size=2, unique=True)
 
     @st.composite
-    def transport_dict(draw):
-        items = [(base, draw(tensors))]
+    def transport_dict(draw: st.DrawFn) -> Dict[Any, Any]:
+        items: List[Tuple[Any, Any]] = [(base, draw(tensors))]
         extras = draw(extras_st)
         items += [(k, draw(ordinary_value)) for k in extras if not k.startswith(prefix)]
         if draw(st.booleans()):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 from hypothesis import strategies as st
@@ -150,7 +150,7 @@ def observers(*, modes: Sequence[str] = OBSERVER_MODES, allow_none: bool = True,
 
 @functools.lru_cache(maxsize=None)
 def _observers(modes: Tuple[str, ...], allow_none: bool, allow_not_pp: bool) -> st.SearchStrategy[Any]:
-    choices = [st.sampled_from(modes).map(RecordingObserver)]
+    choices: List[st.SearchStrategy[Any]] = [st.sampled_from(modes).map(RecordingObserver)]
     if allow_none:
         choices.append(st.none())
     if allow_not_pp:

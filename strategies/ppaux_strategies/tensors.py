@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Literal, Optional, Sequence, Tuple, TypeVar, cast, overload
 
 import torch
 from hypothesis import strategies as st
@@ -119,9 +119,9 @@ def _elements(dtype: torch.dtype) -> st.SearchStrategy[Any]:
     if dtype == torch.bool:
         return st.booleans()
     if dtype.is_complex:
-        return st.complex_numbers(width=torch.finfo(dtype).bits * 2)
+        return st.complex_numbers(width=cast(Literal[32, 64, 128], torch.finfo(dtype).bits * 2))
     if dtype in (torch.float16, torch.float32, torch.float64):
-        return st.floats(width=torch.finfo(dtype).bits)
+        return st.floats(width=cast(Literal[16, 32, 64], torch.finfo(dtype).bits))
     if dtype.is_floating_point:
         # bfloat16, float8: no Hypothesis width matches; float32 values in range, rounded when stored.
         return st.floats(-torch.finfo(dtype).max, torch.finfo(dtype).max, width=32)
@@ -174,14 +174,14 @@ def _as_view(t: torch.Tensor, view: str) -> torch.Tensor:
 
 def _checked_dtype(value: Any) -> torch.dtype:
     check_type(torch.dtype, value, "dtype")
-    return value
+    return cast(torch.dtype, value)
 
 
 def _checked_shape(value: Any) -> Tuple[int, ...]:
     check_type(tuple, value, "shape")
     for side in value:
         check_range(side, "every side of shape", low=0)
-    return value
+    return cast(Tuple[int, ...], value)
 
 
 def _checked_device(value: Any) -> torch.device:
@@ -200,7 +200,14 @@ def _pinned(value: Any, name: str, types: Tuple[type, ...], check: Callable[[Any
     return check(value)
 
 
-def _aspect(pinned: Any, check: Callable[[Any], Any], default: Optional[st.SearchStrategy[Any]]) -> Optional[st.SearchStrategy[Any]]:
+T = TypeVar("T")
+
+
+@overload
+def _aspect(pinned: Any, check: Callable[[Any], T], default: st.SearchStrategy[T]) -> st.SearchStrategy[T]: ...
+@overload
+def _aspect(pinned: Any, check: Callable[[Any], T], default: None) -> Optional[st.SearchStrategy[T]]: ...
+def _aspect(pinned: Any, check: Callable[[Any], T], default: Optional[st.SearchStrategy[T]]) -> Optional[st.SearchStrategy[T]]:
     if pinned is None:
         return default
     if isinstance(pinned, st.SearchStrategy):
@@ -209,7 +216,14 @@ def _aspect(pinned: Any, check: Callable[[Any], Any], default: Optional[st.Searc
 
 
 @st.composite
-def _tensor(draw, dtype_st, shape_st, device_st, view_st, fill):
+def _tensor(
+    draw: st.DrawFn,
+    dtype_st: Callable[[torch.device], st.SearchStrategy[torch.dtype]],
+    shape_st: Callable[[torch.device], st.SearchStrategy[Tuple[int, ...]]],
+    device_st: st.SearchStrategy[torch.device],
+    view_st: st.SearchStrategy[str],
+    fill: bool,
+) -> torch.Tensor:
     device = draw(device_st)
     dtype = draw(dtype_st(device))
     shape = draw(shape_st(device))
