@@ -326,7 +326,8 @@ def section_bench(page: Page) -> None:
 
 SECTIONS: List[Callable[[Page], None]] = [
     section_tests,
-    lambda p: section_json_md(p, "conformance", "Conformance", "conformance", "conformance", "python -m ppaux check"),
+    lambda p: section_json_md(p, "conformance", "Conformance", "conformance", "conformance",
+                              "ppaux check --report reports/out/conformance"),
     section_faults,
     section_coverage, section_mutation, section_mutate, section_fuzz, section_bench,
 ]
