@@ -15,9 +15,34 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from reports.markdown import inline, to_html
+from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 
 E = html.escape
+
+
+def _below_the_page_headings(state: StateCore) -> None:
+    """The page owns h1 and h2: a report's own headings start at h3 (``#`` is h3, ``##`` h4, down to h6)."""
+    for token in state.tokens:
+        if token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(int(token.tag[1]) + 2, 6)}"
+
+
+# CommonMark with GitHub's tables, which the reports' Markdown twins use. Raw HTML is escaped, not
+# passed through: a report quotes an implementation's error messages, which are not the page's markup.
+# A report's consecutive lines (a replay command, then its blob) stay lines of their own on the page.
+MARKDOWN = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable("table")
+MARKDOWN.core.ruler.push("below_the_page_headings", _below_the_page_headings)
+
+
+def to_html(md: str) -> str:
+    """One of the reports' Markdown files as a fragment of the page."""
+    return MARKDOWN.render(md)
+
+
+def inline(text: str) -> str:
+    """One line of Markdown (code spans, emphasis) inside the page's own markup."""
+    return MARKDOWN.renderInline(text)
 
 
 class Page:
@@ -301,7 +326,8 @@ def section_bench(page: Page) -> None:
 
 SECTIONS: List[Callable[[Page], None]] = [
     section_tests,
-    lambda p: section_json_md(p, "conformance", "Conformance", "conformance", "conformance", "python -m ppaux check"),
+    lambda p: section_json_md(p, "conformance", "Conformance", "conformance", "conformance",
+                              "ppaux check --report reports/out/conformance"),
     section_faults,
     section_coverage, section_mutation, section_mutate, section_fuzz, section_bench,
 ]

@@ -23,7 +23,7 @@ def test_check_help_names_every_option_with_its_metavar(capsys):
         "-h, --help show this help message and exit"
         " --impl MODULE_OR_FILE implementation to check (default: ppaux's own)"
         " --profile PROFILE Hypothesis profile: ci, dev, nightly, mutation (default: ci)"
-        " --report DIR where to write conformance.md and conformance.json"
+        " --report DIR where to write conformance.md and conformance.json (default: .ppaux/check in the current directory)"
         " --marks EXPR which tests (pytest -m expression; default: 'contract or robustness')"
         " --tests EXPR narrow further by test name (pytest -k expression)"
         " --junit PATH also write the suite run's JUnit XML there"
@@ -35,7 +35,7 @@ def test_check_help_names_every_option_with_its_metavar(capsys):
 
 def test_check_defaults_are_the_ones_its_help_states():
     assert cli_defaults("check") == {
-        "command": "check", "impl": None, "profile": "ci", "report": "reports/out/conformance",
+        "command": "check", "impl": None, "profile": "ci", "report": None,
         "marks": "contract or robustness", "tests": None, "junit": None, "timeout": 10.0, "regressions": None,
     }
 
@@ -171,6 +171,52 @@ def test_check_writes_both_reports_into_a_new_directory_and_prints_the_markdown(
     # The caller's directory stays the run's: an implementation module there must import.
     assert cwd == os.getcwd()
     assert "--ppaux-impl" not in argv and "--junitxml" not in argv
+
+
+def test_without_report_the_files_go_to_a_dot_directory_that_git_ignores(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(check, "run_suite", FakePytest(ROWS[:1]))
+    monkeypatch.chdir(tmp_path)
+    assert main(["check"]) == 0
+    printed = capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ppaux"]
+    assert sorted(p.name for p in (tmp_path / ".ppaux").iterdir()) == [".gitignore", "check"]
+    assert (tmp_path / ".ppaux" / ".gitignore").read_text() == "# Created by ppaux automatically.\n*\n"
+    assert sorted(p.name for p in (tmp_path / ".ppaux" / "check").iterdir()) == ["conformance.json", "conformance.md"]
+    assert printed.endswith("\nreport written to .ppaux/check/conformance.md, .ppaux/check/conformance.json\n")
+    assert (tmp_path / ".ppaux" / "check" / "conformance.md").read_text() in printed
+    # .ppaux is the user's once it exists: a later run leaves what they changed there as it is.
+    (tmp_path / ".ppaux" / ".gitignore").write_text("check/\n")
+    assert main(["check"]) == 0
+    assert (tmp_path / ".ppaux" / ".gitignore").read_text() == "check/\n"
+    capsys.readouterr()
+
+
+def test_a_report_directory_given_is_exactly_the_one_written_and_no_dot_directory_appears(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(check, "run_suite", FakePytest(ROWS[:1]))
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--report", "out"]) == 0
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["out", "out/conformance.json", "out/conformance.md"]
+    assert capsys.readouterr().out.endswith("\nreport written to out/conformance.md, out/conformance.json\n")
+
+
+def test_a_dot_directory_that_cannot_be_made_is_a_usage_error_before_the_run(capsys, monkeypatch, tmp_path):
+    fake = FakePytest(ROWS[:1])
+    monkeypatch.setattr(check, "run_suite", fake)
+    # Under a file, where no one (root included) can make a directory.
+    (tmp_path / "file").write_text("")
+    monkeypatch.setattr(check, "STATE", tmp_path / "file" / ".ppaux")
+    assert main(["check"]) == 2
+    assert capsys.readouterr().err == f"ppaux: error: cannot create {tmp_path / 'file' / '.ppaux'}: Not a directory\n"
+    assert fake.calls == []
+
+
+def test_a_file_named_like_the_report_directory_is_a_usage_error(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(check, "run_suite", FakePytest(ROWS[:1]))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".ppaux").mkdir()
+    (tmp_path / ".ppaux" / "check").write_text("")
+    assert main(["check"]) == 2
+    assert capsys.readouterr().err == "ppaux: error: --report: .ppaux/check is not a directory\n"
 
 
 def test_check_records_the_implementation_it_was_given_and_passes_it_resolved(capsys, monkeypatch, tmp_path):

@@ -146,6 +146,20 @@ def test_check_passes_on_the_reference_and_writes_both_reports(capsys, tmp_path,
     assert (tmp_path / "conformance.md").read_text() in out
 
 
+def test_check_by_default_leaves_only_its_dot_directory_in_the_users_directory(capsys, tmp_path, monkeypatch):
+    # The real suite's run, from the user's directory: the report lands under .ppaux and nothing else appears.
+    # pytest-benchmark, where installed, makes .benchmarks/ in any pytest run: the user's plugin, not ppaux's.
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:benchmark")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, "check", "--tests", "round_trip or none_output")
+    assert code == 0
+    # Under --cov (CI), the suite's forked children leave coverage's data files here: the measuring run's, not ppaux's.
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if not p.name.startswith(".coverage.")) == [
+        ".ppaux", ".ppaux/.gitignore", ".ppaux/check", ".ppaux/check/conformance.json", ".ppaux/check/conformance.md"]
+    assert json.loads((tmp_path / ".ppaux" / "check" / "conformance.json").read_text())["verdict"] == "pass"
+    assert out.endswith("\nreport written to .ppaux/check/conformance.md, .ppaux/check/conformance.json\n")
+
+
 def test_check_fails_on_a_broken_implementation_with_its_counterexample(capsys, tmp_path):
     code, out, _ = run_cli(
         capsys, "check", "--impl", str(IMPLS / "unstripped_names.py"), "--profile", "ci", "--tests", "round_trip", "--report", str(tmp_path)

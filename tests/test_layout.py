@@ -1,114 +1,48 @@
-"""The package's layout: no import cycle inside ppaux/, and dependencies that point one way
-(cli -> tooling -> relay -> core and isolation; ppaux_strategies on the core only). Imports are read as text,
-at any depth, so a lazy import inside a function counts too."""
+"""The package's layout. Its layers and the cycles between a package's modules are import-linter's contracts in
+pyproject.toml (`lint-imports`, in .ci/run); what is here checks what those contracts cannot see: a new
+subpackage outside every layer, and a cycle through a package's own __init__."""
 
 from __future__ import annotations
 
-import ast
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Dict, Iterator, Set
+
+import grimp
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = {"ppaux": ROOT / "ppaux", "ppaux_strategies": ROOT / "strategies" / "ppaux_strategies"}
-
-# What each layer may import from ppaux itself (beyond its own modules).
-LAYERS = {
-    "ppaux.core": set(),
-    # Supervising code that may hang or crash: beside the core, it knows nothing of the contract.
-    "ppaux.isolation": set(),
-    "ppaux_strategies": {"ppaux.core"},
-    "ppaux.relay": {"ppaux.core", "ppaux.isolation", "ppaux_strategies"},
-    "ppaux.testing": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux_strategies"},
-    "ppaux.conformance": {"ppaux.core", "ppaux.testing", "ppaux_strategies"},
-    # Regression tests from a run's findings: reads the testing layer's recorded calls.
-    "ppaux.regressions": {"ppaux.core", "ppaux.testing", "ppaux_strategies"},
-    # The fuzz job drives the shipped suite in rounds: tooling above testing, below the command line.
-    "ppaux.fuzz": {"ppaux.core", "ppaux.isolation", "ppaux.testing", "ppaux.regressions"},
-    "ppaux.cli": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux.testing", "ppaux.conformance", "ppaux.regressions",
-                  "ppaux.fuzz"},
-    # A plugin as its author writes it: only the public kit (and its findings, for the broken variants' tests).
-    "ppaux.examples": {"ppaux.testing"},
-}
+# Above every layer: the package's own re-exports and `python -m ppaux`.
+TOP = {"ppaux", "ppaux.transport", "ppaux.__main__"}
 
 
-def modules() -> Dict[str, Path]:
-    found = {}
-    for name, root in PACKAGES.items():
-        for path in root.rglob("*.py"):
-            parts = [name, *path.relative_to(root).with_suffix("").parts]
-            if parts[-1] == "__init__":
-                parts.pop()
-            found[".".join(parts)] = path
-    return found
+# Built once, without grimp's cache directory in the checkout: in mutmut's copy every module holds its
+# mutants, seconds to read.
+@cache
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph("ppaux", "ppaux_strategies", cache_dir=None)
 
 
-def imported(path: Path, here: str) -> Iterator[str]:
-    is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                package = here.split(".") if is_package else here.split(".")[:-1]
-                base = ".".join(package[: len(package) - node.level + 1] + ([base] if base else []))
-            yield base
-            yield from (f"{base}.{alias.name}" for alias in node.names)
+def layered() -> set:
+    """Every module the layers contract names; an optional one, "(ppaux.x)", included."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers"]
+    return {name.strip().strip("()") for layer in layers for name in layer.split("|")}
 
 
-# Parsed once: in mutmut's copy every module holds each function's mutants, a few seconds to read.
-@lru_cache(maxsize=None)
-def graph() -> Dict[str, Set[str]]:
-    mods = modules()
-    edges: Dict[str, Set[str]] = {}
-    for name, path in mods.items():
-        deps = set()
-        for target in imported(path, name):
-            while target and target not in mods:
-                target = target.rpartition(".")[0]
-            if target and target != name:
-                deps.add(target)
-        edges[name] = deps
-    return edges
-
-
-def layer(module: str) -> str:
-    return next((name for name in LAYERS if module == name or module.startswith(name + ".")), module)
+def test_every_subpackage_is_in_a_layer():
+    # A module the layers contract does not name is held by no rule of it.
+    packages = graph().find_children("ppaux") | {"ppaux_strategies"}
+    assert sorted(packages - TOP - layered()) == []
 
 
 def test_no_import_cycles():
-    edges = graph()
-    state: Dict[str, int] = {}
-    cycles = []
-
-    def visit(node: str, stack: list) -> None:
-        state[node] = 1
-        stack.append(node)
-        for dep in sorted(edges[node]):
-            if state.get(dep) == 1:
-                cycles.append(stack[stack.index(dep):] + [dep])
-            elif dep not in state:
-                visit(dep, stack)
-        stack.pop()
-        state[node] = 2
-
-    for node in sorted(edges):
-        if node not in state:
-            visit(node, [])
-    assert cycles == []
-
-
-def test_dependencies_point_one_way():
-    wrong = sorted(
-        f"{module} imports {dep}"
-        for module, deps in graph().items()
-        for dep in deps
-        if layer(dep) != layer(module) and layer(module) in LAYERS and layer(dep) not in LAYERS[layer(module)]
+    # import-linter's acyclic_siblings contract compares a package's children, and a package's __init__
+    # is not one of its own children: `import ppaux.core` in ppaux/core/clauses.py escapes it, not this.
+    g = graph()
+    cycles = sorted(
+        (importer, *g.find_shortest_chain(importer=imported, imported=importer))
+        for importer in g.modules
+        for imported in g.find_modules_directly_imported_by(importer)
+        if g.chain_exists(importer=imported, imported=importer)
     )
-    assert wrong == []
-
-
-def test_every_module_belongs_to_a_layer():
-    top = {"ppaux", "ppaux.transport", "ppaux.__main__"}
-    assert sorted(m for m in modules() if layer(m) not in LAYERS and m not in top) == []
+    assert cycles == []

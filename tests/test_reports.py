@@ -147,6 +147,28 @@ def _inputs(out: Path) -> None:
                                    '<testcase classname="t" name="a"/><testcase classname="t" name="b"/></testsuite></testsuites>')
 
 
+def test_the_markdown_twins_render_below_the_page_headings_with_their_tables_and_code(tmp_path):
+    out = tmp_path / "out"
+    (out / "conformance").mkdir(parents=True)
+    (out / "conformance" / "conformance.json").write_text(json.dumps({"verdict": "fail"}))
+    (out / "conformance" / "conformance.md").write_text(
+        "# Conformance report: `m`\n\nVerdict: **FAIL**\n\n| clause | verdict |\n| --- | --- |\n| add.1 | fail |\n\n"
+        "## Counterexamples\n\n### add.1: `t.py::test_b`\n\nError: `<class 'ValueError'>` & <b>raw</b>\n\n"
+        "```\nFalsifying example: f(\n    n=0,\n)\n```\n\nReplay: `ppaux check --tests test_b`.\nBlob: `@reproduce_failure('6', b'AAA=')`\n")
+    (out / "bench.md").write_text("## PP auxiliary relay benchmarks\n\n| op | us |\n| --- | --- |\n| add+pop | 1.5 |\n")
+    index = tmp_path / "index.html"
+    build(str(out), str(index))
+    page = index.read_text()
+    assert "<h3>Conformance report: <code>m</code></h3>\n<p>Verdict: <strong>FAIL</strong></p>" in page
+    assert "<th>clause</th>\n<th>verdict</th>" in page and "<td>add.1</td>\n<td>fail</td>" in page
+    assert "<h4>Counterexamples</h4>\n<h5>add.1: <code>t.py::test_b</code></h5>" in page
+    # An implementation's words are text on the page, never its markup.
+    assert "<p>Error: <code>&lt;class 'ValueError'&gt;</code> &amp; &lt;b&gt;raw&lt;/b&gt;</p>" in page
+    assert "<pre><code>Falsifying example: f(\n    n=0,\n)\n</code></pre>" in page
+    assert "<p>Replay: <code>ppaux check --tests test_b</code>.<br />\nBlob: <code>@reproduce_failure" in page
+    assert "<h4>PP auxiliary relay benchmarks</h4>\n<table>" in page and "<td>add+pop</td>\n<td>1.5</td>" in page
+
+
 def test_missing_inputs_are_not_yet_generated_sections(tmp_path):
     index = tmp_path / "index.html"
     assert build(str(tmp_path / "out"), str(index)) == 0

@@ -35,12 +35,18 @@ FINDING_MEANS = {
 }
 # Node ids read "ppaux/conformance/test_add.py::..." from a checkout and from a wheel alike.
 ROOT = Path(conformance.__file__).resolve().parent.parent.parent
+# ppaux's files in the user's directory, as .pytest_cache and .hypothesis are pytest's and Hypothesis's:
+# the report goes to .ppaux/check unless --report names a directory.
+STATE = Path(".ppaux")
+# Written when .ppaux is created, as pytest does for its cache: the user's git status never shows .ppaux.
+STATE_GITIGNORE = "# Created by ppaux automatically.\n*\n"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--impl", metavar="MODULE_OR_FILE", help="implementation to check (default: ppaux's own)")
     parser.add_argument("--profile", default="ci", help=f"Hypothesis profile: {', '.join(PROFILES)} (default: ci)")
-    parser.add_argument("--report", default="reports/out/conformance", metavar="DIR", help="where to write conformance.md and conformance.json")
+    parser.add_argument("--report", metavar="DIR", help="where to write conformance.md and conformance.json "
+                                                        f"(default: {STATE / 'check'} in the current directory)")
     parser.add_argument("--marks", default="contract or robustness", metavar="EXPR", help="which tests (pytest -m expression; default: 'contract or robustness')")
     parser.add_argument("--tests", metavar="EXPR", help="narrow further by test name (pytest -k expression)")
     parser.add_argument("--junit", metavar="PATH", help="also write the suite run's JUnit XML there")
@@ -231,9 +237,21 @@ def _implementation(impl: str) -> str:
     return spec
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
+def _report_directory(args: argparse.Namespace) -> Path:
+    """``--report``'s directory, else .ppaux/check; .ppaux, when this creates it, with a .gitignore of ``*``."""
+    if args.report is not None:
+        return Path(args.report)
+    if not os.path.lexists(STATE):
+        why = check_directory(STATE)
+        if why:
+            raise UsageError(why)
+        (STATE / ".gitignore").write_text(STATE_GITIGNORE)
+    return STATE / "check"
+
+
+def _check_outputs(args: argparse.Namespace, report: Path) -> None:
     """Every path the run will write to, checked before the run: a bad one is a usage error, not a lost run."""
-    for option, folder in (("--report", args.report), ("--regressions", args.regressions),
+    for option, folder in (("--report", report), ("--regressions", args.regressions),
                            ("--junit", args.junit and str(Path(args.junit).parent))):
         why = folder and check_directory(Path(folder))
         if why:
@@ -271,13 +289,13 @@ def run(args: argparse.Namespace) -> int:
     if args.profile not in PROFILES:
         raise UsageError(f"unknown profile {args.profile!r}; choose from {', '.join(PROFILES)}")
     spec = _implementation(args.impl)
-    _check_outputs(args)
+    out = _report_directory(args)
+    _check_outputs(args, out)
     rows = _suite_rows(args, spec)
     report = build_report(rows, impl=args.impl or DEFAULT_IMPL, profile=args.profile, marks=args.marks,
                           timeout=args.timeout, command=command_line(args))
     if args.regressions:
         report["regressions"] = _regressions(args, spec, report)
-    out = Path(args.report)
     (out / "conformance.json").write_text(json.dumps(report, indent=2) + "\n")
     markdown = render_markdown(report)
     (out / "conformance.md").write_text(markdown)
