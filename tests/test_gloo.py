@@ -408,97 +408,99 @@ class _Proc:
         self.joins.append(timeout)
 
 
-class _Clock:
-    """Time for _collect: it passes only while _collect waits and nothing is ready, up to the next
-    answer or the end of the wait. Frozen time is no bound on a loop that never ends, so the clock
-    is one: read too often, it fails."""
-
-    def __init__(self):
-        self.t, self.readings = 0.0, 0
-
-    def read(self):
-        self.readings += 1
-        assert self.readings < 2_000, f"_collect read the clock {self.readings} times: its loop does not end"
-        return self.t
+def test_the_watchdog_waits_the_whole_limit_while_no_rank_has_failed():
+    watchdog = gloo.Watchdog(10.0, 1.0)
+    assert (watchdog.remaining(10.25), watchdog.remaining(12.0)) == (0.75, 0.0)
+    # A reply read at the deadline counts: only a wait that has ended with ranks still waiting gives up.
+    assert (watchdog.expired(10.75), watchdog.expired(11.0)) == (False, True)
+    assert (watchdog.limit, watchdog.after) == (1.0, None)
 
 
-class _LateConn:
-    """A rank that answers ``reply`` once the clock reaches ``at`` (never, for ``None``)."""
-
-    def __init__(self, clock, at, reply=("ok", None)):
-        self.clock, self.at, self.reply = clock, at, reply
-
-    def poll(self, timeout):
-        return self.ready()
-
-    def ready(self):
-        return self.at is not None and self.clock.t >= self.at
-
-    def recv_bytes(self):
-        return gloo.dumps(self.reply)
+def test_the_watchdog_gives_the_others_only_a_short_grace_from_the_first_failure_seen():
+    watchdog = gloo.Watchdog(0.0, 100.0)
+    watchdog.failed(2, 3.0)
+    assert (watchdog.remaining(3.0), watchdog.limit, watchdog.after) == (gloo.FAILURE_GRACE, gloo.FAILURE_GRACE, 2)
+    # _collect sees the failures again on each pass: the grace that began with the first one stands.
+    watchdog.failed(1, 3.25)
+    assert (watchdog.remaining(3.0), watchdog.after) == (gloo.FAILURE_GRACE, 2)
 
 
-def _collected(monkeypatch, answers, timeout):
-    """The outcomes ``_collect`` reports for ranks answering at the given times (``"died"``: dead
-    at once, ``None``: never), with the stacks it asked for, and the time it took."""
-    clock = _Clock()
-    monkeypatch.setattr(gloo, "_now", clock.read)
+def test_a_grace_that_ends_no_sooner_than_the_deadline_does_not_count():
+    watchdog = gloo.Watchdog(0.0, 1.0)
+    watchdog.failed(0, 1.0 - gloo.FAILURE_GRACE)
+    assert (watchdog.remaining(0.0), watchdog.limit, watchdog.after) == (1.0, 1.0, None)
 
-    def wait(objects, timeout):
-        # A dead rank's sentinel is ready at once; else time runs to the next answer or the timeout.
-        ready = [o for o in objects if (o.ready() if isinstance(o, _LateConn) else not o.alive)]
-        if not ready:
-            answers = [o.at for o in objects if isinstance(o, _LateConn) and o.at is not None]
-            clock.t = min([clock.t + timeout, *answers])
-        return ready
 
-    monkeypatch.setattr(gloo, "_wait", wait)
+class _Rank:
+    """A rank process for ``_collect``: its sentinel is a real pipe, ready (at end of file) once the rank is dead."""
+
+    def __init__(self, alive):
+        self.alive, self.exitcode = alive, 3
+        self.sentinel, write = os.pipe()
+        self.ends = [self.sentinel]
+        if alive:
+            self.ends.append(write)
+        else:
+            os.close(write)
+
+    def is_alive(self):
+        return self.alive
+
+    def join(self, timeout):
+        pass
+
+
+def _collected(answers, timeout):
+    """The outcomes ``_collect`` reports, and the stacks it asked for, for ranks that answer at once
+    (``"ok"``), soon (``"soon"``, a twentieth of a second later), die at once (``"died"``) or never
+    (``None``), each over a real pipe."""
     w = gloo.GlooWorld(len(answers))
-    w.conns = [_LateConn(clock, None if at == "died" else at) for at in answers]
-    w.procs = [_Proc(at != "died", exitcode=3) for at in answers]
+    pipes = [multiprocessing.Pipe(duplex=False) for _ in answers]
+    w.conns = [reader for reader, _ in pipes]
+    w.procs = [_Rank(alive=answer != "died") for answer in answers]
+    reply = gloo.dumps(("ok", None))
+    soon = [threading.Timer(0.05, writer.send_bytes, (reply,)) for (_, writer), answer in zip(pipes, answers) if answer == "soon"]
+    for (_, writer), answer in zip(pipes, answers):
+        if answer == "ok":
+            writer.send_bytes(reply)
+    for timer in soon:
+        timer.start()
     asked = []
     w._stacks = lambda hung, dead: asked.append((hung, dead)) or {rank: f"stack of {rank}" for rank in [*hung, *dead]}
-    out = w._collect(range(len(answers)), timeout)
-    w.procs, w.conns = [], []
-    return out, asked, clock.t
+    try:
+        out = w._collect(range(len(answers)), timeout)
+    finally:
+        for timer in soon:
+            timer.join()
+        for (reader, writer), proc in zip(pipes, w.procs):
+            reader.close()
+            writer.close()
+            for end in proc.ends:
+                os.close(end)
+        w.procs, w.conns = [], []
+    return out, asked
 
 
-def _collecting(monkeypatch, answers, timeout):
-    """What ``_collect`` reports for ranks answering at the given times, and the time it took."""
-    out, _, t = _collected(monkeypatch, answers, timeout)
-    return {rank: o.status for rank, o in out.items()}, t
+def test_collect_reads_the_replies_that_are_there_before_it_gives_up():
+    out, _ = _collected(["ok", None], timeout=0.0)
+    assert (out[0].status, out[1].status, out[1].limit, out[1].after) == ("ok", "hang", 0.0, None)
 
 
-def test_collect_counts_a_reply_that_arrives_by_the_deadline(monkeypatch):
-    assert _collecting(monkeypatch, [0, 1.0], timeout=1.0) == ({0: "ok", 1: "ok"}, 1.0)
-    assert _collecting(monkeypatch, [0, 1.25], timeout=1.0) == ({0: "ok", 1: "hang"}, 1.0)
+def test_collect_waits_on_for_a_rank_still_working_while_none_has_failed():
+    out, asked = _collected(["ok", "soon"], timeout=30.0)
+    assert out == {0: gloo.Outcome("ok"), 1: gloo.Outcome("ok")} and asked == []
 
 
-def test_collect_waits_the_whole_timeout_for_slow_ranks_while_none_has_failed(monkeypatch):
-    assert _collecting(monkeypatch, [0, 0, 50.0], timeout=100.0) == ({0: "ok", 1: "ok", 2: "ok"}, 50.0)
-
-
-def test_collect_gives_the_others_only_a_short_grace_once_a_rank_has_failed(monkeypatch):
-    # Rank 0 is found dead at once, and the grace runs from then.
-    within = _collecting(monkeypatch, ["died", 0, gloo.FAILURE_GRACE], timeout=100.0)
-    assert within == ({0: "died", 1: "ok", 2: "ok"}, gloo.FAILURE_GRACE)
-    status, t = _collecting(monkeypatch, ["died", 0, 50.0], timeout=100.0)
-    assert status == {0: "died", 1: "ok", 2: "hang"} and t == gloo.FAILURE_GRACE
-    # A rank's death wakes the wait (its process sentinel), though its pipe stays silent.
-    assert _collecting(monkeypatch, ["died", None], timeout=100.0) == ({0: "died", 1: "hang"}, gloo.FAILURE_GRACE)
-
-
-def test_collect_gives_failed_ranks_their_stacks_and_a_hung_one_the_time_it_had(monkeypatch):
-    out, asked, _ = _collected(monkeypatch, ["died", 0, 50.0], timeout=100.0)
+def test_collect_gives_failed_ranks_their_stacks_and_a_hung_one_the_grace_it_had():
+    # Rank 0 is found dead at once (its sentinel wakes the wait, though its pipe stays silent).
+    out, asked = _collected(["died", "ok", None], timeout=100.0)
     # One request for the stacks of every failed rank, none for a rank that answered.
     assert asked == [([2], [0])]
     assert out == {0: gloo.Outcome("died", exitcode=3, stack="stack of 0"), 1: gloo.Outcome("ok"),
                    2: gloo.Outcome("hang", stack="stack of 2", limit=gloo.FAILURE_GRACE, after=0)}
-    # A grace that would end after the deadline does not count: rank 1 had all of its time.
-    out, asked, _ = _collected(monkeypatch, ["died", None], timeout=gloo.FAILURE_GRACE / 2)
+    # A timeout shorter than the grace: rank 1 had all of its time.
+    out, _ = _collected(["died", None], timeout=gloo.FAILURE_GRACE / 2)
     assert out[1] == gloo.Outcome("hang", stack="stack of 1", limit=gloo.FAILURE_GRACE / 2, after=None)
-    out, asked, _ = _collected(monkeypatch, [0, 0.5], timeout=1.0)
-    assert asked == [] and out == {0: gloo.Outcome("ok"), 1: gloo.Outcome("ok")}
 
 
 def test_read_reply_tells_working_answered_and_dead_ranks_apart():

@@ -241,10 +241,10 @@ def test_colliding_name_is_k5(name, detail):
 
 
 def test_relay_failure_is_k6(monkeypatch):
-    def refuse(tensors, channel, device):
+    def refuse(tensors, *, channel, device):
         raise RuntimeError("input tensor has to be contiguous")
 
-    monkeypatch.setattr(testing, "_relay", refuse)
+    monkeypatch.setattr(testing, "relay", refuse)
     failure = kit_failure(Obs, good())
     assert str(failure) == message("K6", detail="loopback")
     assert str(failure.__cause__) == "input tensor has to be contiguous"
@@ -252,7 +252,7 @@ def test_relay_failure_is_k6(monkeypatch):
 
 def test_relay_keeps_the_device_type_and_only_remaps_within_it():
     sent = {"a": torch.arange(3), "b": torch.zeros(0), "c": [1, "x"]}
-    got = testing._relay(sent, "loopback", torch.device("meta"))
+    got = hop_relay(sent, channel="loopback", device=torch.device("meta"))
     assert [k for k in got] == ["a", "b", "c"] and got["c"] == [1, "x"] and got["c"] is not sent["c"]
     assert got["a"].device.type == "cpu" and got["a"].tolist() == [0, 1, 2] and got["a"] is not sent["a"]
     assert got["b"].shape == (0,)

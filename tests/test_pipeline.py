@@ -122,6 +122,15 @@ def test_overlapping_pop_breaks_the_forward_mid_iteration():
     assert classify(out, config).outcome == "other exception"
 
 
+def test_a_pop_midway_lands_after_the_first_entry_and_keeps_what_it_returned():
+    from ppaux.relay.pipeline import _PopMidway
+
+    midway = _PopMidway({"a": 1, "b": 2}, lambda d: f"popped {sorted(d)}")
+    items = midway.items()
+    assert next(items) == ("a", 1) and not hasattr(midway, "popped")
+    assert list(items) == [("b", 2)] and midway.popped == "popped ['a', 'b']"
+
+
 def test_overlap_without_aux_output_is_harmless():
     config = _ring(2, RecordingObserver(), outputs=[None], order="overlap")
     assert classify(run(config), config).outcome == "harmless"

@@ -7,7 +7,7 @@ the fault matrix (:mod:`~ppaux.relay.matrix`) and Hypothesis strategies of fault
 from ppaux.relay.channels import ChannelHang, LoopbackChannel
 from ppaux.relay.faults import FAULTS, Fault, Verdict, classify
 from ppaux.relay.gloo import GlooWorld, RankFailure, stop_all
-from ppaux.relay.hop import CHANNELS, relay
+from ppaux.relay.hop import CHANNELS, ChannelKind, channel_kind, relay
 from ppaux.relay.pipeline import PipelineConfig, Stage, check_wiring, run
 from ppaux.relay.wire import TensorMetadata, recv_tensor_dict, send_tensor_dict
 
@@ -15,6 +15,7 @@ __all__ = [
     "CHANNELS",
     "FAULTS",
     "ChannelHang",
+    "ChannelKind",
     "Fault",
     "GlooWorld",
     "LoopbackChannel",
@@ -23,6 +24,7 @@ __all__ = [
     "Stage",
     "TensorMetadata",
     "Verdict",
+    "channel_kind",
     "check_wiring",
     "classify",
     "recv_tensor_dict",

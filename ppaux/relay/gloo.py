@@ -92,6 +92,32 @@ class Outcome:
     after: Optional[int] = None
 
 
+class Watchdog:
+    """When a call's wait for its ranks ends: ``limit`` seconds after ``start``, cut short to
+    :data:`FAILURE_GRACE` after the first failure seen, if that is sooner (``after`` then names the
+    failed rank). Times are the caller's readings of ``time.monotonic()``."""
+
+    def __init__(self, start: float, limit: float) -> None:
+        self.deadline = start + limit
+        self.limit = limit
+        self.after: Optional[int] = None
+
+    def failed(self, rank: int, now: float) -> None:
+        """``rank`` was seen failed at ``now``: a peer that failed will not send what the others
+        wait for, so don't wait it out. Only a grace ending before the deadline counts, so the
+        first failure's grace stands."""
+        grace = now + FAILURE_GRACE
+        if grace < self.deadline:
+            self.deadline, self.limit, self.after = grace, FAILURE_GRACE, rank
+
+    def remaining(self, now: float) -> float:
+        """Seconds from ``now`` to the deadline (none once it has passed)."""
+        return max(0.0, self.deadline - now)
+
+    def expired(self, now: float) -> bool:
+        return now >= self.deadline
+
+
 class RankContext:
     """A rank's view of the world: its channels to peers, its all-gather group, and the world's
     shape and rendezvous store (for an extension that joins groups of its own)."""
@@ -276,13 +302,13 @@ class GlooWorld:
             raise RuntimeError(f"gloo ranks failed to start: {ready!r}")
 
     def _collect(self, ranks: Any, timeout: float) -> Dict[int, Outcome]:
-        deadline = _now() + timeout
-        limit, after = timeout, None
+        watchdog = Watchdog(time.monotonic(), timeout)
         out: Dict[int, Outcome] = {}
         waiting = list(ranks)
         while waiting:
-            # Sleep until a waiting rank answers or exits (its pipe or its sentinel), or the deadline.
-            _wait([obj for rank in waiting for obj in (self.conns[rank], self.procs[rank].sentinel)], max(0.0, deadline - _now()))
+            # Sleep until a waiting rank answers or exits (its pipe or its sentinel), or the watchdog's deadline.
+            objects = [obj for rank in waiting for obj in (self.conns[rank], self.procs[rank].sentinel)]
+            multiprocessing.connection.wait(objects, watchdog.remaining(time.monotonic()))
             for rank in list(waiting):
                 outcome = read_reply(self.conns[rank], self.procs[rank])
                 if outcome is not None:
@@ -290,15 +316,10 @@ class GlooWorld:
                     waiting.remove(rank)
             failed = [rank for rank, o in out.items() if o.status != "ok"]
             if failed:
-                # A peer that failed will not send what the others wait for: don't wait it out.
-                # Only a grace earlier than the deadline counts: the one that began when the
-                # first failure was seen.
-                grace = _now() + FAILURE_GRACE
-                if grace < deadline:
-                    deadline, limit, after = grace, FAILURE_GRACE, failed[0]
-            if waiting and _now() >= deadline:
+                watchdog.failed(failed[0], time.monotonic())
+            if waiting and watchdog.expired(time.monotonic()):
                 for rank in waiting:
-                    out[rank] = Outcome("hang", limit=limit, after=after)
+                    out[rank] = Outcome("hang", limit=watchdog.limit, after=watchdog.after)
                 break
         hung = [rank for rank, o in out.items() if o.status == "hang"]
         dead = [rank for rank, o in out.items() if o.status == "died"]
@@ -381,15 +402,6 @@ def read_reply(conn: Any, proc: Any) -> Optional[Outcome]:
     if not proc.is_alive():
         return Outcome("died", exitcode=proc.exitcode)
     return None
-
-
-def _now() -> float:
-    return time.monotonic()
-
-
-def _wait(objects: List[Any], timeout: float) -> List[Any]:
-    """Those of ``objects`` (connections, process sentinels) ready within ``timeout`` s."""
-    return multiprocessing.connection.wait(objects, timeout)
 
 
 def _outcome(reply: Tuple[Any, ...]) -> Outcome:

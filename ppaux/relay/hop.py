@@ -1,7 +1,8 @@
-"""One hop of the PP dict over a named channel: what the next stage receives."""
+"""The named relay channels, and one hop of the PP dict over one: what the next stage receives."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
 import torch
@@ -11,7 +12,28 @@ import ppaux.relay.sglang as sglang
 from ppaux.relay.channels import LoopbackChannel
 from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
 
-CHANNELS = ("loopback", "gloo", "sglang")
+
+@dataclass(frozen=True)
+class ChannelKind:
+    """What a channel name stands for: where the ranks run (``in_process``: threads of this
+    process, else gloo worker processes) and whose wire code moves the dict (``wire``:
+    ``"model"``, ppaux's send/recv_tensor_dict, or ``"sglang"``, SGLang's own)."""
+
+    name: str
+    in_process: bool
+    wire: str
+
+
+_KINDS = (ChannelKind("loopback", True, "model"), ChannelKind("gloo", False, "model"), ChannelKind("sglang", False, "sglang"))
+CHANNELS = tuple(kind.name for kind in _KINDS)
+
+
+def channel_kind(channel: Any) -> ChannelKind:
+    """The :class:`ChannelKind` named ``channel``; ``ValueError`` naming :data:`CHANNELS` for any other."""
+    for kind in _KINDS:
+        if kind.name == channel:
+            return kind
+    raise ValueError(f"channel={channel!r} must be one of {CHANNELS!r}")
 
 
 def relay(tensor_dict: Dict[Any, Any], *, channel: str = "loopback", device: Optional[torch.device | str] = None) -> Dict[Any, Any]:
@@ -25,12 +47,11 @@ def relay(tensor_dict: Dict[Any, Any], *, channel: str = "loopback", device: Opt
     ``RuntimeError: input tensor has to be contiguous``); a hop that cannot complete raises
     :class:`ppaux.relay.channels.ChannelHang` instead of blocking.
     """
-    if channel == "loopback":
+    kind = channel_kind(channel)
+    if kind.in_process:
         loop = LoopbackChannel()
         send_tensor_dict(loop, tensor_dict)
         return recv_tensor_dict(loop, device=device)
-    if channel == "gloo":
-        return gloo.relay(tensor_dict, device=device)
-    if channel == "sglang":
+    if kind.wire == "sglang":
         return sglang.relay(tensor_dict)
-    raise ValueError(f"channel={channel!r} must be one of {CHANNELS!r}")
+    return gloo.relay(tensor_dict, device=device)

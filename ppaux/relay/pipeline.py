@@ -24,7 +24,7 @@ import functools
 import queue
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 
@@ -35,7 +35,7 @@ from ppaux.core.integrity import IntegrityTransport
 from ppaux.core.transport import SGLANG_TRANSPORT, PipelineParallelSamplingObserver
 from ppaux.relay.channels import LAST_RESORT_TIMEOUT, ChannelHang, LoopbackChannel, StageKilled, Stall, ThreadAllGather, mailbox
 from ppaux.relay.gloo import Outcome
-from ppaux.relay.hop import CHANNELS
+from ppaux.relay.hop import channel_kind
 from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
 
 ORDERS = ("pop_then_forward", "forward_then_pop", "overlap")
@@ -136,7 +136,10 @@ class StageReport:
 
 
 class _PopMidway(dict):
-    """The first stage's dict while a concurrent pop lands during the forward's iteration."""
+    """The first stage's dict while a concurrent pop lands during the forward's iteration;
+    ``popped`` is what that pop returned."""
+
+    popped: Any
 
     def __init__(self, data: Dict[Any, Any], pop: Any) -> None:
         super().__init__(data)
@@ -146,7 +149,7 @@ class _PopMidway(dict):
         # The dict is never empty here: the sampled entries always precede the aux ones.
         it = iter(dict.items(self))
         yield next(it)
-        self._pop(self)  # lands after the first entry: mid-iteration
+        self.popped = self._pop(self)  # lands after the first entry: mid-iteration
         yield from it
 
 
@@ -179,11 +182,11 @@ def _pop(config: PipelineConfig, d: Dict[Any, Any], observer: Any, step: int) ->
 class _ModelLink:
     """A rank's hops of the ring over ppaux's model of SGLang's wire."""
 
-    def __init__(self, ctx: Any, prev: int, nxt: int, own: Dict[str, Any]) -> None:
-        self.to_next, self.from_prev = ctx.channel(nxt), ctx.channel(prev)
+    def __init__(self, ctx: Any, prev_rank: int, next_rank: int, device: str) -> None:
+        self.to_next, self.from_prev = ctx.channel(next_rank), ctx.channel(prev_rank)
         self.gather = ctx.all_gather
         # pragma: no mutate start - equivalent without CUDA: every stage is on the CPU
-        self.receive = functools.partial(recv_tensor_dict, **own)
+        self.receive = functools.partial(recv_tensor_dict, device=device)
         # pragma: no mutate end
 
     def recv(self) -> Dict[Any, Any]:
@@ -199,71 +202,109 @@ class _ModelLink:
 def run_rank(ctx: Any, plan: Plan) -> StageReport:
     """One rank's part of a run; ``ctx`` gives ``rank``, ``channel(peer)`` and ``all_gather``
     (and ``sglang`` when the plan relays over SGLang's own wire code)."""
-    config, fault = plan.config, plan.fault
-    n, ag = len(config.stages), config.ag_size
-    stage, member = divmod(ctx.rank, ag)
-    prev, nxt = ((stage - 1) % n) * ag + member, ((stage + 1) % n) * ag + member
-    spec = config.stages[stage]
-    report = StageReport(stage, member)
+    config = plan.config
+    stage, member = divmod(ctx.rank, config.ag_size)
     # Where this stage's tensors live and arrive.
     # pragma: no mutate start - equivalent without CUDA: every stage is on the CPU
-    own = {"device": spec.device}
+    device = config.stages[stage].device
     # pragma: no mutate end
+    link = _link(ctx, plan, stage, member, device)
+    report = StageReport(stage, member)
+    if stage == len(config.stages) - 1:
+        _run_last_stage(plan, link, device, getattr(ctx, "stall", None), report)
+    elif stage == 0:
+        _run_first_stage(config, link, report)
+    else:
+        _run_middle_stage(config, link, report)
+    return report
+
+
+def _link(ctx: Any, plan: Plan, stage: int, member: int, device: str) -> Any:
+    """The rank's hops of the ring: to the same all-gather member of the next stage, from the previous one's."""
+    stage_count, ag_size = len(plan.config.stages), plan.config.ag_size
     if plan.wire == "sglang":  # pragma: no cover - SGLang's side runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
         # pragma: no mutate start - runs only in gloo worker processes under -m sglang (tests/test_wire_diff.py), which mutmut cannot map
-        link: Any = sglang.Link(ctx.sglang, (stage - 1) % n, (stage + 1) % n)
+        return sglang.Link(ctx.sglang, (stage - 1) % stage_count, (stage + 1) % stage_count)
         # pragma: no mutate end
-    else:
-        link = _ModelLink(ctx, prev, nxt, own)
-    if stage == n - 1:
-        # Receive the ring's returns while sending: with two stages, a last stage that sent
-        # every step before receiving would deadlock against the first stage's forwards
-        # (SGLang breaks the same cycle by ordering send/recv by rank parity).
-        back = _Receiver(link.recv, config.steps, getattr(ctx, "stall", None))
-        state: Dict[str, Any] = {}
-        for step, payload in enumerate(config.outputs):
-            d = sample(step, config, **own)
-            faulty = fault is not None and step == plan.fault_step
-            if payload is not None:
-                payload = {k: v.to(**own) for k, v in payload.items()}
-                if faulty:
-                    payload = fault.payload(payload, member)
-            _add(config, d, None if payload is None else AuxOutput(payload), step)
-            d["__msg_type__"] = "output"
-            link.send(d, fault, faulty, state)
-        for got in back.results():
-            report.keys.append(list(got))
-            report.final.append(got)
-        return report
+    prev_rank = ((stage - 1) % stage_count) * ag_size + member
+    next_rank = ((stage + 1) % stage_count) * ag_size + member
+    return _ModelLink(ctx, prev_rank, next_rank, device)
+
+
+def _run_last_stage(plan: Plan, link: Any, device: str, stall: Optional[Stall], report: StageReport) -> None:
+    """Every step: sample, add the auxiliary output, send to stage 0; then take the ring's returns."""
+    config = plan.config
+    # Receive the ring's returns while sending: with two stages, a last stage that sent
+    # every step before receiving would deadlock against the first stage's forwards
+    # (SGLang breaks the same cycle by ordering send/recv by rank parity).
+    returns = _Receiver(link.recv, config.steps, stall)
+    fault_state: Dict[str, Any] = {}
+    for step, payload in enumerate(config.outputs):
+        faulty = plan.fault is not None and step == plan.fault_step
+        d = _last_stage_output(config, step, payload, device, plan.fault if faulty else None, report.member)
+        link.send(d, plan.fault, faulty, fault_state)
+    for returned in returns.results():
+        report.keys.append(list(returned))
+        report.final.append(returned)
+
+
+def _last_stage_output(config: PipelineConfig, step: int, payload: Optional[Mapping[str, torch.Tensor]], device: str,
+                       fault: Any, member: int) -> Dict[Any, Any]:
+    """The dict the last stage's all-gather ``member`` sends at ``step``: what it sampled, its
+    auxiliary output added (``payload`` spoilt by ``fault`` first, unless that is ``None``) and
+    ``__msg_type__``."""
+    d = sample(step, config, device)
+    output = None
+    if payload is not None:
+        payload = {name: tensor.to(device) for name, tensor in payload.items()}
+        if fault is not None:
+            payload = fault.payload(payload, member)
+        output = AuxOutput(payload)
+    _add(config, d, output, step)
+    d["__msg_type__"] = "output"
+    return d
+
+
+def _run_first_stage(config: PipelineConfig, link: Any, report: StageReport) -> None:
+    """Every step: receive from the last stage, pop the auxiliary output with this stage's
+    observer and forward the dict to stage 1, in ``config.order``."""
+    observer = config.stages[0].observer
     # pragma: no mutate start - equivalent: check_wiring refused observers without PP support; without aux output pop calls none
-    observer = Witness(spec.observer) if isinstance(spec.observer, PipelineParallelSamplingObserver) else spec.observer
+    observer = Witness(observer) if isinstance(observer, PipelineParallelSamplingObserver) else observer
     # pragma: no mutate end
+    handed = observer.received if isinstance(observer, Witness) else []
     for step in range(config.steps):
         d = link.recv()
         report.keys.append(list(d))
-        if stage == 0:
-            popped: List[Any] = []
-            history = observer.received if isinstance(observer, Witness) else []
-            seen = len(history)
+        already_handed = len(handed)
+        forwarded, popped = _pop_and_forward(config, link, d, observer, step)
+        report.popped.append(popped)
+        report.received.append(handed[-1] if len(handed) > already_handed else None)
+        report.final.append(dict(forwarded))
 
-            def pop(target: Dict[Any, Any]) -> None:
-                popped.append(_pop(config, target, observer, step))
 
-            if config.order == "pop_then_forward":
-                pop(d)
-                link.send(d)
-            elif config.order == "forward_then_pop":
-                link.send(d)
-                pop(d)
-            else:
-                d = _PopMidway(d, pop)
-                link.send(d)
-            report.popped.append(popped[0])
-            report.received.append(history[-1] if len(history) > seen else None)
-        else:
-            link.send(d)
-        report.final.append(dict(d))
-    return report
+def _pop_and_forward(config: PipelineConfig, link: Any, d: Dict[Any, Any], observer: Any, step: int) -> Tuple[Dict[Any, Any], Any]:
+    """The first stage's pop of ``d`` and its forward of the same dict, ordered as ``config.order``
+    says; the dict as forwarded, and what pop returned."""
+    if config.order == "pop_then_forward":
+        popped = _pop(config, d, observer, step)
+        link.send(d)
+        return d, popped
+    if config.order == "forward_then_pop":
+        link.send(d)
+        return d, _pop(config, d, observer, step)
+    midway = _PopMidway(d, functools.partial(_pop, config, observer=observer, step=step))
+    link.send(midway)
+    return midway, midway.popped
+
+
+def _run_middle_stage(config: PipelineConfig, link: Any, report: StageReport) -> None:
+    """Every step: forward what arrives, untouched."""
+    for _ in range(config.steps):
+        d = link.recv()
+        report.keys.append(list(d))
+        link.send(d)
+        report.final.append(d)
 
 
 class _Receiver:
@@ -363,16 +404,15 @@ def run(config: PipelineConfig, *, channel: str = "loopback", fault: Any = None,
     :func:`ppaux.relay.gloo.world`).
     """
     check_wiring(config)
+    kind = channel_kind(channel)
     world_size = len(config.stages) * config.ag_size
-    plan = Plan(config, fault, fault_step, "sglang" if channel == "sglang" else "model")
-    if channel == "loopback":
+    plan = Plan(config, fault, fault_step, kind.wire)
+    if kind.in_process:
         # Each rank gets its own copy, as each gloo worker unpickles its own.
         return run_loopback(world_size, config.ag_size, _run_copy, (plan,), **({} if timeout is None else {"timeout": timeout}))
-    if channel in ("gloo", "sglang"):
-        extension = (sglang.join, (sglang_version, sglang.wire_source(sglang_version))) if channel == "sglang" else None
-        w = gloo.world(world_size, ag_size=config.ag_size, extension=extension)
-        return w.run({rank: (run_rank, (plan,)) for rank in range(world_size)}, timeout=timeout)
-    raise ValueError(f"channel={channel!r} must be one of {CHANNELS!r}")
+    extension = (sglang.join, (sglang_version, sglang.wire_source(sglang_version))) if kind.wire == "sglang" else None
+    w = gloo.world(world_size, ag_size=config.ag_size, extension=extension)
+    return w.run({rank: (run_rank, (plan,)) for rank in range(world_size)}, timeout=timeout)
 
 
 def _run_copy(ctx: Any, plan: Plan) -> StageReport:

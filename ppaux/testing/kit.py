@@ -36,7 +36,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from ppaux.core.errors import CATALOG
 from ppaux.core.transport import PipelineParallelAuxiliaryOutput
 from ppaux.isolation import ChildOutcome, Crash, Guard, Hang, can_fork, current, parse_timeout
-from ppaux.relay.hop import CHANNELS, relay
+from ppaux.relay.hop import channel_kind, relay
 from ppaux.testing.containment import prime_seed
 from ppaux.testing.findings import GLOO_REJECTED_DTYPES, collision, message
 from ppaux.testing.impl import Implementation, ImplementationError, load
@@ -122,8 +122,10 @@ def check_observer(
         raise InvalidArgument(f"outputs={outputs!r} must be a Hypothesis strategy of your output objects")
     if equal is not None and not callable(equal):
         raise InvalidArgument(f"equal={equal!r} must be None or a callable (original, rebuilt) -> bool")
-    if channel not in CHANNELS:
-        raise InvalidArgument(f"channel={channel!r} must be one of {CHANNELS!r}")
+    try:
+        in_process = channel_kind(channel).in_process
+    except ValueError as exc:
+        raise InvalidArgument(str(exc)) from None
     if settings is not None and not isinstance(settings, Settings):
         raise InvalidArgument(f"settings={settings!r} must be None or hypothesis.settings")
     if timeout is not None:
@@ -162,7 +164,7 @@ def check_observer(
     run.hypothesis.inner_test._hypothesis_internal_add_digest = database_key(observer_factory, outputs).encode()
     isolated = guard.isolated
     try:
-        _execute(run, guard, supervisor, channel, result)
+        _execute(run, guard, supervisor, in_process, result)
     except Exception as exc:
         _add_note(exc, f"check_observer drew {_outputs(result.outputs)} (shrinking included)")
         raise
@@ -172,8 +174,9 @@ def check_observer(
     return result
 
 
-def _execute(run: Callable[[], None], guard: Guard, supervisor: Optional[Guard], channel: str, result: KitResult) -> None:
-    """``run()``, here or first in a forked child; ``result`` ends up with the passing run's count."""
+def _execute(run: Callable[[], None], guard: Guard, supervisor: Optional[Guard], in_process: bool, result: KitResult) -> None:
+    """``run()``, here or first in a forked child; ``result`` ends up with the passing run's count.
+    ``in_process``: the channel relays within this process (no gloo workers)."""
     if supervisor is not None or not can_fork() or torch.cuda.is_initialized():
         # A supervisor forked this process: a crash or hard hang here is its to report, and
         # it runs the test again with every step isolated (containment.py). A guard of the
@@ -181,7 +184,7 @@ def _execute(run: Callable[[], None], guard: Guard, supervisor: Optional[Guard],
         # child could not touch a cuda tensor, so the kit forks none (only the timer is left).
         guard.isolated = guard.isolated or (supervisor is not None and supervisor.isolated)
         run()
-    elif channel != "loopback":
+    elif not in_process:
         # A forked copy of the whole check would share this process's gloo workers: isolate
         # each step instead, which runs only the plugin's code in a child.
         guard.isolated = True
@@ -296,7 +299,7 @@ def _round_trip(impl: Implementation, factory: Callable[[], Any], output: Any, e
         if clash:
             raise KitFailure("K5", name=name, detail=clash)
     try:
-        received = _relay(sent, channel, device)
+        received = relay(sent, channel=channel, device=device)
     except Exception as exc:
         raise KitFailure("K6", detail=channel) from exc
     weak = {name: StorageWeakRef(received[impl.prefix + name].untyped_storage()) for name in names}
@@ -342,11 +345,6 @@ def _check_wire(name: str, tensor: torch.Tensor) -> None:
         raise KitFailure("K2", name=name, detail=str(tensor.dtype))
     if not tensor.is_contiguous():
         raise KitFailure("K1", name=name)
-
-
-def _relay(tensors: Dict[str, Any], channel: str, device: torch.device) -> Dict[str, Any]:
-    """The dict the receiving stage gets after one hop of SGLang's send/recv over ``channel``."""
-    return relay(tensors, channel=channel, device=device)
 
 
 def _compare(guard: Guard, equal: Any, original: Any, rebuilt: Any) -> None:
