@@ -25,8 +25,10 @@ LAYERS = {
     "ppaux.regressions": {"ppaux.core", "ppaux.testing", "ppaux_strategies"},
     # The fuzz job drives the shipped suite in rounds: tooling above testing, below the command line.
     "ppaux.fuzz": {"ppaux.core", "ppaux.isolation", "ppaux.testing", "ppaux.regressions"},
+    # Mutation testing runs the shipped suite under mutmut: tooling above testing, below the command line.
+    "ppaux.mutation": {"ppaux.core", "ppaux.isolation", "ppaux.testing"},
     "ppaux.cli": {"ppaux.core", "ppaux.isolation", "ppaux.relay", "ppaux.testing", "ppaux.conformance", "ppaux.regressions",
-                  "ppaux.fuzz"},
+                  "ppaux.fuzz", "ppaux.mutation"},
     # A plugin as its author writes it: only the public kit (and its findings, for the broken variants' tests).
     "ppaux.examples": {"ppaux.testing"},
 }
