@@ -24,7 +24,7 @@ from ppaux.mutation import mutate, project
 from ppaux.mutation.mutate import KillSet, MutateOptions, MutateRun
 from ppaux.mutation.project import changed_line, crashes, name_crashes, parse_results, show_counts
 from ppaux.mutation.score import is_killed, verdicts
-from ppaux.mutation.target import Target, resolve, scratch_package_init, write_scratch
+from ppaux.mutation.target import Target, resolve, scratch_package_init, write_config, write_scratch
 from ppaux.testing.impl import ImplementationError
 from ppaux.testing import progress as progress_module
 from ppaux.testing.progress import Progress
@@ -167,6 +167,22 @@ def test_a_mutmut_table_is_toml_that_mutmut_reads_back():
     config = {"source_paths": ["ppaux/", 'a "quoted"\\path'], "process_isolation": "forkserver", "timeout_multiplier": 2.5,
               "max_stack_depth": 8, "also_copy": [], "debug": True}
     assert tomllib.loads(project.mutmut_table(config)) == {"tool": {"mutmut": config}}
+
+
+def test_mutmut_reads_the_scratch_projects_table_and_forks_each_mutant_from_a_server_that_collected_the_suite(tmp_path, monkeypatch):
+    """What mutmut will do with the table ppaux mutate writes, as mutmut itself reads it."""
+    from mutmut.configuration import _load_config
+
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    target = resolve(str(tmp_path / "own_pop.py"))
+    scratch = tmp_path / "scratch"
+    write_scratch(target, scratch, tests=[])
+    write_config(target, scratch, pytest_args=["-k", "p4"])
+    monkeypatch.chdir(scratch)
+    config = _load_config()
+    assert (config.process_isolation.value, config.forkserver_warmup.value) == ("forkserver", "collect")
+    assert config.pytest_add_cli_args == [*project.MUTANT_PYTEST_ARGS, "-k", "p4"]
+    assert (config.only_mutate, config.pytest_add_cli_args_test_selection) == (["own_pop.py"], ["tests/"])
 
 
 def test_a_diff_mutmut_cannot_make_says_why_and_no_mutant_needs_no_process(tmp_path):
@@ -898,6 +914,14 @@ def test_progress_counts_only_the_mutants_a_run_picks(tmp_path):
     everything = project.MutmutProject(tmp_path).results()
     assert 0 < len(picked) < len(everything)
     assert stream.getvalue().splitlines()[-1].startswith(f"mutants {len(picked)}/{len(picked)}  killed {len(picked)}  survived 0  ")
+
+
+def test_mutmuts_progress_line_reads_as_done_total_killed_survived():
+    """Killed counts mutmut's killed and timed-out mutants; "suspicious" stays out until the verdicts are read;
+    a narrowed run's total is the mutants it picked."""
+    match = next(project.status_lines(["⠹ 44/53  🎉 40 🫥 2  ⏰ 1  🤔 3  🙁 5  🔇 0\n"]))[1][0]
+    assert project._counts(match) == (44, 53, 41, 5)
+    assert project._counts(match, 7) == (44, 7, 41, 5)
 
 
 def test_a_progress_line_cut_by_a_chunk_boundary_is_read_whole():

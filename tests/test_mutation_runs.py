@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 import reports.mutation as mutation
+from ppaux.mutation import own
 from ppaux.mutation.own import Checkout, list_mutants
+from ppaux.mutation.pragmas import markings_section
 from ppaux.mutation.score import EquivalentsError, Score, read_equivalents, score, stale
 from reports.__main__ import main as reports_main
 from tests import conftest
@@ -163,6 +165,22 @@ def test_the_contract_scope_reads_only_its_own_file_and_fails_below_its_gate(tmp
     assert out.endswith("  ppaux.core.transport: 50.0% < 100.0% (1 survivors)\n")
     text = (tmp_path / "out" / "mutation.md").read_text(encoding="utf-8")
     assert "## Judged equivalent (`docs/equivalents/contract.json`)\n\nNone.\n" in text and "Stale" not in text
+
+
+def test_a_marking_the_gate_refuses_fails_the_run_and_is_named(tmp_path, capsys):
+    checkout, _ = _checkout(tmp_path, {"ppaux.cli.x_main__mutmut_1": "killed"}, equivalents={"contract.json": {}})
+    refused = [{"where": "ppaux/cli/x.py:3", "block": False, "reason": None, "problem": "no reason given"},
+               {"where": "ppaux/cli/x.py:9", "block": True, "reason": "equivalent: why", "problem": None}]
+    code = own.run_scope(checkout, mutation.SCOPES["contract"], str(tmp_path / "out"), None, markings=lambda: refused,
+                         markings_section=markings_section)
+    assert code == 1
+    out = capsys.readouterr().out
+    assert "gate FAIL" in out.splitlines()[0] and out.endswith("\n  ppaux/cli/x.py:3: no reason given\n")
+    text = (tmp_path / "out" / "mutation.md").read_text(encoding="utf-8")
+    assert "- `ppaux/cli/x.py:3`: **no reason given**\n- `ppaux/cli/x.py:9` (block): equivalent: why\n" in text
+    # Without markings to read, the section is empty and the run passes.
+    assert own.run_scope(checkout, mutation.SCOPES["contract"], str(tmp_path / "out"), None) == 0
+    assert "Marked equivalent" not in (tmp_path / "out" / "mutation.md").read_text(encoding="utf-8")
 
 
 def test_an_equivalents_file_that_cannot_be_read_is_a_usage_error(tmp_path, capsys):

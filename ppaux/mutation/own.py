@@ -139,9 +139,8 @@ def render_markdown(report: Mapping[str, Any], markings: Callable[[Mapping[str, 
              f"- scope `{scope}`: {report['scope_doc']}",
              f"- score: {score_phrase(scored)}; gate: {'**pass**' if report['passes'] else '**FAIL**'}",
              f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; command: `python -m reports mutation --scope {scope}"
-             + "".join(f" --only '{p}'" for p in report["only"]) + "`"]
-    if report["verdicts"]:
-        lines.append(verdicts_line(report["verdicts"]))
+             + "".join(f" --only '{p}'" for p in report["only"]) + "`",
+             verdicts_line(report["verdicts"])]
     lines += ["",
               "| module | mutants | killed | score | gate | verdict |", "| --- | --- | --- | --- | --- | --- |"]
     for module, m in report["modules"].items():
