@@ -262,3 +262,8 @@ def test_the_listing_is_asked_for_on_the_command_line(monkeypatch):
     assert reports_main(["mutation", "--scope", "package", "--list", "--only", "ppaux.cli*", "--out", "o"]) == 0
     ((checkout, scope, out, max_children, only),) = asked
     assert (checkout, scope, out, max_children, only) == (mutation.CHECKOUT, mutation.SCOPES["package"], "o", None, ["ppaux.cli*"])
+
+
+def test_a_functions_mutants_are_listed_by_number():
+    names = ["m.x_f__mutmut_10", "m.x_g__mutmut_1", "m.x_f__mutmut_2", "m.x_f__mutmut_1"]
+    assert sorted(names, key=own._in_order) == ["m.x_f__mutmut_1", "m.x_f__mutmut_2", "m.x_f__mutmut_10", "m.x_g__mutmut_1"]
