@@ -24,13 +24,36 @@ CONTRACT_MODULES = ("ppaux/core/transport.py", "ppaux/core/errors.py", "ppaux/co
 CHECKOUT = Checkout(
     root=ROOT,
     # What the scratch copy holds: the package (first), its tests and what they read.
-    copied=("ppaux", "strategies", "tests", "docs", "fuzz", "reports", "README.md", "CHANGELOG.md", "LICENSE",
-            "ppaux_pytest.py", "pyproject.toml"),
+    copied=(
+        "ppaux",
+        "strategies",
+        "tests",
+        "docs",
+        "fuzz",
+        "reports",
+        "README.md",
+        "CHANGELOG.md",
+        "LICENSE",
+        "ppaux_pytest.py",
+        "pyproject.toml",
+    ),
     # -o addopts= and no xdist: mutmut runs the tests in its own process. The fuzz/, reports/, binding
     # and SGLang-release tests run ppaux in subprocesses, where no mutant of this process lives.
-    pytest_args=("-o", "addopts=", "--strict-markers", "-p", "no:cacheprovider", "--hypothesis-profile=mutation", "-q",
-                 "-p", "no:randomly", "--ignore=tests/test_fuzz.py", "--ignore=tests/test_reports.py",
-                 "--ignore=tests/test_binding.py", "--ignore=tests/test_sglang_conformance.py"),
+    pytest_args=(
+        "-o",
+        "addopts=",
+        "--strict-markers",
+        "-p",
+        "no:cacheprovider",
+        "--hypothesis-profile=mutation",
+        "-q",
+        "-p",
+        "no:randomly",
+        "--ignore=tests/test_fuzz.py",
+        "--ignore=tests/test_reports.py",
+        "--ignore=tests/test_binding.py",
+        "--ignore=tests/test_sglang_conformance.py",
+    ),
     # The plugin that orders and freezes mutmut's own test runs: a mutant of it changes how long a
     # run takes, never a verdict.
     do_not_mutate=("ppaux/conformance/*", "ppaux/mutation/mutant_runs.py"),
@@ -42,8 +65,16 @@ SCOPES: Dict[str, Scope] = {
         name="contract",
         mutate=CONTRACT_MODULES,
         # The shipped suite and the tests of these modules: every mutant of the contract must die here.
-        tests=("ppaux/conformance/", "tests/test_catalog.py", "tests/test_integrity.py", "tests/test_transport_names.py",
-               "tests/test_wire.py", "tests/test_wire_relay_api.py", "tests/test_pipeline.py", "tests/test_faults.py"),
+        tests=(
+            "ppaux/conformance/",
+            "tests/test_catalog.py",
+            "tests/test_integrity.py",
+            "tests/test_transport_names.py",
+            "tests/test_wire.py",
+            "tests/test_wire_relay_api.py",
+            "tests/test_pipeline.py",
+            "tests/test_faults.py",
+        ),
         gate=100.0,
         doc="the modules that carry the contract (transport, errors, integrity, the wire model), every mutant killed",
         marks="not sglang",
@@ -63,16 +94,30 @@ SCOPES: Dict[str, Scope] = {
 }
 
 
-def run(out_dir: str, max_children: Optional[int], only: Optional[List[str]] = None, scope_name: str = "contract", *,
-        list_only: bool = False, checkout: Checkout = CHECKOUT) -> int:
+def run(
+    out_dir: str,
+    max_children: Optional[int],
+    only: Optional[List[str]] = None,
+    scope_name: str = "contract",
+    *,
+    list_only: bool = False,
+    checkout: Checkout = CHECKOUT,
+) -> int:
     """The scope's run (exit 0 at the gate, 1 below it or when mutmut failed, 2 for an equivalents
     file that cannot be read); with ``list_only``, its mutants listed, no test run."""
     scope = SCOPES[scope_name]
     if list_only:
         return list_mutants(checkout, scope, out_dir, max_children, only or [])
     try:
-        return run_scope(checkout, scope, out_dir, max_children, only or [],
-                         markings=lambda: markings(checkout.root / "ppaux"), markings_section=markings_section)
+        return run_scope(
+            checkout,
+            scope,
+            out_dir,
+            max_children,
+            only or [],
+            markings=lambda: markings(checkout.root / "ppaux"),
+            markings_section=markings_section,
+        )
     except EquivalentsError as exc:
         print(f"reports: error: equivalents file {exc}", file=sys.stderr)
         return 2

@@ -23,9 +23,16 @@ from tests import conftest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-VERDICTS = {"p.m.x_f__mutmut_1": "killed", "p.m.x_f__mutmut_2": "survived", "p.m.x_f__mutmut_3": "no tests",
-            "p.m.x_f__mutmut_4": "timeout", "p.m.x_f__mutmut_5": "crashed (SIGABRT)", "p.m.x_f__mutmut_6": "suspicious",
-            "p.m.x_f__mutmut_7": "segfault", "p.m.x_f__mutmut_8": "survived"}
+VERDICTS = {
+    "p.m.x_f__mutmut_1": "killed",
+    "p.m.x_f__mutmut_2": "survived",
+    "p.m.x_f__mutmut_3": "no tests",
+    "p.m.x_f__mutmut_4": "timeout",
+    "p.m.x_f__mutmut_5": "crashed (SIGABRT)",
+    "p.m.x_f__mutmut_6": "suspicious",
+    "p.m.x_f__mutmut_7": "segfault",
+    "p.m.x_f__mutmut_8": "survived",
+}
 
 
 def test_the_score_counts_the_killed_of_the_mutants_not_judged_equivalent():
@@ -40,14 +47,19 @@ def test_the_score_counts_the_killed_of_the_mutants_not_judged_equivalent():
     assert score({"p.m.x_f__mutmut_2": "survived"}, ["p.m.x_f__mutmut_2"]).percent == 100.0
     assert score({}).percent == 100.0
     assert stale(VERDICTS, {"p.m.x_f__mutmut_2": "why", "p.m.x_f__mutmut_1": "why", "p.m.x_f__mutmut_99": "why"}) == [
-        "p.m.x_f__mutmut_1", "p.m.x_f__mutmut_99"]
+        "p.m.x_f__mutmut_1",
+        "p.m.x_f__mutmut_99",
+    ]
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{not json", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
-    ('["a"]', "must be a JSON object {mutant: reason} with a reason for each"),
-    ('{"a": " "}', "must be a JSON object {mutant: reason} with a reason for each"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+        ('["a"]', "must be a JSON object {mutant: reason} with a reason for each"),
+        ('{"a": " "}', "must be a JSON object {mutant: reason} with a reason for each"),
+    ],
+)
 def test_an_equivalents_file_is_an_object_of_reasons(tmp_path, content, message):
     path = tmp_path / "eq.json"
     path.write_text(content)
@@ -100,8 +112,12 @@ def _checkout(tmp_path, verdicts, *, flaky=False, equivalents=None):
 
 
 def test_a_clean_run_that_fails_once_is_run_again_on_the_saved_stats(tmp_path, capsys):
-    checkout, runs = _checkout(tmp_path, {"ppaux.cli.x_main__mutmut_1": "killed", "ppaux.core.x_f__mutmut_1": "survived"},
-                               flaky=True, equivalents={"contract.json": {}})
+    checkout, runs = _checkout(
+        tmp_path,
+        {"ppaux.cli.x_main__mutmut_1": "killed", "ppaux.core.x_f__mutmut_1": "survived"},
+        flaky=True,
+        equivalents={"contract.json": {}},
+    )
     assert mutation.run(str(tmp_path / "out"), None, ["ppaux.cli*"], checkout=checkout) == 0
     assert runs == [(("ppaux.cli*",), "mutmut-run.log"), (("ppaux.cli*",), "mutmut-run-again.log")]
     out, err = capsys.readouterr()
@@ -115,51 +131,88 @@ def test_a_clean_run_that_fails_once_is_run_again_on_the_saved_stats(tmp_path, c
 def test_when_mutmut_fails_the_run_says_where_its_log_is(tmp_path, capsys):
     checkout, _ = _checkout(tmp_path, {}, equivalents={"contract.json": {}})
     assert mutation.run(str(tmp_path / "out"), None, checkout=checkout) == 1
-    assert capsys.readouterr().err == f"reports: error: mutmut run failed (exit 0); see {tmp_path / 'out' / 'mutmut-run.log'}\n"
+    assert (
+        capsys.readouterr().err
+        == f"reports: error: mutmut run failed (exit 0); see {tmp_path / 'out' / 'mutmut-run.log'}\n"
+    )
 
 
 def test_a_scopes_equivalents_files_leave_judged_mutants_out_and_name_stale_entries(tmp_path, capsys):
     """The package scope reads contract.json, then package.json: a surviving mutant listed there
     counts in no score and is shown with its reason; an entry for a killed mutant, or for a mutant
     that no longer exists, is stale; an entry outside --only is neither."""
-    verdicts = {"ppaux.core.transport.x_f__mutmut_1": "killed", "ppaux.core.transport.x_f__mutmut_2": "survived",
-                "ppaux.cli.x_main__mutmut_1": "killed", "ppaux.cli.x_main__mutmut_2": "survived",
-                "ppaux.cli.x_main__mutmut_3": "no tests"}
-    checkout, _ = _checkout(tmp_path, verdicts, equivalents={
-        "contract.json": {"ppaux.core.transport.x_f__mutmut_2": "only a message no caller reads"},
-        "package.json": {"ppaux.cli.x_main__mutmut_2": "a comment in a generated file",
-                         "ppaux.cli.x_main__mutmut_1": "killed by now", "ppaux.cli.x_gone__mutmut_1": "no such mutant",
-                         "ppaux.fuzz.x_f__mutmut_1": "outside --only"}})
+    verdicts = {
+        "ppaux.core.transport.x_f__mutmut_1": "killed",
+        "ppaux.core.transport.x_f__mutmut_2": "survived",
+        "ppaux.cli.x_main__mutmut_1": "killed",
+        "ppaux.cli.x_main__mutmut_2": "survived",
+        "ppaux.cli.x_main__mutmut_3": "no tests",
+    }
+    checkout, _ = _checkout(
+        tmp_path,
+        verdicts,
+        equivalents={
+            "contract.json": {"ppaux.core.transport.x_f__mutmut_2": "only a message no caller reads"},
+            "package.json": {
+                "ppaux.cli.x_main__mutmut_2": "a comment in a generated file",
+                "ppaux.cli.x_main__mutmut_1": "killed by now",
+                "ppaux.cli.x_gone__mutmut_1": "no such mutant",
+                "ppaux.fuzz.x_f__mutmut_1": "outside --only",
+            },
+        },
+    )
     only = ["ppaux.core*", "ppaux.cli.x_main*", "ppaux.cli.x_gone*"]
     assert mutation.run(str(tmp_path / "out"), None, only, scope_name="package", checkout=checkout) == 0
     report = json.loads((tmp_path / "out" / "mutation.json").read_text())
     assert (report["total"], report["equivalent"], report["killed"], report["score"]) == (5, 2, 2, 66.67)
-    assert report["judged_equivalent"] == {"ppaux.core.transport.x_f__mutmut_2": "only a message no caller reads",
-                                           "ppaux.cli.x_main__mutmut_2": "a comment in a generated file"}
+    assert report["judged_equivalent"] == {
+        "ppaux.core.transport.x_f__mutmut_2": "only a message no caller reads",
+        "ppaux.cli.x_main__mutmut_2": "a comment in a generated file",
+    }
     assert report["stale_equivalents"] == ["ppaux.cli.x_gone__mutmut_1", "ppaux.cli.x_main__mutmut_1"]
     # The contract module is gated at 100% in every scope: its one survivor is judged equivalent.
-    assert report["modules"]["ppaux.core.transport"] == {"total": 2, "killed": 1, "equivalent": 1, "survivors": [],
-                                                         "score": 100.0, "gate": 100.0, "passes": True}
+    assert report["modules"]["ppaux.core.transport"] == {
+        "total": 2,
+        "killed": 1,
+        "equivalent": 1,
+        "survivors": [],
+        "score": 100.0,
+        "gate": 100.0,
+        "passes": True,
+    }
     assert [s["mutant"] for s in report["survivors"]] == ["ppaux.cli.x_main__mutmut_3"]
     out = capsys.readouterr().out
     assert out.startswith("mutation (package): 66.67% (2/3 killed) in ")
-    assert out.endswith("  stale equivalence entry (killed, or no such mutant): ppaux.cli.x_gone__mutmut_1\n"
-                        "  stale equivalence entry (killed, or no such mutant): ppaux.cli.x_main__mutmut_1\n")
+    assert out.endswith(
+        "  stale equivalence entry (killed, or no such mutant): ppaux.cli.x_gone__mutmut_1\n"
+        "  stale equivalence entry (killed, or no such mutant): ppaux.cli.x_main__mutmut_1\n"
+    )
     text = (tmp_path / "out" / "mutation.md").read_text(encoding="utf-8")
     assert "- score: **66.67%** (2/3 mutants killed; 2 judged equivalent); gate: **pass**\n" in text
-    assert ("## Judged equivalent (`docs/equivalents/contract.json`, `docs/equivalents/package.json`)\n\n"
-            "- `ppaux.cli.x_main__mutmut_2`: a comment in a generated file\n"
-            "- `ppaux.core.transport.x_f__mutmut_2`: only a message no caller reads\n\n"
-            "## Stale equivalence entries (killed, or no such mutant)\n\n"
-            "- `ppaux.cli.x_gone__mutmut_1`\n- `ppaux.cli.x_main__mutmut_1`\n\n"
-            "## Marked equivalent (`# pragma: no mutate`)\n\n") in text
-    assert text.endswith("### `ppaux.cli.x_main__mutmut_3` (no tests)\n\n```diff\n--- ppaux/cli.py\n+++ ppaux/cli.py\n-    a\n+    b\n```\n")
+    assert (
+        "## Judged equivalent (`docs/equivalents/contract.json`, `docs/equivalents/package.json`)\n\n"
+        "- `ppaux.cli.x_main__mutmut_2`: a comment in a generated file\n"
+        "- `ppaux.core.transport.x_f__mutmut_2`: only a message no caller reads\n\n"
+        "## Stale equivalence entries (killed, or no such mutant)\n\n"
+        "- `ppaux.cli.x_gone__mutmut_1`\n- `ppaux.cli.x_main__mutmut_1`\n\n"
+        "## Marked equivalent (`# pragma: no mutate`)\n\n"
+    ) in text
+    assert text.endswith(
+        "### `ppaux.cli.x_main__mutmut_3` (no tests)\n\n"
+        "```diff\n--- ppaux/cli.py\n+++ ppaux/cli.py\n-    a\n+    b\n```\n"
+    )
 
 
 def test_the_contract_scope_reads_only_its_own_file_and_fails_below_its_gate(tmp_path, capsys):
     verdicts = {"ppaux.core.transport.x_f__mutmut_1": "killed", "ppaux.core.transport.x_f__mutmut_2": "survived"}
-    checkout, _ = _checkout(tmp_path, verdicts, equivalents={
-        "contract.json": {}, "package.json": {"ppaux.core.transport.x_f__mutmut_2": "read by the package scope alone"}})
+    checkout, _ = _checkout(
+        tmp_path,
+        verdicts,
+        equivalents={
+            "contract.json": {},
+            "package.json": {"ppaux.core.transport.x_f__mutmut_2": "read by the package scope alone"},
+        },
+    )
     assert mutation.run(str(tmp_path / "out"), None, checkout=checkout) == 1
     out = capsys.readouterr().out
     assert out.endswith("  ppaux.core.transport: 50.0% < 100.0% (1 survivors)\n")
@@ -169,10 +222,18 @@ def test_the_contract_scope_reads_only_its_own_file_and_fails_below_its_gate(tmp
 
 def test_a_marking_the_gate_refuses_fails_the_run_and_is_named(tmp_path, capsys):
     checkout, _ = _checkout(tmp_path, {"ppaux.cli.x_main__mutmut_1": "killed"}, equivalents={"contract.json": {}})
-    refused = [{"where": "ppaux/cli/x.py:3", "block": False, "reason": None, "problem": "no reason given"},
-               {"where": "ppaux/cli/x.py:9", "block": True, "reason": "equivalent: why", "problem": None}]
-    code = own.run_scope(checkout, mutation.SCOPES["contract"], str(tmp_path / "out"), None, markings=lambda: refused,
-                         markings_section=markings_section)
+    refused = [
+        {"where": "ppaux/cli/x.py:3", "block": False, "reason": None, "problem": "no reason given"},
+        {"where": "ppaux/cli/x.py:9", "block": True, "reason": "equivalent: why", "problem": None},
+    ]
+    code = own.run_scope(
+        checkout,
+        mutation.SCOPES["contract"],
+        str(tmp_path / "out"),
+        None,
+        markings=lambda: refused,
+        markings_section=markings_section,
+    )
     assert code == 1
     out = capsys.readouterr().out
     assert "gate FAIL" in out.splitlines()[0] and out.endswith("\n  ppaux/cli/x.py:3: no reason given\n")
@@ -187,14 +248,17 @@ def test_an_equivalents_file_that_cannot_be_read_is_a_usage_error(tmp_path, caps
     checkout, runs = _checkout(tmp_path, {}, equivalents={"contract.json": ["not", "an", "object"]})
     assert mutation.run(str(tmp_path / "out"), None, checkout=checkout) == 2
     path = tmp_path / "docs" / "equivalents" / "contract.json"
-    assert capsys.readouterr().err == (f"reports: error: equivalents file {str(path)!r} must be a JSON object "
-                                       "{mutant: reason} with a reason for each\n")
+    assert capsys.readouterr().err == (
+        f"reports: error: equivalents file {str(path)!r} must be a JSON object "
+        "{mutant: reason} with a reason for each\n"
+    )
     assert runs == []
 
 
 def test_the_package_scope_opts_in_the_subprocess_tests_by_its_mark_expression(monkeypatch):
     """Naming the mark in -m opts its tests in (tests/conftest.py): ppaux mutate's command-line tests
     run its clean runs in child processes, and in-process they are what kills its mutants."""
+
     class Config:
         def __init__(self, expression):
             self.expression = expression
@@ -230,14 +294,18 @@ def test_the_scratch_project_carries_the_scopes_mutmut_table(tmp_path):
     assert table["pytest_add_cli_args"][-2:] == ["-m", "not sglang or subprocess"]
     assert all((tmp_path / path.rstrip("/")).exists() for path in table["also_copy"])
     assert "ppaux/" not in table["also_copy"] and "pyproject.toml" not in table["also_copy"]
-    assert (tmp_path / "ppaux" / "core" / "transport.py").read_bytes() == (ROOT / "ppaux" / "core" / "transport.py").read_bytes()
+    assert (tmp_path / "ppaux" / "core" / "transport.py").read_bytes() == (
+        ROOT / "ppaux" / "core" / "transport.py"
+    ).read_bytes()
     assert not list((tmp_path / "ppaux").rglob("__pycache__"))
 
 
 def _small_checkout(root: Path) -> Checkout:
     (root / "arith").mkdir(parents=True)
     (root / "arith" / "__init__.py").write_text("")
-    (root / "arith" / "ops.py").write_text("def double(x):\n    return x * 2\n\n\ndef is_small(x):\n    return x < 10\n")
+    (root / "arith" / "ops.py").write_text(
+        "def double(x):\n    return x * 2\n\n\ndef is_small(x):\n    return x < 10\n"
+    )
     (root / "pyproject.toml").write_text("[project]\nname = 'arith'\n")
     return Checkout(root=root, copied=("arith", "pyproject.toml"), pytest_args=(), do_not_mutate=(), always_gated=())
 
@@ -248,8 +316,10 @@ def test_a_scopes_mutants_are_listed_with_the_line_each_changes_and_no_test_runs
     scope = dataclasses.replace(mutation.SCOPES["package"], mutate=("arith/*",), tests=("tests/",))
     stream = io.StringIO()
     assert list_mutants(checkout, scope, str(tmp_path / "out"), 1, ["arith.ops.x_is_small*"], stream=stream) == 0
-    assert stream.getvalue() == ("arith.ops.x_is_small__mutmut_1: return x < 10 -> return x <= 10\n"
-                                 "arith.ops.x_is_small__mutmut_2: return x < 10 -> return x < 11\n")
+    assert stream.getvalue() == (
+        "arith.ops.x_is_small__mutmut_1: return x < 10 -> return x <= 10\n"
+        "arith.ops.x_is_small__mutmut_2: return x < 10 -> return x < 11\n"
+    )
     # No test ran: mutmut has no verdict yet.
     assert not (tmp_path / "out" / "project" / "mutants" / "mutmut-stats.json").exists()
     assert list_mutants(checkout, scope, str(tmp_path / "out"), 1, ["nothing*"], stream=stream) == 1
@@ -261,9 +331,20 @@ def test_the_listing_is_asked_for_on_the_command_line(monkeypatch):
     monkeypatch.setattr(mutation, "list_mutants", lambda *args: asked.append(args) or 0)
     assert reports_main(["mutation", "--scope", "package", "--list", "--only", "ppaux.cli*", "--out", "o"]) == 0
     ((checkout, scope, out, max_children, only),) = asked
-    assert (checkout, scope, out, max_children, only) == (mutation.CHECKOUT, mutation.SCOPES["package"], "o", None, ["ppaux.cli*"])
+    assert (checkout, scope, out, max_children, only) == (
+        mutation.CHECKOUT,
+        mutation.SCOPES["package"],
+        "o",
+        None,
+        ["ppaux.cli*"],
+    )
 
 
 def test_a_functions_mutants_are_listed_by_number():
     names = ["m.x_f__mutmut_10", "m.x_g__mutmut_1", "m.x_f__mutmut_2", "m.x_f__mutmut_1"]
-    assert sorted(names, key=own._in_order) == ["m.x_f__mutmut_1", "m.x_f__mutmut_2", "m.x_f__mutmut_10", "m.x_g__mutmut_1"]
+    assert sorted(names, key=own._in_order) == [
+        "m.x_f__mutmut_1",
+        "m.x_f__mutmut_2",
+        "m.x_f__mutmut_10",
+        "m.x_g__mutmut_1",
+    ]

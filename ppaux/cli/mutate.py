@@ -21,17 +21,53 @@ SUITE = sorted(Path(conformance.__file__).resolve().parent.glob("test_*.py"))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--impl", required=True, metavar="MODULE_OR_FILE", help="the implementation to mutate (its module is copied, never changed)")
-    parser.add_argument("--baseline", metavar="COMMAND", help="also run each mutant against this command (e.g. the project's own tests); exit 0 means the mutant survived")
-    parser.add_argument("--gate", type=float, default=100.0, metavar="PCT", help="the score ppaux's suite must reach (default 100)")
-    parser.add_argument("--report", default=DEFAULT_REPORT, metavar="DIR", help=f"where to write mutate.md, mutate.json and the scratch project (default {DEFAULT_REPORT})")
-    parser.add_argument("--marks", default="contract or robustness", metavar="EXPR", help="which tests may kill (pytest -m expression; default: 'contract or robustness')")
+    parser.add_argument(
+        "--impl",
+        required=True,
+        metavar="MODULE_OR_FILE",
+        help="the implementation to mutate (its module is copied, never changed)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="COMMAND",
+        help="also run each mutant against this command (e.g. the project's own tests); "
+        "exit 0 means the mutant survived",
+    )
+    parser.add_argument(
+        "--gate", type=float, default=100.0, metavar="PCT", help="the score ppaux's suite must reach (default 100)"
+    )
+    parser.add_argument(
+        "--report",
+        default=DEFAULT_REPORT,
+        metavar="DIR",
+        help=f"where to write mutate.md, mutate.json and the scratch project (default {DEFAULT_REPORT})",
+    )
+    parser.add_argument(
+        "--marks",
+        default="contract or robustness",
+        metavar="EXPR",
+        help="which tests may kill (pytest -m expression; default: 'contract or robustness')",
+    )
     parser.add_argument("--tests", metavar="EXPR", help="narrow the killing tests by name (pytest -k expression)")
-    parser.add_argument("--profile", default="mutation", help=f"Hypothesis profile: {', '.join(PROFILES)} (default: mutation)")
-    parser.add_argument("--equivalents", metavar="FILE", help="JSON {mutant: reason} of mutants judged equivalent: listed with their reason, left out of the score")
-    parser.add_argument("--max-children", type=int, default=None, metavar="N", help="parallel mutant runs (default: the CPU count)")
-    parser.add_argument("--timeout", metavar="SECONDS", type=timeout_seconds, default=DEFAULT_TIMEOUT,
-                        help=f"per-call time limit: a mutant whose call does not return within it is killed as a hang (default: {DEFAULT_TIMEOUT:g})")
+    parser.add_argument(
+        "--profile", default="mutation", help=f"Hypothesis profile: {', '.join(PROFILES)} (default: mutation)"
+    )
+    parser.add_argument(
+        "--equivalents",
+        metavar="FILE",
+        help="JSON {mutant: reason} of mutants judged equivalent: listed with their reason, left out of the score",
+    )
+    parser.add_argument(
+        "--max-children", type=int, default=None, metavar="N", help="parallel mutant runs (default: the CPU count)"
+    )
+    parser.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=timeout_seconds,
+        default=DEFAULT_TIMEOUT,
+        help="per-call time limit: a mutant whose call does not return within it is killed as a hang "
+        f"(default: {DEFAULT_TIMEOUT:g})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,15 +38,38 @@ from ppaux.mutation.report import (
     verdicts_line,
     write_report,
 )
-from ppaux.mutation.score import EquivalentsError, Score, is_killed, judged_equivalent, read_equivalents, score, stale, verdicts
+from ppaux.mutation.score import (
+    EquivalentsError,
+    Score,
+    is_killed,
+    judged_equivalent,
+    read_equivalents,
+    score,
+    stale,
+    verdicts,
+)
 from ppaux.mutation.target import Target, resolve, write_config, write_scratch
 from ppaux.testing.impl import ImplementationError
 from ppaux.testing.profiles import PROFILES
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import read_jsonl
 
-__all__ = ["DEFAULT_REPORT", "KillSet", "MutateInputError", "MutateOptions", "MutateRun", "build_report", "mutate",
-           "render_markdown"]
+__all__ = [
+    "DEFAULT_REPORT",
+    "KillSet",
+    "MutateInputError",
+    "MutateOptions",
+    "MutateRun",
+    "baseline_imports_the_copy",
+    "baseline_on_the_copy",
+    "build_report",
+    "check_inputs",
+    "kill_set",
+    "mutants_against_the_baseline",
+    "mutants_against_the_suite",
+    "mutate",
+    "render_markdown",
+]
 
 DEFAULT_REPORT = os.path.join("reports", "out", "mutate")
 # The bound shows only on a baseline that hangs for ten minutes.
@@ -79,7 +102,8 @@ class MutateOptions:
 
 @dataclass(frozen=True)
 class KillSet:
-    """The suite on the unmutated copy: the tests that pass (they may kill), the robustness tests that fail (left out)."""
+    """The suite on the unmutated copy: the tests that pass (they may kill), the robustness tests
+    that fail (left out)."""
 
     passed: List[str]
     left_out: List[str] = field(default_factory=list)
@@ -105,8 +129,18 @@ class MutateRun:
 
 
 def _suite_args(options: MutateOptions, target: Target) -> List[str]:
-    cmd = ["-p", "no:cacheprovider", "-p", "no:randomly", "--hypothesis-profile", options.profile,
-           f"--ppaux-impl={target.module}", f"--ppaux-timeout={options.timeout!r}", "-m", options.marks]
+    cmd = [
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--hypothesis-profile",
+        options.profile,
+        f"--ppaux-impl={target.module}",
+        f"--ppaux-timeout={options.timeout!r}",
+        "-m",
+        options.marks,
+    ]
     return cmd + (["-k", options.tests] if options.tests else [])
 
 
@@ -116,7 +150,9 @@ def check_inputs(options: MutateOptions) -> Tuple[Target, Dict[str, str], Option
         try:
             importlib.import_module(module)  # only whether it is installed
         except ImportError:
-            raise MutateInputError(f"{name} is not installed, and mutate needs it: pip install 'ppaux[mutate]'") from None
+            raise MutateInputError(
+                f"{name} is not installed, and mutate needs it: pip install 'ppaux[mutate]'"
+            ) from None
     if options.profile not in PROFILES:
         raise MutateInputError(f"unknown profile {options.profile!r}; choose from {', '.join(PROFILES)}")
     if not 0 <= options.gate <= 100:
@@ -146,11 +182,15 @@ def kill_set(options: MutateOptions, target: Target, scratch: Path) -> KillSet:
     rows = read_jsonl(results)
     if proc.returncode not in (0, 1) or not rows:
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
-        raise MutateInputError(f"the conformance suite did not run on the unmutated module (pytest exit {proc.returncode})")
+        raise MutateInputError(
+            f"the conformance suite did not run on the unmutated module (pytest exit {proc.returncode})"
+        )
     failed = [r for r in rows if r["outcome"] == "failed"]
     red = [r["nodeid"] for r in failed if "robustness" not in r["marks"]]
     if red:
-        raise MutateInputError(f"the unmutated module fails {len(red)} contract test(s), so they cannot kill mutants: {', '.join(red)}")
+        raise MutateInputError(
+            f"the unmutated module fails {len(red)} contract test(s), so they cannot kill mutants: {', '.join(red)}"
+        )
     passed = [r["nodeid"] for r in rows if r["outcome"] == "passed"]
     if not passed:
         raise MutateInputError("no conformance test passes on the unmutated module: nothing can kill a mutant")
@@ -164,8 +204,10 @@ def baseline_imports_the_copy(command: List[str], target: Target, scratch: Path)
     write_scratch(target, sentinel, tests=[], source=UNIMPORTABLE)
     status, _ = run_with_mutant(command, pythonpath=[sentinel], timeout=CLEAN_BASELINE_TIMEOUT_S)
     if status == "survived":
-        raise MutateInputError("the baseline command passes even when the module under mutation cannot be imported: "
-                               f"it does not import the copy ({shlex.join(command)})")
+        raise MutateInputError(
+            "the baseline command passes even when the module under mutation cannot be imported: "
+            f"it does not import the copy ({shlex.join(command)})"
+        )
 
 
 def baseline_on_the_copy(command: List[str], scratch: Path) -> float:
@@ -177,8 +219,9 @@ def baseline_on_the_copy(command: List[str], scratch: Path) -> float:
     return seconds
 
 
-def mutants_against_the_suite(options: MutateOptions, target: Target, scratch: Path, kills: KillSet,
-                              progress: Progress) -> Tuple[MutmutProject, Dict[str, str]]:
+def mutants_against_the_suite(
+    options: MutateOptions, target: Target, scratch: Path, kills: KillSet, progress: Progress
+) -> Tuple[MutmutProject, Dict[str, str]]:
     """mutmut's run over the copy, killing with the kill set alone: its verdicts."""
     # Only the kill set: the left-out tests would "kill" every mutant.
     pytest_args = _suite_args(options, target) + [arg for nodeid in kills.left_out for arg in ("--deselect", nodeid)]
@@ -192,8 +235,9 @@ def mutants_against_the_suite(options: MutateOptions, target: Target, scratch: P
     return project, suite
 
 
-def mutants_against_the_baseline(command: List[str], scratch: Path, mutants: List[str], clean_s: float,
-                                 workers: int) -> Dict[str, str]:
+def mutants_against_the_baseline(
+    command: List[str], scratch: Path, mutants: List[str], clean_s: float, workers: int
+) -> Dict[str, str]:
     """The baseline once per mutant, ``workers`` at once, each bounded by ten times the clean run (at least 10 s)."""
     progress = Progress(every=PROGRESS_EVERY_S)
     timeout = max(10.0, 10 * clean_s)
@@ -201,7 +245,9 @@ def mutants_against_the_baseline(command: List[str], scratch: Path, mutants: Lis
 
     def show(final: bool = False) -> None:
         killed = sum(s != "survived" for s in done.values())
-        show_counts(progress, len(done), len(mutants), killed, len(done) - killed, label="baseline mutants", final=final)
+        show_counts(
+            progress, len(done), len(mutants), killed, len(done) - killed, label="baseline mutants", final=final
+        )
 
     def one(name: str) -> None:
         done[name], _ = run_with_mutant(command, pythonpath=[scratch / "mutants"], mutant=name, timeout=timeout)
@@ -231,48 +277,81 @@ def build_report(run: MutateRun) -> Dict[str, Any]:
             entry["line"] = changed_line(entry["diff"])
         mutants.append(entry)
     report: Dict[str, Any] = {
-        "kind": "mutate", "implementation": options.impl, "module": run.target.module, "mutmut": version("mutmut"),
-        "profile": options.profile, "marks": options.marks, "tests": options.tests, "kill_set": len(run.kill_set.passed),
-        "left_out": run.kill_set.left_out, "wall_s": run.wall_s, "total": len(suite), **score_fields(scored),
-        "gate": options.gate, "passes": scored.reaches(options.gate), "verdicts": verdicts(suite),
-        "stale_equivalents": stale(suite, run.equivalents), "mutants": mutants,
+        "kind": "mutate",
+        "implementation": options.impl,
+        "module": run.target.module,
+        "mutmut": version("mutmut"),
+        "profile": options.profile,
+        "marks": options.marks,
+        "tests": options.tests,
+        "kill_set": len(run.kill_set.passed),
+        "left_out": run.kill_set.left_out,
+        "wall_s": run.wall_s,
+        "total": len(suite),
+        **score_fields(scored),
+        "gate": options.gate,
+        "passes": scored.reaches(options.gate),
+        "verdicts": verdicts(suite),
+        "stale_equivalents": stale(suite, run.equivalents),
+        "mutants": mutants,
     }
     if baseline is not None:
         report["baseline"] = _side_by_side(options.baseline, mutants, judged, scored)
     return report
 
 
-def _side_by_side(command: Optional[str], mutants: List[Dict[str, Any]], judged: Mapping[str, str], scored: Score) -> Dict[str, Any]:
+def _side_by_side(
+    command: Optional[str], mutants: List[Dict[str, Any]], judged: Mapping[str, str], scored: Score
+) -> Dict[str, Any]:
     def kind(m: Dict[str, Any]) -> str:
         by_suite, by_baseline = is_killed(m["suite"]), m["baseline"] != "survived"
-        return {(True, True): "both", (True, False): "only ppaux", (False, True): "only the baseline"}.get((by_suite, by_baseline), "neither")
+        return {(True, True): "both", (True, False): "only ppaux", (False, True): "only the baseline"}.get(
+            (by_suite, by_baseline), "neither"
+        )
 
     kinds = [kind(m) for m in mutants]
     # Over the same mutants as ppaux's score: no test can kill one judged equivalent.
     killed = sum(m["baseline"] != "survived" and m["mutant"] not in judged for m in mutants)
     baseline_score = Score(killed=killed, counted=scored.counted, equivalent=scored.equivalent)
-    return {"command": command, "killed": killed, "score": baseline_score.percent,
-            "side_by_side": {k: kinds.count(k) for k in ("both", "only ppaux", "only the baseline", "neither")}}
+    return {
+        "command": command,
+        "killed": killed,
+        "score": baseline_score.percent,
+        "side_by_side": {k: kinds.count(k) for k in ("both", "only ppaux", "only the baseline", "neither")},
+    }
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
-    """``mutate.md``: the score, the run's settings, the side-by-side table, every survivor with its diff, stale entries."""
-    scored = Score(killed=report["killed"], counted=report["total"] - report["equivalent"], equivalent=report["equivalent"])
-    lines = [f"# Mutation testing: `{report['implementation']}`", "",
-             f"- ppaux's conformance suite: {score_phrase(scored)}; gate {report['gate']}%: {'**pass**' if report['passes'] else '**FAIL**'}",
-             f"- module `{report['module']}`, mutmut {report['mutmut']}, profile `{report['profile']}`, tests `{report['marks']}`"
-             + (f" and `-k {report['tests']}`" if report["tests"] else "") + f": {report['kill_set']} tests; wall time {report['wall_s']} s",
-             verdicts_line(report["verdicts"])]
+    """``mutate.md``: the score, the run's settings, the side-by-side table, every survivor with
+    its diff, stale entries."""
+    scored = Score(
+        killed=report["killed"], counted=report["total"] - report["equivalent"], equivalent=report["equivalent"]
+    )
+    lines = [
+        f"# Mutation testing: `{report['implementation']}`",
+        "",
+        f"- ppaux's conformance suite: {score_phrase(scored)}; "
+        f"gate {report['gate']}%: {'**pass**' if report['passes'] else '**FAIL**'}",
+        f"- module `{report['module']}`, mutmut {report['mutmut']}, profile `{report['profile']}`, "
+        f"tests `{report['marks']}`"
+        + (f" and `-k {report['tests']}`" if report["tests"] else "")
+        + f": {report['kill_set']} tests; wall time {report['wall_s']} s",
+        verdicts_line(report["verdicts"]),
+    ]
     if report["left_out"]:
-        lines.append("- left out of the kill set (robustness tests that fail on the unmutated module): "
-                     + ", ".join(f"`{n}`" for n in report["left_out"]))
+        lines.append(
+            "- left out of the kill set (robustness tests that fail on the unmutated module): "
+            + ", ".join(f"`{n}`" for n in report["left_out"])
+        )
     if "baseline" in report:
         b = report["baseline"]
-        lines += ["", f"## Side by side with `{b['command']}`", "",
-                  "| killed by | mutants |", "| --- | --- |"]
+        lines += ["", f"## Side by side with `{b['command']}`", "", "| killed by | mutants |", "| --- | --- |"]
         lines += [f"| {kind} | {n} |" for kind, n in b["side_by_side"].items()]
-        lines += ["", f"ppaux's suite {report['score']}%, the baseline {b['score']}% of {scored.counted} mutants"
-                  + (f" ({report['equivalent']} judged equivalent left out)." if report["equivalent"] else ".")]
+        lines += [
+            "",
+            f"ppaux's suite {report['score']}%, the baseline {b['score']}% of {scored.counted} mutants"
+            + (f" ({report['equivalent']} judged equivalent left out)." if report["equivalent"] else "."),
+        ]
     survivors = [m for m in report["mutants"] if "diff" in m]
     lines += ["", "## Survivors", ""]
     if not survivors:
@@ -298,9 +377,12 @@ def _fresh_scratch(report_dir: str) -> Tuple[Path, Path]:
 
 
 def _summary(report: Mapping[str, Any], page: Path) -> str:
-    line = f"ppaux mutate: {report['score']}% ({report['killed']}/{report['total'] - report['equivalent']} killed) in {report['wall_s']} s"
+    counted = report["total"] - report["equivalent"]
+    line = f"ppaux mutate: {report['score']}% ({report['killed']}/{counted} killed) in {report['wall_s']} s"
     if "baseline" in report:
-        line += f"; baseline {report['baseline']['score']}%; " + ", ".join(f"{k} {v}" for k, v in report["baseline"]["side_by_side"].items())
+        line += f"; baseline {report['baseline']['score']}%; " + ", ".join(
+            f"{k} {v}" for k, v in report["baseline"]["side_by_side"].items()
+        )
     return line + f"; gate {report['gate']}% {'pass' if report['passes'] else 'FAIL'}; report {page}"
 
 
@@ -319,12 +401,19 @@ def mutate(options: MutateOptions, suite_files: Sequence[Path]) -> int:
         clean_s = baseline_on_the_copy(command, scratch)
     progress = Progress(every=PROGRESS_EVERY_S)
     if kills.left_out:
-        progress.say(f"ppaux mutate: {len(kills.left_out)} robustness test(s) fail on the unmutated module and are left out of the kill set")
+        progress.say(
+            f"ppaux mutate: {len(kills.left_out)} robustness test(s) fail on the unmutated module "
+            "and are left out of the kill set"
+        )
     project, suite = mutants_against_the_suite(options, target, scratch, kills, progress)
     run = MutateRun(options, target, kills, suite, equivalents=equivalents)
     if command is not None:
-        run.baseline = mutants_against_the_baseline(command, scratch, list(suite), clean_s, options.max_children or os.cpu_count() or 1)
-    run.diffs = project.diffs([name for name in suite if run.missed(name)], lambda name: target.relative_path.as_posix())
+        run.baseline = mutants_against_the_baseline(
+            command, scratch, list(suite), clean_s, options.max_children or os.cpu_count() or 1
+        )
+    run.diffs = project.diffs(
+        [name for name in suite if run.missed(name)], lambda name: target.relative_path.as_posix()
+    )
     run.wall_s = round(time.monotonic() - start, 1)
     report = build_report(run)
     page = write_report(out, "mutate", report, [render_markdown(report)])

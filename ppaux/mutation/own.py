@@ -32,7 +32,16 @@ from ppaux.mutation.report import (
 from ppaux.mutation.score import Score, is_killed, judged_equivalent, read_equivalents, score, stale, verdicts
 from ppaux.testing.progress import Progress
 
-__all__ = ["CLEAN_RUN_FAILED", "Checkout", "Scope", "list_mutants", "run_scope", "score_modules"]
+__all__ = [
+    "CLEAN_RUN_FAILED",
+    "Checkout",
+    "Scope",
+    "list_mutants",
+    "render_markdown",
+    "run_scope",
+    "score_modules",
+    "source_of",
+]
 
 CLEAN_RUN_FAILED = "Failed to run clean test"
 # mutmut's progress lines every 5 s on a plain stream (a log, CI).
@@ -83,7 +92,9 @@ class Checkout:
         for name in self.copied:
             src = self.root / name
             if src.is_dir():
-                shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "out", "index.html", "mutants"))
+                shutil.copytree(
+                    src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "out", "index.html", "mutants")
+                )
             else:
                 shutil.copy2(src, dest / name)
         package = self.copied[0]
@@ -91,7 +102,11 @@ class Checkout:
             "source_paths": [f"{package}/"],
             "only_mutate": list(scope.mutate),
             "do_not_mutate": list(self.do_not_mutate),
-            "also_copy": [n + ("/" if (self.root / n).is_dir() else "") for n in self.copied if n not in (package, "pyproject.toml")],
+            "also_copy": [
+                n + ("/" if (self.root / n).is_dir() else "")
+                for n in self.copied
+                if n not in (package, "pyproject.toml")
+            ],
             "pytest_add_cli_args": [*MUTANT_PYTEST_ARGS, *self.pytest_args, "-m", scope.marks],
             "pytest_add_cli_args_test_selection": list(scope.tests),
             # Fork every mutant from a server that has already imported torch and collected the suite:
@@ -113,8 +128,9 @@ def source_of(mutant: str) -> str:
     return module_of(mutant).replace(".", "/") + ".py"
 
 
-def score_modules(results: Mapping[str, str], judged: Mapping[str, str],
-                  gate_for: Callable[[str], Optional[float]]) -> Dict[str, Dict[str, Any]]:
+def score_modules(
+    results: Mapping[str, str], judged: Mapping[str, str], gate_for: Callable[[str], Optional[float]]
+) -> Dict[str, Dict[str, Any]]:
     """The score per module: its mutants, those killed and judged equivalent, its survivors (the
     mutants neither killed nor judged equivalent), its gate (``gate_for(module)``) and whether it passes."""
     by_module: Dict[str, Dict[str, str]] = defaultdict(dict)
@@ -125,28 +141,47 @@ def score_modules(results: Mapping[str, str], judged: Mapping[str, str],
         scored = score(mutants, judged)
         gate = gate_for(module)
         survivors = [{"mutant": n, "status": s} for n, s in mutants.items() if not is_killed(s) and n not in judged]
-        out[module] = {"total": len(mutants), "killed": scored.killed, "equivalent": scored.equivalent, "survivors": survivors,
-                       "score": scored.percent, "gate": gate, "passes": gate is None or scored.reaches(gate)}
+        out[module] = {
+            "total": len(mutants),
+            "killed": scored.killed,
+            "equivalent": scored.equivalent,
+            "survivors": survivors,
+            "score": scored.percent,
+            "gate": gate,
+            "passes": gate is None or scored.reaches(gate),
+        }
     return out
 
 
 def render_markdown(report: Mapping[str, Any], markings: Callable[[Mapping[str, Any]], List[str]]) -> List[str]:
     """``mutation.md``: the score and gate, the table per module, the mutants judged equivalent,
     the stale entries, the ``markings`` section (the caller's), every survivor with its diff."""
-    scored = Score(killed=report["killed"], counted=report["total"] - report["equivalent"], equivalent=report["equivalent"])
+    scored = Score(
+        killed=report["killed"], counted=report["total"] - report["equivalent"], equivalent=report["equivalent"]
+    )
     scope = report["scope"]
-    lines = ["# Mutation testing", "",
-             f"- scope `{scope}`: {report['scope_doc']}",
-             f"- score: {score_phrase(scored)}; gate: {'**pass**' if report['passes'] else '**FAIL**'}",
-             f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; command: `python -m reports mutation --scope {scope}"
-             + "".join(f" --only '{p}'" for p in report["only"]) + "`",
-             verdicts_line(report["verdicts"])]
-    lines += ["",
-              "| module | mutants | killed | score | gate | verdict |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "# Mutation testing",
+        "",
+        f"- scope `{scope}`: {report['scope_doc']}",
+        f"- score: {score_phrase(scored)}; gate: {'**pass**' if report['passes'] else '**FAIL**'}",
+        f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; "
+        f"command: `python -m reports mutation --scope {scope}"
+        + "".join(f" --only '{p}'" for p in report["only"])
+        + "`",
+        verdicts_line(report["verdicts"]),
+    ]
+    lines += ["", "| module | mutants | killed | score | gate | verdict |", "| --- | --- | --- | --- | --- | --- |"]
     for module, m in report["modules"].items():
         gate = "reported" if m["gate"] is None else f"{m['gate']}%"
-        lines.append(f"| {module} | {m['total']} | {m['killed']} | {m['score']}% | {gate} | {'pass' if m['passes'] else 'FAIL'} |")
-    lines += ["", *equivalent_lines(report["judged_equivalent"], source=", ".join(f"`{f}`" for f in report["equivalents_files"]))]
+        lines.append(
+            f"| {module} | {m['total']} | {m['killed']} | {m['score']}% | {gate} | "
+            f"{'pass' if m['passes'] else 'FAIL'} |"
+        )
+    lines += [
+        "",
+        *equivalent_lines(report["judged_equivalent"], source=", ".join(f"`{f}`" for f in report["equivalents_files"])),
+    ]
     lines += [*stale_lines(report["stale_equivalents"]), *([""] if report["stale_equivalents"] else [])]
     lines += markings(report)
     lines += ["", "## Surviving mutants", ""]
@@ -158,15 +193,21 @@ def render_markdown(report: Mapping[str, Any], markings: Callable[[Mapping[str, 
 
 
 def _run_mutmut(project: MutmutProject, out: Path, max_children: Optional[int], only: List[str]) -> int:
-    code = project.run(max_children=max_children, only=only, log=out / "mutmut-run.log", progress=Progress(every=PROGRESS_EVERY_S))
+    code = project.run(
+        max_children=max_children, only=only, log=out / "mutmut-run.log", progress=Progress(every=PROGRESS_EVERY_S)
+    )
     if code != 0 and CLEAN_RUN_FAILED in (out / "mutmut-run.log").read_text(errors="replace"):
         # mutmut forks its clean run from the process that has just run the whole suite for its
         # stats (gloo groups and threads included), and that fork now and then fails with no
         # output. Run again: mutmut loads the stats it saved and forks from a fresh process.
         # A test that really fails the clean run fails it again here.
         print("reports: mutmut's clean run failed; running mutmut again on the stats it saved", file=sys.stderr)
-        code = project.run(max_children=max_children, only=only, log=out / "mutmut-run-again.log",
-                           progress=Progress(every=PROGRESS_EVERY_S))
+        code = project.run(
+            max_children=max_children,
+            only=only,
+            log=out / "mutmut-run-again.log",
+            progress=Progress(every=PROGRESS_EVERY_S),
+        )
     return code
 
 
@@ -179,9 +220,16 @@ def _fresh(out_dir: str) -> Tuple[Path, Path]:
     return out, scratch
 
 
-def run_scope(checkout: Checkout, scope: Scope, out_dir: str, max_children: Optional[int], only: Sequence[str] = (), *,
-              markings: Callable[[], List[Dict[str, Any]]] = list,
-              markings_section: Callable[[Mapping[str, Any]], List[str]] = lambda report: []) -> int:
+def run_scope(
+    checkout: Checkout,
+    scope: Scope,
+    out_dir: str,
+    max_children: Optional[int],
+    only: Sequence[str] = (),
+    *,
+    markings: Callable[[], List[Dict[str, Any]]] = list,
+    markings_section: Callable[[Mapping[str, Any]], List[str]] = lambda report: [],
+) -> int:
     """The scope's run, its report in ``out_dir`` (``mutation.md``, ``.json``) and a summary on the
     console: 0 when every module reaches its gate and no marking (``markings()``, each with its
     ``problem`` or ``None``) is refused, 1 otherwise or when mutmut failed."""
@@ -205,15 +253,29 @@ def run_scope(checkout: Checkout, scope: Scope, out_dir: str, max_children: Opti
     survivors = [{**s, "diff": diffs.get(s["mutant"], "")} for s in survivors]
     scored = score(results, judged)
     marked = markings()
-    report = {"kind": "mutation", "scope": scope.name, "scope_doc": scope.doc, "wall_s": wall, "mutmut": version("mutmut"),
-              "total": len(results), **score_fields(scored),
-              "passes": all(m["passes"] for m in modules.values()) and not any(e["problem"] for e in marked),
-              "verdicts": verdicts(results), "only": only, "modules": modules, "survivors": survivors,
-              "equivalents_files": list(scope.equivalents), "judged_equivalent": judged,
-              "stale_equivalents": stale(results, asked), "equivalents": marked}
+    report = {
+        "kind": "mutation",
+        "scope": scope.name,
+        "scope_doc": scope.doc,
+        "wall_s": wall,
+        "mutmut": version("mutmut"),
+        "total": len(results),
+        **score_fields(scored),
+        "passes": all(m["passes"] for m in modules.values()) and not any(e["problem"] for e in marked),
+        "verdicts": verdicts(results),
+        "only": only,
+        "modules": modules,
+        "survivors": survivors,
+        "equivalents_files": list(scope.equivalents),
+        "judged_equivalent": judged,
+        "stale_equivalents": stale(results, asked),
+        "equivalents": marked,
+    }
     page = write_report(out, "mutation", report, render_markdown(report, markings_section))
-    print(f"mutation ({scope.name}): {report['score']}% ({scored.killed}/{scored.counted} killed) in {wall} s; "
-          f"gate {'pass' if report['passes'] else 'FAIL'}; report {page}")
+    print(
+        f"mutation ({scope.name}): {report['score']}% ({scored.killed}/{scored.counted} killed) in {wall} s; "
+        f"gate {'pass' if report['passes'] else 'FAIL'}; report {page}"
+    )
     for module, m in modules.items():
         if not m["passes"]:
             print(f"  {module}: {m['score']}% < {m['gate']}% ({len(m['survivors'])} survivors)")
@@ -231,8 +293,14 @@ def _in_order(mutant: str) -> Tuple[str, int]:
     return function, int(number)
 
 
-def list_mutants(checkout: Checkout, scope: Scope, out_dir: str, max_children: Optional[int], only: Sequence[str] = (),
-                 stream: Optional[TextIO] = None) -> int:
+def list_mutants(
+    checkout: Checkout,
+    scope: Scope,
+    out_dir: str,
+    max_children: Optional[int],
+    only: Sequence[str] = (),
+    stream: Optional[TextIO] = None,
+) -> int:
     """Every mutant of the scope (those ``only`` picks), one a line: its name and the line it
     changes, ``name: before -> after``; mutmut generates them, no test runs. 0, or 1 when mutmut made none."""
     stream = sys.stdout if stream is None else stream

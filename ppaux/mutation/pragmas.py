@@ -21,7 +21,9 @@ NO_REASON = "'# pragma: no mutate' without a reason (write ' - equivalent: why')
 # comment marks that one line and the lines in between stay mutated.
 REGION_AFTER_CODE = "a start/end region after code marks only its own line (put the comment on a line of its own)"
 # mutmut 3.8 reads a region's comments only between statements: inside brackets they mark nothing.
-REGION_INSIDE_BRACKETS = "a start/end region inside brackets marks nothing (open it before the statement, between statements)"
+REGION_INSIDE_BRACKETS = (
+    "a start/end region inside brackets marks nothing (open it before the statement, between statements)"
+)
 
 
 def _bracket_depths(text: str) -> Dict[int, int]:
@@ -51,15 +53,27 @@ def markings(source: Path) -> List[Dict[str, object]]:
             m = _PRAGMA.search(line)
             if not m:
                 continue
-            after_code = m["kind"] in ("start", "end") and line[:m.start()].strip() != ""
+            after_code = m["kind"] in ("start", "end") and line[: m.start()].strip() != ""
             if m["kind"] == "end" and not after_code:  # a region's reason is on its start line
                 continue
             inside = m["kind"] in ("start", "block") and depths.get(number, 0) > 0
-            problem = (REGION_AFTER_CODE if after_code else REGION_INSIDE_BRACKETS if inside
-                       else None if m["reason"] else NO_REASON)
-            found.append({"where": f"{path.relative_to(source.parent).as_posix()}:{number}",
-                          "block": m["kind"] in ("block", "start") and not after_code,
-                          "reason": m["reason"], "problem": problem})
+            problem = (
+                REGION_AFTER_CODE
+                if after_code
+                else REGION_INSIDE_BRACKETS
+                if inside
+                else None
+                if m["reason"]
+                else NO_REASON
+            )
+            found.append(
+                {
+                    "where": f"{path.relative_to(source.parent).as_posix()}:{number}",
+                    "block": m["kind"] in ("block", "start") and not after_code,
+                    "reason": m["reason"],
+                    "problem": problem,
+                }
+            )
     return found
 
 
@@ -71,4 +85,8 @@ def _marking_line(marking: Mapping[str, Any]) -> str:
 
 def markings_section(report: Mapping[str, Any]) -> List[str]:
     """The report's section of the markings (``report["equivalents"]``), each with its reason and problem."""
-    return ["## Marked equivalent (`# pragma: no mutate`)", "", *(_marking_line(e) for e in report.get("equivalents", []))]
+    return [
+        "## Marked equivalent (`# pragma: no mutate`)",
+        "",
+        *(_marking_line(e) for e in report.get("equivalents", [])),
+    ]

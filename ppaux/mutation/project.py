@@ -22,8 +22,20 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from ppaux.mutation.score import SUSPICIOUS, crashed
 from ppaux.testing.progress import Progress
 
-__all__ = ["MUTANT_PYTEST_ARGS", "MutmutProject", "changed_line", "crashes", "module_of", "mutmut_table", "name_crashes",
-           "parse_results", "run_with_mutant", "select", "show_counts", "status_lines"]
+__all__ = [
+    "MUTANT_PYTEST_ARGS",
+    "MutmutProject",
+    "changed_line",
+    "crashes",
+    "module_of",
+    "mutmut_table",
+    "name_crashes",
+    "parse_results",
+    "run_with_mutant",
+    "select",
+    "show_counts",
+    "status_lines",
+]
 
 # Every test run of a mutation run: the cheapest tests first and the collected suite frozen for
 # the garbage collector (ppaux.mutation.mutant_runs). pytest's unraisable-exception plugin runs
@@ -38,8 +50,16 @@ _RESULT_LINE = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+?)\s*$")
 _PROGRESS = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+)\s+🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)")
 
 
-def show_counts(progress: Progress, done: int, total: int, killed: int, survived: int, *, label: str = "mutants",
-                final: bool = False) -> None:
+def show_counts(
+    progress: Progress,
+    done: int,
+    total: int,
+    killed: int,
+    survived: int,
+    *,
+    label: str = "mutants",
+    final: bool = False,
+) -> None:
     """A mutation run's progress line: done/total, killed, survived, elapsed, and the time left at
     the pace so far. ``final``: the last counts, shown once."""
     elapsed = progress.elapsed()
@@ -132,18 +152,40 @@ class MutmutProject:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    # pragma: no mutate start - runs mutmut in a child process: only the slow end-to-end tests (-m slow) reach it, never mutmut's own run
+    # pragma: no mutate start - runs mutmut in a child process: only the slow end-to-end tests reach it
     def _mutmut(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=self.root, text=True, **kwargs)
 
-    def run(self, *, max_children: Optional[int], only: Sequence[str] = (), log: Path, progress: Progress,
-            env: Optional[Mapping[str, str]] = None) -> int:
+    def run(
+        self,
+        *,
+        max_children: Optional[int],
+        only: Sequence[str] = (),
+        log: Path,
+        progress: Progress,
+        env: Optional[Mapping[str, str]] = None,
+    ) -> int:
         """``mutmut run`` (in ``env``, default this process's); its output goes to ``log`` while
         ``progress`` reports on it. mutmut's exit status."""
-        cmd = [sys.executable, "-m", "mutmut", "run", *([f"--max-children={max_children}"] if max_children else []), *only]
+        cmd = [
+            sys.executable,
+            "-m",
+            "mutmut",
+            "run",
+            *([f"--max-children={max_children}"] if max_children else []),
+            *only,
+        ]
         with open(log, "w", encoding="utf-8") as out:
-            proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    encoding="utf-8", errors="replace")
+            proc = subprocess.Popen(
+                cmd,
+                cwd=self.root,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+            )
             seen = None
             # mutmut's total counts every mutant even when ``only`` picks a few: count the picked ones
             # once mutmut has generated them (its first progress line).
@@ -169,9 +211,14 @@ class MutmutProject:
 
     def generate(self, *, max_children: Optional[int]) -> List[str]:
         """Generate the mutants as ``mutmut run`` does first, and run no test: their names."""
-        subprocess.run([sys.executable, "-c", _GENERATE_SCRIPT, str(max_children or os.cpu_count() or 1)], cwd=self.root,
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-c", _GENERATE_SCRIPT, str(max_children or os.cpu_count() or 1)],
+            cwd=self.root,
+            check=True,
+            capture_output=True,
+        )
         return list(self.results())
+
     # pragma: no mutate end
 
     def diffs(self, mutants: Iterable[str], source_of: Callable[[str], str]) -> Dict[str, str]:
@@ -179,8 +226,9 @@ class MutmutProject:
         pairs = [(name, source_of(name)) for name in mutants]
         if not pairs:
             return {}
-        proc = subprocess.run([sys.executable, "-c", _DIFF_SCRIPT], cwd=self.root, input=json.dumps(pairs),
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", _DIFF_SCRIPT], cwd=self.root, input=json.dumps(pairs), capture_output=True, text=True
+        )
         return json.loads(proc.stdout) if proc.returncode == 0 else {}
 
 
@@ -210,7 +258,9 @@ print(json.dumps(out))
 """
 
 
-def run_with_mutant(command: Sequence[str], *, pythonpath: Sequence[Path], timeout: float, mutant: str = "") -> Tuple[str, float]:
+def run_with_mutant(
+    command: Sequence[str], *, pythonpath: Sequence[Path], timeout: float, mutant: str = ""
+) -> Tuple[str, float]:
     """Run ``command`` in the caller's directory with ``mutant`` active (mutmut's trampolines
     read ``MUTANT_UNDER_TEST``): ``("survived" | "killed" | "timeout", seconds)``; without a
     mutant it runs the unmutated code."""
@@ -219,10 +269,9 @@ def run_with_mutant(command: Sequence[str], *, pythonpath: Sequence[Path], timeo
     env = dict(os.environ, MUTANT_UNDER_TEST=mutant, PYTHONPATH=os.pathsep.join(paths))
     start = time.monotonic()
     try:
-        proc = subprocess.run(list(command), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              timeout=timeout)
+        proc = subprocess.run(
+            list(command), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return "timeout", time.monotonic() - start
     return ("survived" if proc.returncode == 0 else "killed"), time.monotonic() - start
-
-

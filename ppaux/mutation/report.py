@@ -10,8 +10,16 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ppaux.mutation.score import Score
 
-__all__ = ["STALE", "diff_block", "equivalent_lines", "score_fields", "score_phrase", "stale_lines", "verdicts_line",
-           "write_report"]
+__all__ = [
+    "STALE",
+    "diff_block",
+    "equivalent_lines",
+    "score_fields",
+    "score_phrase",
+    "stale_lines",
+    "verdicts_line",
+    "write_report",
+]
 
 # How a stale equivalence entry is named, on the console and in the report.
 STALE = "stale equivalence entry (killed, or no such mutant)"

@@ -11,8 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping
 
-__all__ = ["CRASHED", "KILLED", "SUSPICIOUS", "EquivalentsError", "Score", "crashed", "is_killed", "judged_equivalent",
-           "read_equivalents", "score", "stale", "verdicts"]
+__all__ = [
+    "CRASHED",
+    "KILLED",
+    "SUSPICIOUS",
+    "EquivalentsError",
+    "Score",
+    "crashed",
+    "is_killed",
+    "judged_equivalent",
+    "read_equivalents",
+    "score",
+    "stale",
+    "verdicts",
+]
 
 # mutmut's verdicts that mean the tests noticed the mutant. A mutant whose tests crash the test
 # process ("segfault": killed by a signal) was detected as surely as one that fails a test.

@@ -24,20 +24,25 @@ def resolve(spec: str) -> "Target":
         module, source, packages = path.stem, path.resolve(), ()
         if not module.isidentifier():
             raise ImplementationError(f"implementation file {spec!r}: {module!r} is not a module name; rename the file")
-        defined_here = {impl.add.__module__, impl.pop.__module__} & {m for m, mod in sys.modules.items()
-                                                                      if getattr(mod, "__file__", None) == str(source)}
+        defined_here = {impl.add.__module__, impl.pop.__module__} & {
+            m for m, mod in sys.modules.items() if getattr(mod, "__file__", None) == str(source)
+        }
     else:
         found = importlib.util.find_spec(spec)
         if found is None or not found.origin or not found.origin.endswith(".py"):
             raise ImplementationError(f"implementation {spec!r} has no Python source to mutate")
         module, source = spec, Path(found.origin)
         parents = [".".join(spec.split(".")[:i]) for i in range(1, len(spec.split(".")))]
-        packages = tuple((name, tuple(importlib.util.find_spec(name).submodule_search_locations or ())) for name in parents)
+        packages = tuple(
+            (name, tuple(importlib.util.find_spec(name).submodule_search_locations or ())) for name in parents
+        )
         defined_here = {impl.add.__module__, impl.pop.__module__} & {spec}
     if not defined_here:
         raise ImplementationError(
-            f"implementation {spec!r} defines neither add_auxiliary_output_to_pp_tensors nor pop_auxiliary_output_from_pp_tensors "
-            f"(they come from {impl.add.__module__}); point --impl at the module that defines them")
+            f"implementation {spec!r} defines neither add_auxiliary_output_to_pp_tensors "
+            "nor pop_auxiliary_output_from_pp_tensors "
+            f"(they come from {impl.add.__module__}); point --impl at the module that defines them"
+        )
     return Target(module, source, packages)
 
 
@@ -59,13 +64,17 @@ def scratch_package_init(original_dirs: Sequence[str]) -> str:
     """A package ``__init__`` that finds the mutated module in its own directory first and every
     other submodule where the original package has it, then runs the original ``__init__``."""
     inits = [str(Path(d) / "__init__.py") for d in original_dirs if (Path(d) / "__init__.py").is_file()]
-    header = ["# Written by ppaux mutate: this package holds only the module under mutation; every other",
-              "# submodule comes from the original package, whose __init__ runs below."]
+    header = [
+        "# Written by ppaux mutate: this package holds only the module under mutation; every other",
+        "# submodule comes from the original package, whose __init__ runs below.",
+    ]
     lines = [*header, f"__path__.extend({list(original_dirs)!r})"]
     if inits:
-        lines += [f"with open({inits[0]!r}, encoding='utf-8') as _original:",
-                  f"    exec(compile(_original.read(), {inits[0]!r}, 'exec'))",
-                  "del _original"]
+        lines += [
+            f"with open({inits[0]!r}, encoding='utf-8') as _original:",
+            f"    exec(compile(_original.read(), {inits[0]!r}, 'exec'))",
+            "del _original",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -93,5 +102,6 @@ def write_config(target: Target, root: Path, *, pytest_args: Sequence[str]) -> N
     # Fork each mutant from a server that has already imported torch and collected the suite.
     config.update({"process_isolation": "forkserver", "forkserver_warmup": "collect"})
     # The [tool.pytest.ini_options] table stops pytest from reading any configuration above this project.
-    (root / "pyproject.toml").write_text(mutmut_table(config) + '\n[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n',
-                                         encoding="utf-8")
+    (root / "pyproject.toml").write_text(
+        mutmut_table(config) + '\n[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n', encoding="utf-8"
+    )

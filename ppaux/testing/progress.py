@@ -16,8 +16,9 @@ class Progress:
     ``every`` seconds. :meth:`say` prints a line of its own without breaking the drawn one;
     :meth:`finish` shows the last state and ends the line. ``started``: when the run began."""
 
-    def __init__(self, stream: Optional[TextIO] = None, *, every: float = 10.0, redraw: float = 0.25,
-                 tty: Optional[bool] = None) -> None:
+    def __init__(
+        self, stream: Optional[TextIO] = None, *, every: float = 10.0, redraw: float = 0.25, tty: Optional[bool] = None
+    ) -> None:
         self.stream = sys.stderr if stream is None else stream
         self.every = every
         self.redraw = redraw
