@@ -24,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--max-children", type=int, default=None, metavar="N", help="mutmut worker processes (default: CPU count)")
     m.add_argument("--only", action="append", default=[], metavar="PATTERN",
                    help="mutate only these mutants (fnmatch, e.g. 'ppaux.core.transport*'; repeatable); the score covers them alone")
+    m.add_argument("--list", action="store_true",
+                   help="list the scope's mutants (those --only picks), each with the line it changes, and run no test")
     c = sub.add_parser("cli-reference", help="write docs/cli.md: every ppaux command's --help, rendered from its parser")
     c.add_argument("--page", default="docs/cli.md", metavar="FILE", help="the page to write (default docs/cli.md)")
     return parser
@@ -46,7 +48,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return build(args.out, args.index)
     from reports.mutation import run
 
-    return run(args.out, args.max_children, args.only, args.scope)
+    return run(args.out, args.max_children, args.only, args.scope, list_only=args.list)
 
 
 if __name__ == "__main__":

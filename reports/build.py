@@ -147,7 +147,7 @@ def _bar_chart(modules: Dict[str, Dict[str, Any]]) -> str:
             'stroke="#000" stroke-dasharray="3,2"/>')
         rows.append(f'<text x="185" y="{y + 14}" text-anchor="end">{E(name)}</text>'
                     f'<rect x="190" y="{y}" width="{w:.1f}" height="18" fill="{colour}"/>{gate}'
-                    f'<text x="{195 + w:.1f}" y="{y + 14}">{m["score"]}% ({m["killed"]}/{m["total"]})</text>')
+                    f'<text x="{195 + w:.1f}" y="{y + 14}">{m["score"]}% ({m["killed"]}/{m["total"] - m.get("equivalent", 0)})</text>')
     return (f'<svg class="chart" role="img" aria-label="mutation score per module" width="720" height="{h}" '
             f'viewBox="0 0 720 {h}" xmlns="http://www.w3.org/2000/svg">{"".join(rows)}</svg>')
 
@@ -159,7 +159,9 @@ def section_mutation(page: Page) -> None:
         return page.add("mutation", "Mutation testing", "missing", _missing("python -m reports mutation"))
     surv = data.get("survivors", [])
     scope = data.get("scope", "contract")
-    body = (f"<p class='big'>{data['score']}% killed ({data['killed']}/{data['total']} mutants), {data['wall_s']} s; "
+    # Over the counted mutants, as the score: those judged equivalent are left out (absent before 0.3).
+    counted = data["total"] - data.get("equivalent", 0)
+    body = (f"<p class='big'>{data['score']}% killed ({data['killed']}/{counted} mutants), {data['wall_s']} s; "
             f"gate {'pass' if data['passes'] else 'FAIL'} (scope <code>{E(scope)}</code>: {E(data.get('scope_doc', ''))}).</p>"
             + _bar_chart(data["modules"])
             + f"<p>{len(surv)} surviving mutants. {page.link(md, 'mutation.md (every diff)')} {page.link(js, 'mutation.json')}</p>"

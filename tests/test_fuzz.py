@@ -26,10 +26,10 @@ from ppaux.fuzz.options import cpu_count, in_shard, parse_shard, parse_workers
 from ppaux.fuzz.report import merge_runs
 from ppaux.fuzz.rounds import Suite, from_checkout
 from ppaux.fuzz.report import write_run
-from ppaux.fuzz.runner import FuzzRun, Replay, RunError, Worker, describe_status, verdict
+from ppaux.fuzz.runner import FuzzRun, Replay, RunError, Worker, describe_status, progress_line, verdict
 from ppaux.fuzz.timeline import Timeline, add_up, thin
 from ppaux.fuzz.options import FuzzUsageError as UsageError, format_duration, parse_budget, placements
-from ppaux.fuzz.progress import Progress
+from ppaux.testing.progress import Progress
 from ppaux.testing.results import EXAMPLE_HEADER
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -297,7 +297,7 @@ def scripted_run(tmp_path, monkeypatch, plan, *, workers=2, budget=60.0, shard=N
     monkeypatch.setenv("FAKE_ROUND", json.dumps(plan))
     suite = ScriptedSuite(db="d", workdir=tmp_path / "rounds", shard=shard)
     return FuzzRun(budget=budget, suite=suite, workers=[Worker(i + 1, ["cpu"]) for i in range(workers)],
-                   nightly_max_examples=10, progress=Progress(io.StringIO(), budget, tty=False), **kwargs)
+                   nightly_max_examples=10, progress=Progress(io.StringIO(), tty=False), **kwargs)
 
 
 def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reported(tmp_path, monkeypatch):
@@ -385,19 +385,19 @@ def test_a_failure_s_error_is_pytest_s_first_e_line_else_its_exception_group_s()
 
 def test_progress_redraws_one_line_on_a_terminal_and_prints_lines_otherwise():
     tty = io.StringIO()
-    p = Progress(tty, 60, tty=True)
-    p.update(10, 500, 0, "cpu", 1)
-    p.update(10, 501, 0, "cpu", 1)  # within a quarter of a second: not redrawn
+    p = Progress(tty, tty=True)
+    p.update(progress_line(60, 10, 500, 0, "cpu", 1))
+    p.update(progress_line(60, 10, 501, 0, "cpu", 1))  # within a quarter of a second: not redrawn
     p.say("fuzz: note")
-    p.finish(20, 1000, 1, "cpu", 2)
+    p.finish(progress_line(60, 20, 1000, 1, "cpu", 2))
     assert tty.getvalue() == ("\r\x1b[Kfuzz 00:10/01:00  round 1 (cpu)  examples 500  50/s  failures 0"
                               "\r\x1b[Kfuzz: note\n"
                               "\r\x1b[Kfuzz 00:20/01:00  round 2 (cpu)  examples 1,000  50/s  failures 1\n")
     plain = io.StringIO()
-    p = Progress(plain, 60, every=3600, tty=False)
-    p.update(1, 10, 0, "cpu", 1)
-    p.update(2, 20, 0, "cpu", 1)  # within `every`: no line
-    p.finish(3, 30, 0, "cpu", 1)
+    p = Progress(plain, every=3600, tty=False)
+    p.update(progress_line(60, 1, 10, 0, "cpu", 1))
+    p.update(progress_line(60, 2, 20, 0, "cpu", 1))  # within `every`: no line
+    p.finish(progress_line(60, 3, 30, 0, "cpu", 1))
     assert plain.getvalue().splitlines() == [
         "fuzz 00:01/01:00  round 1 (cpu)  examples 10  10/s  failures 0",
         "fuzz 00:03/01:00  round 1 (cpu)  examples 30  10/s  failures 0",

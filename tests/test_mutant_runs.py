@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from ppaux.testing.mutant_runs import DURATIONS
+from ppaux.mutation.mutant_runs import DURATIONS
 
-PLUGIN = ("-p", "ppaux.testing.mutant_runs", "-p", "no:cacheprovider")
+PLUGIN = ("-p", "ppaux.mutation.mutant_runs", "-p", "no:cacheprovider")
 
 # Each test appends its name to order.txt, so the run's order can be read back.
 TESTS = '''

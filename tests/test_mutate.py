@@ -3,7 +3,6 @@ mutmut run over a small implementation scores it against the gate, beside a base
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -19,10 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from ppaux.cli import mutate
+from ppaux.cli import mutate as mutate_cli
 from ppaux.cli.main import main
-from ppaux.testing import mutation
-from ppaux.testing.mutation import Progress, Target, changed_line, crashes, name_crashes, parse_results, resolve, scratch_package_init, verdicts, write_scratch
+from ppaux.mutation import mutate, project
+from ppaux.mutation.mutate import KillSet, MutateOptions, MutateRun
+from ppaux.mutation.project import changed_line, crashes, name_crashes, parse_results, show_counts
+from ppaux.mutation.score import is_killed, verdicts
+from ppaux.mutation.target import Target, resolve, scratch_package_init, write_config, write_scratch
+from ppaux.testing.impl import ImplementationError
+from ppaux.testing import progress as progress_module
+from ppaux.testing.progress import Progress
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 ROOT = IMPLS.parent.parent
@@ -117,7 +122,7 @@ def test_without_mutmut_or_tomli_w_it_says_how_to_install_it(capsys, monkeypatch
 def test_a_file_must_be_named_like_a_module(tmp_path):
     path = tmp_path / "my-transport.py"
     path.write_text(OWN_POP)
-    with pytest.raises(mutation.ImplementationError) as info:
+    with pytest.raises(ImplementationError) as info:
         resolve(str(path))
     assert str(info.value) == f"implementation file {str(path)!r}: 'my-transport' is not a module name; rename the file"
 
@@ -126,7 +131,7 @@ def test_a_file_that_only_re_exports_an_implementation_cannot_be_mutated(tmp_pat
     """Its mutants would change nothing the suite calls."""
     path = tmp_path / "reexported.py"
     path.write_text("from ppaux.core.transport import *  # noqa\nfrom ppaux.core.transport import _OUTPUT_PREFIX  # noqa\n")
-    with pytest.raises(mutation.ImplementationError) as info:
+    with pytest.raises(ImplementationError) as info:
         resolve(str(path))
     assert str(info.value) == (
         f"implementation {str(path)!r} defines neither add_auxiliary_output_to_pp_tensors nor pop_auxiliary_output_from_pp_tensors "
@@ -161,14 +166,30 @@ def test_a_scratch_package_finds_the_copy_first_and_everything_else_in_the_origi
 def test_a_mutmut_table_is_toml_that_mutmut_reads_back():
     config = {"source_paths": ["ppaux/", 'a "quoted"\\path'], "process_isolation": "forkserver", "timeout_multiplier": 2.5,
               "max_stack_depth": 8, "also_copy": [], "debug": True}
-    assert tomllib.loads(mutation.mutmut_table(config)) == {"tool": {"mutmut": config}}
+    assert tomllib.loads(project.mutmut_table(config)) == {"tool": {"mutmut": config}}
+
+
+def test_mutmut_reads_the_scratch_projects_table_and_forks_each_mutant_from_a_server_that_collected_the_suite(tmp_path, monkeypatch):
+    """What mutmut will do with the table ppaux mutate writes, as mutmut itself reads it."""
+    from mutmut.configuration import _load_config
+
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    target = resolve(str(tmp_path / "own_pop.py"))
+    scratch = tmp_path / "scratch"
+    write_scratch(target, scratch, tests=[])
+    write_config(target, scratch, pytest_args=["-k", "p4"])
+    monkeypatch.chdir(scratch)
+    config = _load_config()
+    assert (config.process_isolation.value, config.forkserver_warmup.value) == ("forkserver", "collect")
+    assert config.pytest_add_cli_args == [*project.MUTANT_PYTEST_ARGS, "-k", "p4"]
+    assert (config.only_mutate, config.pytest_add_cli_args_test_selection) == (["own_pop.py"], ["tests/"])
 
 
 def test_a_diff_mutmut_cannot_make_says_why_and_no_mutant_needs_no_process(tmp_path):
-    project = mutation.MutmutProject(tmp_path)
-    diffs = project.diffs(["own_pop.x_f__mutmut_1"], lambda name: "own_pop.py")
+    scratch = project.MutmutProject(tmp_path)
+    diffs = scratch.diffs(["own_pop.x_f__mutmut_1"], lambda name: "own_pop.py")
     assert list(diffs) == ["own_pop.x_f__mutmut_1"] and diffs["own_pop.x_f__mutmut_1"].startswith("(no diff: ")
-    assert project.diffs([], lambda name: "own_pop.py") == {}
+    assert scratch.diffs([], lambda name: "own_pop.py") == {}
 
 
 def test_mutmuts_listing_and_a_diff_read_back():
@@ -183,26 +204,59 @@ def test_mutmuts_listing_and_a_diff_read_back():
     assert changed_line("-    x = 1\n") == "x = 1 -> "
 
 
-def test_progress_rewrites_one_line_on_a_terminal_and_prints_lines_otherwise():
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
+class Tty(io.StringIO):
+    def isatty(self):
+        return True
 
+
+def test_a_mutation_runs_progress_redraws_one_line_on_a_terminal_and_ends_it_once_done(monkeypatch):
+    clock = Clock(start=0.0)
+    monkeypatch.setattr(progress_module, "time", clock)
     tty = Tty()
-    p = Progress(stream=tty, every=0)
-    p.update(1, 4, 1, 0)
-    p.update(4, 4, 3, 1, force=True)
-    p.update(4, 4, 3, 1, force=True)  # the same counts again: nothing new to say
-    lines = tty.getvalue().split("\r")[1:]
-    assert len(lines) == 2 and lines[0].startswith("mutants 1/4  killed 1  survived 0  elapsed ")
-    assert lines[1].startswith("mutants 4/4  killed 3  survived 1  elapsed ") and lines[1].endswith("ETA 0 s\x1b[K\n")
+    p = Progress(stream=tty, every=5.0)
+    for at, done in ((0.0, 1), (0.1, 2), (5.0, 3)):
+        clock.now = at
+        show_counts(p, done, 4, done, 0)
+    clock.now = 6.0
+    show_counts(p, 4, 4, 3, 1, final=True)
+    p.say("ppaux mutate: done")
+    # In place while running, at most four times a second; the last counts end the line.
+    assert tty.getvalue() == ("\r\x1b[Kmutants 1/4  killed 1  survived 0  elapsed 0 s  ETA 0 s"
+                              "\r\x1b[Kmutants 3/4  killed 3  survived 0  elapsed 5 s  ETA 2 s"
+                              "\r\x1b[Kmutants 4/4  killed 3  survived 1  elapsed 6 s  ETA 0 s\n"
+                              "ppaux mutate: done\n")
+
+
+def test_a_mutation_runs_progress_prints_a_line_every_so_often_and_the_last_counts_once(monkeypatch):
+    clock = Clock(start=0.0)
+    monkeypatch.setattr(progress_module, "time", clock)
     plain = io.StringIO()
-    p = Progress(stream=plain, every=3600)
-    p.update(1, 4, 1, 0)
-    p.update(2, 4, 2, 0)  # within `every`: no line
-    p.update(4, 4, 3, 1, force=True)
-    assert [line.split("  elapsed")[0] for line in plain.getvalue().splitlines()] == [
-        "mutants 1/4  killed 1  survived 0", "mutants 4/4  killed 3  survived 1"]
+    p = Progress(stream=plain, every=5.0)
+    for at, done in ((0.0, 1), (4.9, 2), (5.0, 3)):
+        clock.now = at
+        show_counts(p, done, 4, done, 0)
+    show_counts(p, 3, 4, 3, 0, final=True)  # the counts the last line gave: nothing new to say
+    clock.now = 6.0
+    show_counts(p, 4, 4, 3, 1, final=True)
+    assert plain.getvalue().splitlines() == ["mutants 1/4  killed 1  survived 0  elapsed 0 s  ETA 0 s",
+                                             "mutants 3/4  killed 3  survived 0  elapsed 5 s  ETA 2 s",
+                                             "mutants 4/4  killed 3  survived 1  elapsed 6 s  ETA 0 s"]
+
+
+def test_a_note_on_a_terminal_clears_the_drawn_line_first():
+    tty = Tty()
+    p = Progress(stream=tty)
+    p.update("mutants 1/4")
+    p.say("a note")
+    p.say("another")
+    assert tty.getvalue() == "\r\x1b[Kmutants 1/4\r\x1b[Ka note\nanother\n"
+    # Asked or not, a stream says whether it is a terminal.
+    assert (Progress(stream=Tty()).tty, Progress(stream=io.StringIO()).tty, Progress(stream=Tty(), tty=False).tty) == (True, False, False)
+
+
+def test_progress_goes_to_stderr_unless_told(capsys):
+    Progress().say("on stderr")
+    assert capsys.readouterr() == ("", "on stderr\n")
 
 
 class Clock:
@@ -217,38 +271,27 @@ class Clock:
 
 
 def test_progress_says_elapsed_time_and_the_time_left_at_the_pace_so_far(monkeypatch):
-    monkeypatch.setattr(mutation, "time", Clock(start=100.0))
-    p = Progress(stream=io.StringIO(), started=40.0)
-    assert p.line(3, 9, 2, 1) == "mutants 3/9  killed 2  survived 1  elapsed 60 s  ETA 120 s"
+    clock = Clock(start=40.0)
+    monkeypatch.setattr(progress_module, "time", clock)
+    out = io.StringIO()
+    p = Progress(stream=out, every=0)
+    clock.now = 100.0
+    show_counts(p, 3, 9, 2, 1, label="baseline mutants")
     # Nothing done yet, or more done than the total says: no pace to go by.
-    assert p.line(0, 9, 0, 0) == "mutants 0/9  killed 0  survived 0  elapsed 60 s  ETA ?"
-    assert p.line(5, 3, 5, 0).endswith("ETA ?")
-
-
-def test_progress_speaks_at_most_every_so_often_and_rewrites_its_line_on_a_terminal(monkeypatch):
-    clock = Clock(start=0.0)
-    monkeypatch.setattr(mutation, "time", clock)
-
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
-
-    tty = Tty()
-    p = Progress(stream=tty, every=5.0, started=0.0)
-    for at, done in ((0.0, 1), (4.9, 2), (5.0, 3)):
-        clock.now = at
-        p.update(done, 4, done, 0)
-    clock.now = 6.0
-    p.update(4, 4, 4, 0, force=True)
-    # In place while running; the forced last line ends the line.
-    assert tty.getvalue() == ("\rmutants 1/4  killed 1  survived 0  elapsed 0 s  ETA 0 s\x1b[K"
-                              "\rmutants 3/4  killed 3  survived 0  elapsed 5 s  ETA 2 s\x1b[K"
-                              "\rmutants 4/4  killed 4  survived 0  elapsed 6 s  ETA 0 s\x1b[K\n")
+    show_counts(p, 0, 9, 0, 0)
+    show_counts(p, 5, 3, 5, 0)
+    assert out.getvalue().splitlines() == ["baseline mutants 3/9  killed 2  survived 1  elapsed 60 s  ETA 120 s",
+                                           "mutants 0/9  killed 0  survived 0  elapsed 60 s  ETA ?",
+                                           "mutants 5/3  killed 5  survived 0  elapsed 60 s  ETA ?"]
 
 
 def _args(**kw):
     base = dict(impl="m.py", profile="mutation", marks="contract", tests=None, gate=100.0, baseline="pytest t.py")
-    return argparse.Namespace(**{**base, **kw})
+    return MutateOptions(**{**base, **kw})
+
+
+def _report(options, suite, baseline, diffs, kill_set, equivalents, wall_s):
+    return mutate.build_report(MutateRun(options, Target("m", Path("m.py")), kill_set, suite, baseline, diffs, equivalents, wall_s))
 
 
 SUITE = {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "survived", "m.x_f__mutmut_3": "timeout", "m.x_f__mutmut_4": "survived"}
@@ -258,8 +301,8 @@ BASELINE_RESULTS = {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "killed", "m
 def test_the_report_puts_the_suite_and_the_baseline_side_by_side(monkeypatch):
     monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
     diffs = {n: f"-    return {i}\n+    return {i + 1}\n" for i, n in enumerate(SUITE)}
-    clean = {"passed": ["t::a", "t::b"], "left_out": ["t::robust"]}
-    report = mutate.build_report(_args(), Target("m", Path("m.py")), SUITE, BASELINE_RESULTS, diffs, clean,
+    clean = KillSet(passed=["t::a", "t::b"], left_out=["t::robust"])
+    report = _report(_args(), SUITE, BASELINE_RESULTS, diffs, clean,
                                  {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"}, 12.5)
     assert (report["total"], report["equivalent"], report["killed"], report["score"], report["passes"]) == (4, 1, 2, 66.67, False)
     assert report["baseline"]["side_by_side"] == {"both": 1, "only ppaux": 1, "only the baseline": 1, "neither": 1}
@@ -284,8 +327,8 @@ def test_the_side_by_side_counts_each_mutant_by_who_killed_it(monkeypatch):
     a baseline that times out has killed. A survivor whose diff mutmut could not show keeps its place."""
     monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
     diffs = {n: f"-    return {i}\n+    return {i + 1}\n" for i, n in enumerate(UNEVEN_SUITE) if n != "m.x_f__mutmut_8"}
-    report = mutate.build_report(_args(), Target("m", Path("m.py")), UNEVEN_SUITE, UNEVEN_BASELINE, diffs,
-                                 {"passed": ["t::a"], "left_out": []}, {"m.x_f__mutmut_4": "no caller sees it"}, 3.0)
+    report = _report(_args(), UNEVEN_SUITE, UNEVEN_BASELINE, diffs, KillSet(passed=["t::a"]), {"m.x_f__mutmut_4": "no caller sees it"},
+                     3.0)
     assert report["baseline"]["side_by_side"] == {"both": 3, "only ppaux": 2, "only the baseline": 1, "neither": 2}
     # 7 mutants count: ppaux kills 5 of them, the baseline 4 (1, 2, 5 and 7).
     assert (report["killed"], report["score"]) == (5, 71.43)
@@ -298,8 +341,8 @@ def test_the_side_by_side_counts_each_mutant_by_who_killed_it(monkeypatch):
 def test_a_run_whose_every_mutant_is_judged_equivalent_scores_full_marks(monkeypatch):
     monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
     suite = {"m.x_f__mutmut_1": "survived"}
-    report = mutate.build_report(_args(), Target("m", Path("m.py")), suite, {"m.x_f__mutmut_1": "survived"}, {},
-                                 {"passed": ["t::a"], "left_out": []}, {"m.x_f__mutmut_1": "no caller sees it"}, 1.0)
+    report = _report(_args(), suite, {"m.x_f__mutmut_1": "survived"}, {}, KillSet(passed=["t::a"]),
+                     {"m.x_f__mutmut_1": "no caller sees it"}, 1.0)
     assert (report["equivalent"], report["score"], report["passes"], report["baseline"]["score"]) == (1, 100.0, True, 100.0)
 
 
@@ -308,8 +351,7 @@ def test_the_markdown_report_reads_as_a_whole(monkeypatch):
     baseline's score over the same mutants, the table, each survivor with the line it changes."""
     monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
     diffs = {n: f"-    return {i}\n+    return {i + 1}\n" for i, n in enumerate(SUITE)}
-    report = mutate.build_report(_args(tests="p4"), Target("m", Path("m.py")), SUITE, BASELINE_RESULTS, diffs,
-                                 {"passed": ["t::a", "t::b"], "left_out": ["t::robust"]},
+    report = _report(_args(tests="p4"), SUITE, BASELINE_RESULTS, diffs, KillSet(passed=["t::a", "t::b"], left_out=["t::robust"]),
                                  {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"}, 12.5)
     assert mutate.render_markdown(report) == textwrap.dedent("""\
         # Mutation testing: `m.py`
@@ -368,8 +410,7 @@ def test_the_markdown_report_reads_as_a_whole(monkeypatch):
 
 
 def test_a_report_without_survivors_says_so():
-    report = mutate.build_report(_args(baseline=None), Target("m", Path("m.py")), {"m.x_f__mutmut_1": "killed"}, None, {},
-                                 {"passed": ["t::a"], "left_out": []}, {}, 1.0)
+    report = _report(_args(baseline=None), {"m.x_f__mutmut_1": "killed"}, None, {}, KillSet(passed=["t::a"]), {}, 1.0)
     assert (report["score"], report["passes"], "baseline" in report) == (100.0, True, False)
     assert mutate.render_markdown(report).endswith("## Survivors\n\nNone.\n")
 
@@ -418,8 +459,8 @@ def test_a_baseline_that_imports_the_copy_and_passes_on_it_is_timed(tmp_path, mo
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")
     command = [sys.executable, "-c", "import own_pop"]
-    mutate._baseline_imports_the_copy(command, target, scratch)  # raises UsageError where it must not
-    assert mutate._baseline_on_the_copy(command, scratch) > 0
+    mutate.baseline_imports_the_copy(command, target, scratch)  # raises UsageError where it must not
+    assert mutate.baseline_on_the_copy(command, scratch) > 0
 
 
 @pytest.mark.subprocess
@@ -466,7 +507,7 @@ def _stand_in_clean_run(monkeypatch, rows, **kw):
     return fake
 
 
-class _Verdicts(mutation.MutmutProject):
+class _Verdicts(project.MutmutProject):
     """mutmut stood in for: one mutant killed, one survived; what it was configured with is kept."""
 
     def run(self, **kw):
@@ -494,7 +535,7 @@ def test_the_clean_run_runs_the_copied_suite_against_the_copy_with_the_runs_opti
     assert cmd[:4] == [sys.executable, "-m", "pytest", "tests"]
     for option in (["--hypothesis-profile", "ci"], ["-m", "contract"], ["-k", "p4"], ["--ppaux-impl=own_pop"], ["--ppaux-timeout=3.0"]):
         assert any(cmd[i:i + len(option)] == option for i in range(len(cmd))), option
-    assert sorted(p.name for p in (scratch / "tests").glob("test_*.py")) == sorted(p.name for p in mutate.SUITE)
+    assert sorted(p.name for p in (scratch / "tests").glob("test_*.py")) == sorted(p.name for p in mutate_cli.SUITE)
     assert (scratch / "own_pop.py").read_text() == OWN_POP
     # The mutants are killed by the same tests, under the same options.
     table = tomllib.loads(_Verdicts.last.table)["tool"]["mutmut"]
@@ -622,7 +663,7 @@ def _shorter(run_with_mutant):
 
 
 def test_when_mutmut_fails_the_run_says_where_its_log_is(tmp_path, monkeypatch, capsys):
-    class Failing(mutation.MutmutProject):
+    class Failing(project.MutmutProject):
         def run(self, **kw):
             return 1
 
@@ -636,15 +677,15 @@ def test_when_mutmut_fails_the_run_says_where_its_log_is(tmp_path, monkeypatch, 
 def test_mutmut_without_a_project_fails_and_logs_why(tmp_path):
     """An empty directory is no mutmut project: its own message lands in the log, and no progress is claimed."""
     stream = io.StringIO()
-    code = mutation.MutmutProject(tmp_path).run(max_children=1, log=tmp_path / "log", progress=Progress(stream=stream))
+    code = project.MutmutProject(tmp_path).run(max_children=1, log=tmp_path / "log", progress=Progress(stream=stream))
     assert code != 0 and "Could not figure out where the code to mutate is" in (tmp_path / "log").read_text()
-    assert stream.getvalue() == "" and mutation.MutmutProject(tmp_path).diffs([], str) == {}
+    assert stream.getvalue() == "" and project.MutmutProject(tmp_path).diffs([], str) == {}
 
 
 def test_a_command_runs_with_a_mutant_and_reports_how_it_ended(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     probe = [sys.executable, "-c", "import os, sys; sys.exit(os.environ['MUTANT_UNDER_TEST'] == 'm.x_f__mutmut_1')"]
-    run = mutation.run_with_mutant
+    run = project.run_with_mutant
     assert run(probe, pythonpath=[], mutant="", timeout=30)[0] == "survived"
     assert run(probe, pythonpath=[], mutant="m.x_f__mutmut_1", timeout=30)[0] == "killed"
     # A command that would outlast its timeout tenfold (and no more: a runner that ignores the timeout waits it out).
@@ -662,7 +703,7 @@ def test_a_command_run_with_a_mutant_keeps_the_users_environment_and_finds_the_c
     probe = [sys.executable, "-c", "import os, sys, mutated_copy, users_module; print('noise'); print('noise', file=sys.stderr); "
              f"sys.exit(os.environ.get('PPAUX_TEST_USER_SETTING') != 'kept' or os.getcwd() != {str(tmp_path / 'run_here')!r})"]
     monkeypatch.chdir(tmp_path / "run_here")
-    status, seconds = mutation.run_with_mutant(probe, pythonpath=[tmp_path / "copy"], mutant="", timeout=30)
+    status, seconds = project.run_with_mutant(probe, pythonpath=[tmp_path / "copy"], mutant="", timeout=30)
     assert status == "survived" and 0 < seconds < 30
     # The command's output stays out of ppaux's console.
     assert capfd.readouterr() == ("", "")
@@ -671,7 +712,7 @@ def test_a_command_run_with_a_mutant_keeps_the_users_environment_and_finds_the_c
     (tmp_path / "run_here" / "only_in_cwd.py").write_text("")
     script = tmp_path / "probe.py"
     script.write_text("import sys\ntry:\n    import only_in_cwd\nexcept ImportError:\n    sys.exit(0)\nsys.exit(1)\n")
-    assert mutation.run_with_mutant([sys.executable, str(script)], pythonpath=[tmp_path / "copy"],
+    assert project.run_with_mutant([sys.executable, str(script)], pythonpath=[tmp_path / "copy"],
                                     mutant="", timeout=30)[0] == "survived"
 
 
@@ -684,7 +725,7 @@ def test_a_module_without_source_cannot_be_mutated(tmp_path, monkeypatch):
     py_compile.compile(str(source), cfile=str(tmp_path / "compiled_transport.pyc"))
     source.unlink()
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(mutation.ImplementationError) as info:
+    with pytest.raises(ImplementationError) as info:
         resolve("compiled_transport")
     assert str(info.value) == "implementation 'compiled_transport' has no Python source to mutate"
 
@@ -713,11 +754,11 @@ def test_without_a_baseline_the_verdicts_make_the_report_and_the_exit_status(tmp
     assert "--- ppaux/core/transport.py" in text and "Side by side" not in text
 
 
-class _UnevenVerdicts(mutation.MutmutProject):
+class _UnevenVerdicts(project.MutmutProject):
     """mutmut stood in for with :data:`UNEVEN_SUITE`; it shows its progress on the run's console as mutmut's does."""
 
     def run(self, *, progress, **kw):
-        progress.update(len(UNEVEN_SUITE), len(UNEVEN_SUITE), 6, 2, force=True)
+        show_counts(progress, len(UNEVEN_SUITE), len(UNEVEN_SUITE), 6, 2, final=True)
         return 0
 
     def results(self):
@@ -804,13 +845,13 @@ def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_
     assert list(verdicts(named).items()) == [("crashed (SIGABRT)", 1), ("killed", 1), ("segfault", 1), ("suspicious", 1)]
     assert list(verdicts({**named, "ppaux.gloo.x_a__mutmut_7": "segfault", "ppaux.gloo.x_a__mutmut_9": "segfault"}).items()) == [
         ("segfault", 3), ("crashed (SIGABRT)", 1), ("killed", 1), ("suspicious", 1)]
-    assert [n for n, status in named.items() if mutation.is_killed(status)] == [
+    assert [n for n, status in named.items() if is_killed(status)] == [
         "ppaux.gloo.x_a__mutmut_1", "ppaux.gloo.x_a__mutmut_2", "ppaux.gloo.x_a__mutmut_5"]
 
 
 def test_a_mutants_module_is_its_name_without_the_function():
-    assert mutation.module_of("ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_1") == "ppaux.core.transport"
-    assert mutation.module_of("own_pop.x_pop__mutmut_12") == "own_pop"
+    assert project.module_of("ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_1") == "ppaux.core.transport"
+    assert project.module_of("own_pop.x_pop__mutmut_12") == "own_pop"
 
 
 def test_the_baseline_runs_every_mutant_and_says_how_each_ended(monkeypatch, tmp_path, capsys):
@@ -822,9 +863,9 @@ def test_the_baseline_runs_every_mutant_and_says_how_each_ended(monkeypatch, tmp
         return verdict.get(mutant, "timeout"), 0.1
 
     monkeypatch.setattr(mutate, "run_with_mutant", runner)
-    monkeypatch.setattr(mutation, "time", Clock(step=10.0))  # every update is due
+    monkeypatch.setattr(progress_module, "time", Clock(step=10.0))  # every update is due
     names = ["m.x_f__mutmut_1", "m.x_f__mutmut_2", "m.x_f__mutmut_3"]
-    assert mutate._run_baseline(["cmd"], tmp_path, names, 2.5, 1) == {
+    assert mutate.mutants_against_the_baseline(["cmd"], tmp_path, names, 2.5, 1) == {
         "m.x_f__mutmut_1": "survived", "m.x_f__mutmut_2": "killed", "m.x_f__mutmut_3": "timeout"}
     # The user's command; ten times the clean run, at least 10 s; the mutated copy first on the path.
     assert seen == [(["cmd"], n, 25.0, [str(tmp_path / "mutants")]) for n in names]
@@ -833,7 +874,7 @@ def test_the_baseline_runs_every_mutant_and_says_how_each_ended(monkeypatch, tmp
         "baseline mutants 1/3  killed 0  survived 1", "baseline mutants 2/3  killed 1  survived 1",
         "baseline mutants 3/3  killed 2  survived 1"]
     seen.clear()
-    mutate._run_baseline(["cmd"], tmp_path, names[:1], 0.1, 1)
+    mutate.mutants_against_the_baseline(["cmd"], tmp_path, names[:1], 0.1, 1)
     assert seen[0][2] == 10.0
 
 
@@ -851,7 +892,7 @@ def test_the_baseline_runs_at_most_max_children_commands_at_once(monkeypatch, tm
         return "killed", 0.05
 
     monkeypatch.setattr(mutate, "run_with_mutant", runner)
-    mutate._run_baseline(["cmd"], tmp_path, [f"m.x_f__mutmut_{i}" for i in range(8)], 1.0, workers)
+    mutate.mutants_against_the_baseline(["cmd"], tmp_path, [f"m.x_f__mutmut_{i}" for i in range(8)], 1.0, workers)
     assert 1 <= most[0] <= workers
 
 
@@ -863,16 +904,24 @@ def test_progress_counts_only_the_mutants_a_run_picks(tmp_path):
     (tmp_path / "tests" / "test_arith.py").write_text(
         "from arith import double, halve\n\n\ndef test_double():\n    assert double(3) == 6\n\n\n"
         "def test_halve():\n    assert halve(6) == 3\n")
-    (tmp_path / "pyproject.toml").write_text(mutation.mutmut_table({"paths_to_mutate": ["arith.py"], "tests_dir": ["tests"],
+    (tmp_path / "pyproject.toml").write_text(project.mutmut_table({"paths_to_mutate": ["arith.py"], "tests_dir": ["tests"],
                                                                     "timeout_multiplier": 2.5}))
     stream = io.StringIO()
-    code = mutation.MutmutProject(tmp_path).run(max_children=1, only=["arith.x_double*"], log=tmp_path / "log",
+    code = project.MutmutProject(tmp_path).run(max_children=1, only=["arith.x_double*"], log=tmp_path / "log",
                                                 progress=Progress(stream=stream, every=0))
     assert code == 0, (tmp_path / "log").read_text()
-    picked = mutation.select(mutation.MutmutProject(tmp_path).results(), ["arith.x_double*"])
-    everything = mutation.MutmutProject(tmp_path).results()
+    picked = project.select(project.MutmutProject(tmp_path).results(), ["arith.x_double*"])
+    everything = project.MutmutProject(tmp_path).results()
     assert 0 < len(picked) < len(everything)
     assert stream.getvalue().splitlines()[-1].startswith(f"mutants {len(picked)}/{len(picked)}  killed {len(picked)}  survived 0  ")
+
+
+def test_mutmuts_progress_line_reads_as_done_total_killed_survived():
+    """Killed counts mutmut's killed and timed-out mutants; "suspicious" stays out until the verdicts are read;
+    a narrowed run's total is the mutants it picked."""
+    match = next(project.status_lines(["⠹ 44/53  🎉 40 🫥 2  ⏰ 1  🤔 3  🙁 5  🔇 0\n"]))[1][0]
+    assert project._counts(match) == (44, 53, 41, 5)
+    assert project._counts(match, 7) == (44, 7, 41, 5)
 
 
 def test_a_progress_line_cut_by_a_chunk_boundary_is_read_whole():
@@ -880,7 +929,7 @@ def test_a_progress_line_cut_by_a_chunk_boundary_is_read_whole():
     line = lambda done, killed: f"{done}/6064" + status.format(killed, 40)  # noqa: E731
     chunks = ["⠦ 2", line(28, 188) + "\r⠦ 22", line(9, 189) + "\r⠧ " + line(230, 190) + "\r",
               "⠇ " + line(231, 191) + "\n⠏ " + line(232, 192) + "\n", "⠋ " + line(233, 193)]
-    seen = [(chunk, [m.group(1, 3) for m in matches]) for chunk, matches in mutation.status_lines(chunks)]
+    seen = [(chunk, [m.group(1, 3) for m in matches]) for chunk, matches in project.status_lines(chunks)]
     # Every chunk is passed on as it came (for the log); each line is counted once, whole, as soon
     # as it ends ("\r" or "\n"); the last, unended one when the output ends.
     assert [chunk for chunk, _ in seen] == [*chunks, ""]
@@ -890,5 +939,5 @@ def test_a_progress_line_cut_by_a_chunk_boundary_is_read_whole():
 
 def test_a_run_narrowed_by_patterns_keeps_the_mutants_they_name():
     results = {"ppaux.core.transport.x_add__mutmut_1": "killed", "ppaux.core.errors.x_lookup__mutmut_1": "survived", "ppaux.cli.x_main__mutmut_1": "not checked"}
-    assert mutation.select(results, []) == results
-    assert mutation.select(results, ["ppaux.core.transport*", "ppaux.core.errors*"]) == {"ppaux.core.transport.x_add__mutmut_1": "killed", "ppaux.core.errors.x_lookup__mutmut_1": "survived"}
+    assert project.select(results, []) == results
+    assert project.select(results, ["ppaux.core.transport*", "ppaux.core.errors*"]) == {"ppaux.core.transport.x_add__mutmut_1": "killed", "ppaux.core.errors.x_lookup__mutmut_1": "survived"}

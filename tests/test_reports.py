@@ -11,9 +11,12 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from ppaux.testing.mutation import module_of, parse_results
+from ppaux.mutation.own import render_markdown, score_modules
+from ppaux.mutation.pragmas import NO_REASON, REGION_AFTER_CODE, REGION_INSIDE_BRACKETS, markings, markings_section
+from ppaux.mutation.project import module_of, parse_results
+from ppaux.mutation.report import write_report
 from reports.build import build
-from reports.mutation import NO_REASON, REGION_AFTER_CODE, REGION_INSIDE_BRACKETS, SCOPES, equivalents, score, write
+from reports.mutation import CHECKOUT, SCOPES
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "mutate", "fuzz", "benchmarks")
@@ -30,11 +33,15 @@ def test_mutation_score_per_module_and_gate():
 """
     results = parse_results(listing)
     assert module_of("ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_1") == "ppaux.core.transport"
+    def score(results, scope):
+        return score_modules(results, {}, lambda module: CHECKOUT.gate_for(module, scope))
+
     modules = score(results, SCOPES["package"])
     assert modules["ppaux.core.transport"]["score"] == 50.0 and not modules["ppaux.core.transport"]["passes"]
     assert modules["ppaux.core.transport"]["survivors"] == [{"mutant": "ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_2", "status": "survived"}]
     # Outside the contract modules the package scope reports a score and gates nothing.
-    assert modules["ppaux.cli"] == {"total": 3, "killed": 3, "survivors": [], "score": 100.0, "gate": None, "passes": True}
+    assert modules["ppaux.cli"] == {"total": 3, "killed": 3, "equivalent": 0, "survivors": [], "score": 100.0, "gate": None,
+                                    "passes": True}
     partly = score({**results, "ppaux.cli.x_main__mutmut_4": "survived"}, SCOPES["package"])["ppaux.cli"]
     assert (partly["score"], partly["passes"]) == (75.0, True)
     assert score(results, SCOPES["contract"])["ppaux.cli"]["gate"] == 100.0
@@ -64,7 +71,7 @@ def test_equivalence_markings_are_listed_with_their_reasons_and_problems(tmp_pat
     src = tmp_path / "pkg"
     src.mkdir()
     (src / "m.py").write_text(_MARKED)
-    found = equivalents(src)
+    found = markings(src)
     assert found == [
         {"where": "pkg/m.py:2", "block": False, "reason": "equivalent: same codec", "problem": None},
         {"where": "pkg/m.py:3", "block": True, "reason": "runs in a child", "problem": None},
@@ -74,9 +81,11 @@ def test_equivalence_markings_are_listed_with_their_reasons_and_problems(tmp_pat
         {"where": "pkg/m.py:11", "block": False, "reason": None, "problem": REGION_AFTER_CODE},
         {"where": "pkg/m.py:13", "block": True, "reason": "inside a list", "problem": REGION_INSIDE_BRACKETS},
     ]
-    report = {"score": 100.0, "killed": 1, "total": 1, "passes": False, "wall_s": 1.0, "mutmut": "3.8.1", "only": [],
-              "verdicts": {"killed": 3, "crashed (SIGABRT)": 1}, "modules": {}, "survivors": [], "equivalents": found}
-    write(report, tmp_path / "out")
+    report = {"scope": "contract", "scope_doc": SCOPES["contract"].doc, "score": 100.0, "killed": 1, "equivalent": 0, "total": 1,
+              "passes": False, "wall_s": 1.0, "mutmut": "3.8.1", "only": [], "verdicts": {"killed": 3, "crashed (SIGABRT)": 1},
+              "modules": {}, "survivors": [], "equivalents_files": [], "judged_equivalent": {}, "stale_equivalents": [],
+              "equivalents": found}
+    write_report(tmp_path / "out", "mutation", report, render_markdown(report, markings_section))
     text = (tmp_path / "out" / "mutation.md").read_text()
     assert "command: `python -m reports mutation --scope contract`\n- verdicts: killed 3, crashed (SIGABRT) 1\n\n| module |" in text
     assert ("## Marked equivalent (`# pragma: no mutate`)\n\n"
@@ -117,7 +126,7 @@ def test_mutmut_reads_every_marking_in_ppaux():
 
 
 def test_every_equivalence_marking_in_ppaux_gives_its_reason():
-    marked = equivalents()
+    marked = markings(ROOT / "ppaux")
     assert marked and [(e["where"], e["problem"]) for e in marked if e["problem"]] == []
 
 
@@ -246,51 +255,3 @@ def test_fault_matrices_show_each_channel_and_mode_against_the_expectation(tmp_p
     page = index.read_text()
     assert "<h3>gloo, integrity on: 1 silent corruption, 1 cells differ from the expectation</h3>" in page
     assert '<a class="tile fail" href="#faults">Fault matrix: fail</a>' in page
-
-
-def test_a_clean_run_that_fails_once_is_run_again_on_the_saved_stats(tmp_path, monkeypatch, capsys):
-    import reports.mutation as mutation
-
-    runs = []
-
-    class FakeMutmut:
-        def __init__(self, root):
-            self.root = root
-
-        def run(self, *, max_children, only, log, progress, env):
-            runs.append((tuple(only), log.name, env.get("PPAUX_SUBPROCESS")))
-            log.write_text("Running clean tests\n" + (mutation.CLEAN_RUN_FAILED + "\n" if len(runs) == 1 else "done\n"))
-            return 1 if len(runs) == 1 else 0
-
-        def results(self):
-            return {"ppaux.cli.x_main__mutmut_1": "killed"}
-
-        def diffs(self, names, source_of):
-            return {}
-
-    monkeypatch.setattr(mutation, "project", lambda scope, dest: FakeMutmut(dest))
-    monkeypatch.delenv("PPAUX_SUBPROCESS", raising=False)
-    assert mutation.run(str(tmp_path / "out"), None, ["ppaux.cli*"]) == 0
-    assert runs == [(("ppaux.cli*",), "mutmut-run.log", None), (("ppaux.cli*",), "mutmut-run-again.log", None)]
-    err = capsys.readouterr().err
-    assert err == "reports: mutmut's clean run failed; running mutmut again on the stats it saved\n"
-    assert json.loads((tmp_path / "out" / "mutation.json").read_text())["score"] == 100.0
-    # The package scope asks for the tests that run ppaux mutate's clean runs in child processes:
-    # they are what kills its command line's mutants.
-    runs.clear()
-    assert mutation.run(str(tmp_path / "out"), None, ["ppaux.cli*"], scope_name="package") == 0
-    assert [env for *_, env in runs] == ["1", "1"]
-
-
-def test_the_scratch_project_carries_the_scopes_mutmut_table(tmp_path):
-    import tomllib
-
-    import reports.mutation as mutation
-
-    mutation.project(SCOPES["contract"], tmp_path)
-    table = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["mutmut"]
-    assert table["only_mutate"] == list(mutation.CONTRACT_MODULES)
-    assert table["do_not_mutate"] == ["ppaux/conformance/*", "ppaux/testing/mutant_runs.py"]
-    assert table["pytest_add_cli_args_test_selection"] == list(SCOPES["contract"].tests)
-    assert all((tmp_path / path.rstrip("/")).exists() for path in table["also_copy"])
-    assert (tmp_path / "ppaux" / "core" / "transport.py").read_bytes() == (ROOT / "ppaux" / "core" / "transport.py").read_bytes()

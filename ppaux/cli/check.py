@@ -27,6 +27,7 @@ from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.core.clauses import CLAUSES, statement
 from ppaux.testing.impl import DEFAULT_IMPL, ImplementationError, load
 from ppaux.testing.profiles import PROFILES
+from ppaux.testing.results import read_jsonl
 
 SUITE = "ppaux.conformance"
 FINDING_MEANS = {
@@ -266,7 +267,7 @@ def _suite_rows(args: argparse.Namespace, spec: str) -> List[Dict[str, Any]]:
         Path(ini).write_bytes(b"[pytest]\n")
         argv = pytest_args(args, spec, results, ini) + (["--ppaux-record-calls"] if args.regressions else [])
         status, printed = run_suite(argv)
-        rows = [json.loads(line) for line in Path(results).read_text().splitlines()] if os.path.exists(results) else []
+        rows = read_jsonl(results)
     if status not in (0, 1):
         wrong = WRONG_EXPRESSION.search(printed)
         if wrong:

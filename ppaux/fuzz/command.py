@@ -90,10 +90,10 @@ def _suite(args: argparse.Namespace, *, replay: bool):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from ppaux.fuzz.options import parse_budget, parse_workers, placements, visible_gpus
-    from ppaux.fuzz.progress import Progress
     from ppaux.fuzz.report import write_run
     from ppaux.fuzz.runner import FuzzRun, Worker, verdict
     from ppaux.testing.profiles import PROFILES
+    from ppaux.testing.progress import Progress
 
     budget = parse_budget(args.budget)
     count = parse_workers(args.workers)
@@ -104,7 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     suite, report = _suite(args, replay=False)
     gpus = [] if args.devices == "cpu" else visible_gpus()
     workers = [Worker(i + 1, placements(args.devices, gpus, i)[0]) for i in range(count)]
-    progress = Progress(sys.stderr, budget, every=args.progress_every)
+    progress = Progress(sys.stderr, every=args.progress_every)
     note = placements(args.devices, gpus)[1]
     if note:
         progress.say(f"fuzz: {note}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -11,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
+
+from ppaux.testing.results import split_jsonl
 
 __all__ = ["PROFILE", "Round", "Suite", "from_checkout"]
 
@@ -126,9 +127,7 @@ class Round:
             fh.seek(self._offset)
             chunk = fh.read()
         self._offset += len(chunk)
-        lines = (self._partial + chunk).split(b"\n")
-        self._partial = lines.pop()
-        events = [json.loads(line) for line in lines if line.strip()]
+        events, self._partial = split_jsonl(self._partial + chunk)
         for event in events:
             if event["kind"] == "progress":
                 self.examples = max(self.examples, event["examples"])

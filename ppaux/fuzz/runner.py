@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
-from ppaux.fuzz.options import FuzzUsageError
-from ppaux.fuzz.progress import Progress
+from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.rounds import Round, Suite
 from ppaux.fuzz.timeline import Timeline, thin
 from ppaux.isolation import DEFAULT_TIMEOUT
+from ppaux.testing.progress import Progress
 
-__all__ = ["FuzzRun", "Replay", "RunError", "Worker", "failure_rows"]
+__all__ = ["FuzzRun", "Replay", "RunError", "Worker", "failure_rows", "progress_line"]
 
 # Examples per test in successive rounds on each placement: a quick sweep first so every test
 # gets a turn on every placement early, then the nightly profile's own max_examples.
@@ -29,6 +29,13 @@ FAILURE_FIELDS = ("nodeid", "clause", "error", "example", "blob")
 
 class RunError(FuzzUsageError):
     """The rounds cannot run at all (bad --tests, pytest usage error): one line for the user."""
+
+
+def progress_line(budget: float, elapsed: float, examples: int, failures: int, placement: str, round_no: int) -> str:
+    """What a fuzz run's progress line says: time spent of the budget, the round, examples and their rate, failures."""
+    rate = examples / elapsed if elapsed > 0 else 0.0
+    return (f"fuzz {format_duration(elapsed)}/{format_duration(budget)}  round {round_no} ({placement})  "
+            f"examples {examples:,}  {rate:,.0f}/s  failures {failures}")
 
 
 def failure_rows(summary: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -124,7 +131,8 @@ class FuzzRun:
                 signal.signal(s, handler)
             self.elapsed = time.monotonic() - start
             self._sample(self.elapsed, force=True)
-            self.progress.finish(self.elapsed, self.examples, len(self.failures), self._where(), len(self.rounds))
+            self.progress.finish(progress_line(self.budget, self.elapsed, self.examples, len(self.failures), self._where(),
+                                               len(self.rounds)))
 
     def _where(self) -> str:
         """Where the rounds run, for the progress line: the placement of a lone worker's round."""
@@ -206,7 +214,8 @@ class FuzzRun:
         for worker in self.workers:
             worker.timeline.sample(elapsed, worker.examples, worker.failures, force)
         self.timeline.sample(elapsed, self.examples, len(self.failures), force)
-        self.progress.update(elapsed, self.examples, len(self.failures), self._where(), len(self.rounds) + 1)
+        self.progress.update(progress_line(self.budget, elapsed, self.examples, len(self.failures), self._where(),
+                                           len(self.rounds) + 1))
 
     def _broken_message(self, rnd: Round, status: int) -> str:
         if status == 5 and self.suite.shard is not None and rnd.selected:

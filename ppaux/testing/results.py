@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import pytest
 
@@ -88,6 +88,25 @@ def scenario(calls: CallRecorder, prefix: str) -> Dict[str, Any]:
         return {"scenario": describe(calls.calls, prefix)}
     except Unwritable as exc:
         return {"scenario_error": str(exc)}
+
+
+def split_jsonl(data: bytes) -> Tuple[List[Dict[str, Any]], bytes]:
+    """The rows of the complete lines of JSON-lines ``data`` (blank lines skipped) and what follows
+    its last newline: a line still being written, or one torn by a writer that died mid-line."""
+    *complete, rest = data.split(b"\n")
+    return [json.loads(line) for line in complete if line.strip()], rest
+
+
+def read_jsonl(path: Union[str, Path]) -> List[Dict[str, Any]]:
+    """The rows of the JSON-lines file at ``path``: none when there is no file; blank lines skipped.
+    Every row a writer finished ends with a newline (:class:`ResultRecorder`, the fuzz rounds'
+    events), so a last line without one was torn by a writer that died: it is left out. A
+    finished line that is not JSON raises :class:`ValueError` (json's own error)."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return []
+    return split_jsonl(data)[0]
 
 
 class ResultRecorder:

@@ -1,4 +1,4 @@
-"""A pytest plugin for the test runs of a mutation run (``-p ppaux.testing.mutant_runs``, which
+"""A pytest plugin for the test runs of a mutation run (``-p ppaux.mutation.mutant_runs``, which
 ``ppaux mutate`` and ppaux's own mutation runs pass to mutmut).
 
 mutmut runs each mutant's tests with ``pytest -x`` in a child forked from a server that has

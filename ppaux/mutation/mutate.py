@@ -1,0 +1,423 @@
+"""``ppaux mutate``: how many bugs in an implementation would the conformance suite catch, and
+how many would that project's own tests catch?
+
+The implementation's module is copied into a scratch project and mutated with mutmut 3; the
+shipped conformance suite, pointed at the mutated copy, kills what it can. With a baseline command
+the same mutants run against it (the project's own tests), and the report puts the two side by
+side. Tests that fail on the unmutated module cannot kill anything: robustness tests (where an
+implementation may differ from the contract, as SGLang does) are left out and listed; any other
+red test, or a red baseline, is bad input (:class:`MutateInputError`).
+
+:func:`mutate` tells the run in its steps: check the inputs, the kill set, the baseline on the
+unmutated copy, the mutants against the suite, then against the baseline, the report.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ppaux.isolation import DEFAULT_TIMEOUT
+from ppaux.mutation.project import MutmutProject, changed_line, run_with_mutant, show_counts
+from ppaux.mutation.report import (
+    STALE,
+    diff_block,
+    score_fields,
+    score_phrase,
+    stale_lines,
+    verdicts_line,
+    write_report,
+)
+from ppaux.mutation.score import (
+    EquivalentsError,
+    Score,
+    is_killed,
+    judged_equivalent,
+    read_equivalents,
+    score,
+    stale,
+    verdicts,
+)
+from ppaux.mutation.target import Target, resolve, write_config, write_scratch
+from ppaux.testing.impl import ImplementationError
+from ppaux.testing.profiles import PROFILES
+from ppaux.testing.progress import Progress
+from ppaux.testing.results import read_jsonl
+
+__all__ = [
+    "DEFAULT_REPORT",
+    "KillSet",
+    "MutateInputError",
+    "MutateOptions",
+    "MutateRun",
+    "baseline_imports_the_copy",
+    "baseline_on_the_copy",
+    "build_report",
+    "check_inputs",
+    "kill_set",
+    "mutants_against_the_baseline",
+    "mutants_against_the_suite",
+    "mutate",
+    "render_markdown",
+]
+
+DEFAULT_REPORT = os.path.join("reports", "out", "mutate")
+# The bound shows only on a baseline that hangs for ten minutes.
+CLEAN_BASELINE_TIMEOUT_S = 600.0
+# Any source that fails to import serves.
+UNIMPORTABLE = b"raise ImportError('ppaux mutate: the copy under test was imported')\n"
+# mutmut's progress lines every 5 s on a plain stream (a log, CI).
+PROGRESS_EVERY_S = 5.0
+
+
+class MutateInputError(Exception):
+    """Bad input to ``ppaux mutate``: one line for the user (exit status 2 on the command line)."""
+
+
+@dataclass(frozen=True)
+class MutateOptions:
+    """What ``ppaux mutate`` is asked: its command-line options, by the same names."""
+
+    impl: str
+    baseline: Optional[str] = None
+    gate: float = 100.0
+    report: str = DEFAULT_REPORT
+    marks: str = "contract or robustness"
+    tests: Optional[str] = None
+    profile: str = "mutation"
+    equivalents: Optional[str] = None
+    max_children: Optional[int] = None
+    timeout: float = DEFAULT_TIMEOUT
+
+
+@dataclass(frozen=True)
+class KillSet:
+    """The suite on the unmutated copy: the tests that pass (they may kill), the robustness tests
+    that fail (left out)."""
+
+    passed: List[str]
+    left_out: List[str] = field(default_factory=list)
+
+
+@dataclass
+class MutateRun:
+    """What a run found, for its report: mutmut's verdicts with the suite (``suite``) and the
+    baseline's (``baseline``, ``None`` without one), the diffs of the mutants either missed."""
+
+    options: MutateOptions
+    target: Target
+    kill_set: KillSet
+    suite: Dict[str, str]
+    baseline: Optional[Dict[str, str]] = None
+    diffs: Dict[str, str] = field(default_factory=dict)
+    equivalents: Dict[str, str] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    def missed(self, name: str) -> bool:
+        """Whether the suite or the baseline let the mutant survive: the report shows its diff."""
+        return not is_killed(self.suite[name]) or (self.baseline is not None and self.baseline[name] == "survived")
+
+
+def _suite_args(options: MutateOptions, target: Target) -> List[str]:
+    cmd = [
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--hypothesis-profile",
+        options.profile,
+        f"--ppaux-impl={target.module}",
+        f"--ppaux-timeout={options.timeout!r}",
+        "-m",
+        options.marks,
+    ]
+    return cmd + (["-k", options.tests] if options.tests else [])
+
+
+def check_inputs(options: MutateOptions) -> Tuple[Target, Dict[str, str], Optional[List[str]]]:
+    """The module to mutate, the equivalents and the baseline command, or the one line that says what is wrong."""
+    for module, name in (("mutmut", "mutmut 3"), ("tomli_w", "tomli-w")):
+        try:
+            importlib.import_module(module)  # only whether it is installed
+        except ImportError:
+            raise MutateInputError(
+                f"{name} is not installed, and mutate needs it: pip install 'ppaux[mutate]'"
+            ) from None
+    if options.profile not in PROFILES:
+        raise MutateInputError(f"unknown profile {options.profile!r}; choose from {', '.join(PROFILES)}")
+    if not 0 <= options.gate <= 100:
+        raise MutateInputError(f"--gate must be between 0 and 100, got {options.gate}")
+    try:
+        equivalents = read_equivalents(options.equivalents) if options.equivalents is not None else {}
+    except EquivalentsError as exc:
+        raise MutateInputError(f"--equivalents {exc}") from None
+    command = shlex.split(options.baseline) if options.baseline else None
+    if options.baseline is not None and not command:
+        raise MutateInputError("--baseline needs a command")
+    if command is not None and shutil.which(command[0]) is None:
+        raise MutateInputError(f"baseline command not found: {command[0]!r}")
+    try:
+        target = resolve(options.impl)
+    except ImplementationError as exc:
+        raise MutateInputError(str(exc)) from None
+    return target, equivalents, command
+
+
+def kill_set(options: MutateOptions, target: Target, scratch: Path) -> KillSet:
+    """The suite on the unmutated copy. Failing robustness tests are left out; any other failure is bad input."""
+    results = scratch / "clean-run.jsonl"
+    cmd = [sys.executable, "-m", "pytest", "tests", "-q", *_suite_args(options, target), f"--ppaux-results={results}"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(scratch), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True)
+    rows = read_jsonl(results)
+    if proc.returncode not in (0, 1) or not rows:
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
+        raise MutateInputError(
+            f"the conformance suite did not run on the unmutated module (pytest exit {proc.returncode})"
+        )
+    failed = [r for r in rows if r["outcome"] == "failed"]
+    red = [r["nodeid"] for r in failed if "robustness" not in r["marks"]]
+    if red:
+        raise MutateInputError(
+            f"the unmutated module fails {len(red)} contract test(s), so they cannot kill mutants: {', '.join(red)}"
+        )
+    passed = [r["nodeid"] for r in rows if r["outcome"] == "passed"]
+    if not passed:
+        raise MutateInputError("no conformance test passes on the unmutated module: nothing can kill a mutant")
+    return KillSet(passed=passed, left_out=[r["nodeid"] for r in failed])
+
+
+def baseline_imports_the_copy(command: List[str], target: Target, scratch: Path) -> None:
+    """Where the module under test is a copy that raises on import, the baseline must fail:
+    otherwise it imports the module from elsewhere and cannot kill a mutant."""
+    sentinel = scratch / "sentinel"
+    write_scratch(target, sentinel, tests=[], source=UNIMPORTABLE)
+    status, _ = run_with_mutant(command, pythonpath=[sentinel], timeout=CLEAN_BASELINE_TIMEOUT_S)
+    if status == "survived":
+        raise MutateInputError(
+            "the baseline command passes even when the module under mutation cannot be imported: "
+            f"it does not import the copy ({shlex.join(command)})"
+        )
+
+
+def baseline_on_the_copy(command: List[str], scratch: Path) -> float:
+    """The baseline must pass on the unmutated copy: how long it takes."""
+    status, seconds = run_with_mutant(command, pythonpath=[scratch], timeout=CLEAN_BASELINE_TIMEOUT_S)
+    if status != "survived":
+        why = "timed out" if status == "timeout" else "fails"
+        raise MutateInputError(f"the baseline command {why} on the unmutated module: {shlex.join(command)}")
+    return seconds
+
+
+def mutants_against_the_suite(
+    options: MutateOptions, target: Target, scratch: Path, kills: KillSet, progress: Progress
+) -> Tuple[MutmutProject, Dict[str, str]]:
+    """mutmut's run over the copy, killing with the kill set alone: its verdicts."""
+    # Only the kill set: the left-out tests would "kill" every mutant.
+    pytest_args = _suite_args(options, target) + [arg for nodeid in kills.left_out for arg in ("--deselect", nodeid)]
+    write_config(target, scratch, pytest_args=pytest_args)
+    project = MutmutProject(scratch)
+    log = scratch.parent / "mutmut-run.log"
+    code = project.run(max_children=options.max_children, log=log, progress=progress)
+    suite = project.results()
+    if code != 0 or not suite:
+        raise MutateInputError(f"mutmut did not run (exit {code}); see {log}")
+    return project, suite
+
+
+def mutants_against_the_baseline(
+    command: List[str], scratch: Path, mutants: List[str], clean_s: float, workers: int
+) -> Dict[str, str]:
+    """The baseline once per mutant, ``workers`` at once, each bounded by ten times the clean run (at least 10 s)."""
+    progress = Progress(every=PROGRESS_EVERY_S)
+    timeout = max(10.0, 10 * clean_s)
+    done: Dict[str, str] = {}
+
+    def show(final: bool = False) -> None:
+        killed = sum(s != "survived" for s in done.values())
+        show_counts(
+            progress, len(done), len(mutants), killed, len(done) - killed, label="baseline mutants", final=final
+        )
+
+    def one(name: str) -> None:
+        done[name], _ = run_with_mutant(command, pythonpath=[scratch / "mutants"], mutant=name, timeout=timeout)
+        show()
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(one, mutants))
+    show(final=True)
+    return {name: done[name] for name in mutants}
+
+
+def build_report(run: MutateRun) -> Dict[str, Any]:
+    """``mutate.json``: the score, the kill set, the verdicts, every mutant (with its diff where
+    either side missed it); with a baseline, its score over the same mutants and the side-by-side counts."""
+    options, suite, baseline = run.options, run.suite, run.baseline
+    judged = judged_equivalent(suite, run.equivalents)
+    scored = score(suite, judged)
+    mutants = []
+    for name, status in suite.items():
+        entry: Dict[str, Any] = {"mutant": name, "suite": status}
+        if baseline is not None:
+            entry["baseline"] = baseline[name]
+        if name in judged:
+            entry["equivalent"] = judged[name]
+        if run.missed(name):
+            entry["diff"] = run.diffs.get(name, "")
+            entry["line"] = changed_line(entry["diff"])
+        mutants.append(entry)
+    report: Dict[str, Any] = {
+        "kind": "mutate",
+        "implementation": options.impl,
+        "module": run.target.module,
+        "mutmut": version("mutmut"),
+        "profile": options.profile,
+        "marks": options.marks,
+        "tests": options.tests,
+        "kill_set": len(run.kill_set.passed),
+        "left_out": run.kill_set.left_out,
+        "wall_s": run.wall_s,
+        "total": len(suite),
+        **score_fields(scored),
+        "gate": options.gate,
+        "passes": scored.reaches(options.gate),
+        "verdicts": verdicts(suite),
+        "stale_equivalents": stale(suite, run.equivalents),
+        "mutants": mutants,
+    }
+    if baseline is not None:
+        report["baseline"] = _side_by_side(options.baseline, mutants, judged, scored)
+    return report
+
+
+def _side_by_side(
+    command: Optional[str], mutants: List[Dict[str, Any]], judged: Mapping[str, str], scored: Score
+) -> Dict[str, Any]:
+    def kind(m: Dict[str, Any]) -> str:
+        by_suite, by_baseline = is_killed(m["suite"]), m["baseline"] != "survived"
+        return {(True, True): "both", (True, False): "only ppaux", (False, True): "only the baseline"}.get(
+            (by_suite, by_baseline), "neither"
+        )
+
+    kinds = [kind(m) for m in mutants]
+    # Over the same mutants as ppaux's score: no test can kill one judged equivalent.
+    killed = sum(m["baseline"] != "survived" and m["mutant"] not in judged for m in mutants)
+    baseline_score = Score(killed=killed, counted=scored.counted, equivalent=scored.equivalent)
+    return {
+        "command": command,
+        "killed": killed,
+        "score": baseline_score.percent,
+        "side_by_side": {k: kinds.count(k) for k in ("both", "only ppaux", "only the baseline", "neither")},
+    }
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """``mutate.md``: the score, the run's settings, the side-by-side table, every survivor with
+    its diff, stale entries."""
+    scored = Score(
+        killed=report["killed"], counted=report["total"] - report["equivalent"], equivalent=report["equivalent"]
+    )
+    lines = [
+        f"# Mutation testing: `{report['implementation']}`",
+        "",
+        f"- ppaux's conformance suite: {score_phrase(scored)}; "
+        f"gate {report['gate']}%: {'**pass**' if report['passes'] else '**FAIL**'}",
+        f"- module `{report['module']}`, mutmut {report['mutmut']}, profile `{report['profile']}`, "
+        f"tests `{report['marks']}`"
+        + (f" and `-k {report['tests']}`" if report["tests"] else "")
+        + f": {report['kill_set']} tests; wall time {report['wall_s']} s",
+        verdicts_line(report["verdicts"]),
+    ]
+    if report["left_out"]:
+        lines.append(
+            "- left out of the kill set (robustness tests that fail on the unmutated module): "
+            + ", ".join(f"`{n}`" for n in report["left_out"])
+        )
+    if "baseline" in report:
+        b = report["baseline"]
+        lines += ["", f"## Side by side with `{b['command']}`", "", "| killed by | mutants |", "| --- | --- |"]
+        lines += [f"| {kind} | {n} |" for kind, n in b["side_by_side"].items()]
+        lines += [
+            "",
+            f"ppaux's suite {report['score']}%, the baseline {b['score']}% of {scored.counted} mutants"
+            + (f" ({report['equivalent']} judged equivalent left out)." if report["equivalent"] else "."),
+        ]
+    survivors = [m for m in report["mutants"] if "diff" in m]
+    lines += ["", "## Survivors", ""]
+    if not survivors:
+        lines.append("None.")
+    for m in survivors:
+        who = "survives ppaux's suite" if not is_killed(m["suite"]) else "killed by ppaux's suite"
+        if "baseline" in m:
+            who += ", " + ("survives the baseline" if m["baseline"] == "survived" else "killed by the baseline")
+        lines += [f"### `{m['mutant']}` ({who})", ""]
+        if m.get("equivalent"):
+            lines += [f"Judged equivalent: {m['equivalent']}", ""]
+        lines += [f"Changes `{m['line']}`", "", *diff_block(m["diff"])]
+    lines += stale_lines(report["stale_equivalents"])
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _fresh_scratch(report_dir: str) -> Tuple[Path, Path]:
+    out = Path(report_dir).resolve()
+    scratch = out / "scratch"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    return out, scratch
+
+
+def _summary(report: Mapping[str, Any], page: Path) -> str:
+    counted = report["total"] - report["equivalent"]
+    line = f"ppaux mutate: {report['score']}% ({report['killed']}/{counted} killed) in {report['wall_s']} s"
+    if "baseline" in report:
+        line += f"; baseline {report['baseline']['score']}%; " + ", ".join(
+            f"{k} {v}" for k, v in report["baseline"]["side_by_side"].items()
+        )
+    return line + f"; gate {report['gate']}% {'pass' if report['passes'] else 'FAIL'}; report {page}"
+
+
+def mutate(options: MutateOptions, suite_files: Sequence[Path]) -> int:
+    """The whole run with the conformance tests in ``suite_files``; 0 when the suite's score reaches
+    the gate, 1 below it. Bad input raises :class:`MutateInputError`."""
+    target, equivalents, command = check_inputs(options)
+    out, scratch = _fresh_scratch(options.report)
+    start = time.monotonic()
+    write_scratch(target, scratch, tests=suite_files)
+    write_config(target, scratch, pytest_args=_suite_args(options, target))
+    kills = kill_set(options, target, scratch)
+    clean_s = 0.0
+    if command is not None:
+        baseline_imports_the_copy(command, target, scratch)
+        clean_s = baseline_on_the_copy(command, scratch)
+    progress = Progress(every=PROGRESS_EVERY_S)
+    if kills.left_out:
+        progress.say(
+            f"ppaux mutate: {len(kills.left_out)} robustness test(s) fail on the unmutated module "
+            "and are left out of the kill set"
+        )
+    project, suite = mutants_against_the_suite(options, target, scratch, kills, progress)
+    run = MutateRun(options, target, kills, suite, equivalents=equivalents)
+    if command is not None:
+        run.baseline = mutants_against_the_baseline(
+            command, scratch, list(suite), clean_s, options.max_children or os.cpu_count() or 1
+        )
+    run.diffs = project.diffs(
+        [name for name in suite if run.missed(name)], lambda name: target.relative_path.as_posix()
+    )
+    run.wall_s = round(time.monotonic() - start, 1)
+    report = build_report(run)
+    page = write_report(out, "mutate", report, [render_markdown(report)])
+    progress.say(_summary(report, page))
+    for name in report["stale_equivalents"]:
+        progress.say(f"ppaux mutate: {STALE}: {name}")
+    return 0 if report["passes"] else 1

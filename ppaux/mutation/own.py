@@ -1,0 +1,316 @@
+"""Mutation runs of a checkout by its own tests (ppaux's: ``python -m reports mutation``): mutmut
+over a scope of the package in a scratch copy, the score per module, every survivor's diff, the
+mutants judged equivalent (the scope's equivalents files, read as ``ppaux mutate --equivalents``
+reads its file), the gate; and the scope's mutants listed without running a test.
+
+mutmut's own exit status says nothing (0 with survivors) and its cache outlives test edits, so
+every run starts from a fresh copy and reads the verdicts from ``mutmut results``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO, Tuple
+
+from ppaux.mutation.project import MUTANT_PYTEST_ARGS, MutmutProject, changed_line, module_of, mutmut_table, select
+from ppaux.mutation.report import (
+    STALE,
+    diff_block,
+    equivalent_lines,
+    score_fields,
+    score_phrase,
+    stale_lines,
+    verdicts_line,
+    write_report,
+)
+from ppaux.mutation.score import Score, is_killed, judged_equivalent, read_equivalents, score, stale, verdicts
+from ppaux.testing.progress import Progress
+
+__all__ = [
+    "CLEAN_RUN_FAILED",
+    "Checkout",
+    "Scope",
+    "list_mutants",
+    "render_markdown",
+    "run_scope",
+    "score_modules",
+    "source_of",
+]
+
+CLEAN_RUN_FAILED = "Failed to run clean test"
+# mutmut's progress lines every 5 s on a plain stream (a log, CI).
+PROGRESS_EVERY_S = 5.0
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one kind of run mutates (mutmut's ``only_mutate`` patterns), which tests may kill (and
+    ``marks``, their pytest ``-m`` expression), the gate (``None``: reported only), and the files of
+    mutants judged equivalent (``{mutant: one-line reason}``, relative to the checkout)."""
+
+    name: str
+    mutate: Tuple[str, ...]
+    tests: Tuple[str, ...]
+    gate: Optional[float]
+    doc: str
+    marks: str
+    equivalents: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """The checkout a scope's run copies: its ``root``, what the copy holds (``copied``), the
+    pytest arguments of every test run, what is never mutated, and the modules gated at 100% in every scope."""
+
+    root: Path
+    copied: Tuple[str, ...]
+    pytest_args: Tuple[str, ...]
+    do_not_mutate: Tuple[str, ...]
+    always_gated: Tuple[str, ...]
+
+    def gate_for(self, module: str, scope: Scope) -> Optional[float]:
+        """The always-gated modules at 100% in every scope; the others at the scope's gate."""
+        if module.replace(".", "/") + ".py" in self.always_gated:
+            return 100.0
+        return scope.gate
+
+    def equivalents(self, scope: Scope) -> Dict[str, str]:
+        """The scope's mutants judged equivalent, from its files in order."""
+        judged: Dict[str, str] = {}
+        for path in scope.equivalents:
+            judged.update(read_equivalents(self.root / path))
+        return judged
+
+    def project(self, scope: Scope, dest: Path) -> MutmutProject:
+        """A scratch copy of the checkout whose ``[tool.mutmut]`` table is the scope's."""
+        for name in self.copied:
+            src = self.root / name
+            if src.is_dir():
+                shutil.copytree(
+                    src, dest / name, ignore=shutil.ignore_patterns("__pycache__", "out", "index.html", "mutants")
+                )
+            else:
+                shutil.copy2(src, dest / name)
+        package = self.copied[0]
+        config = {
+            "source_paths": [f"{package}/"],
+            "only_mutate": list(scope.mutate),
+            "do_not_mutate": list(self.do_not_mutate),
+            "also_copy": [
+                n + ("/" if (self.root / n).is_dir() else "")
+                for n in self.copied
+                if n not in (package, "pyproject.toml")
+            ],
+            "pytest_add_cli_args": [*MUTANT_PYTEST_ARGS, *self.pytest_args, "-m", scope.marks],
+            "pytest_add_cli_args_test_selection": list(scope.tests),
+            # Fork every mutant from a server that has already imported torch and collected the suite:
+            # forking from mutmut's own process re-imports torch and every test module per mutant (~2 s each).
+            "process_isolation": "forkserver",
+            "forkserver_warmup": "collect",
+            # mutmut stops a mutant's run at 15 times the time its tests took in the clean run (a
+            # quarter of an hour for the command-line tests): a mutant that loops for ever cost that
+            # much. Three times is margin enough on a machine running one mutant per core.
+            "timeout_multiplier": 3.0,
+        }
+        pyproject = (dest / "pyproject.toml").read_text(encoding="utf-8")
+        (dest / "pyproject.toml").write_text(pyproject.rstrip() + "\n\n" + mutmut_table(config), encoding="utf-8")
+        return MutmutProject(dest)
+
+
+def source_of(mutant: str) -> str:
+    """The file a mutant's module is, relative to the checkout."""
+    return module_of(mutant).replace(".", "/") + ".py"
+
+
+def score_modules(
+    results: Mapping[str, str], judged: Mapping[str, str], gate_for: Callable[[str], Optional[float]]
+) -> Dict[str, Dict[str, Any]]:
+    """The score per module: its mutants, those killed and judged equivalent, its survivors (the
+    mutants neither killed nor judged equivalent), its gate (``gate_for(module)``) and whether it passes."""
+    by_module: Dict[str, Dict[str, str]] = defaultdict(dict)
+    for name, status in sorted(results.items()):
+        by_module[module_of(name)][name] = status
+    out = {}
+    for module, mutants in sorted(by_module.items()):
+        scored = score(mutants, judged)
+        gate = gate_for(module)
+        survivors = [{"mutant": n, "status": s} for n, s in mutants.items() if not is_killed(s) and n not in judged]
+        out[module] = {
+            "total": len(mutants),
+            "killed": scored.killed,
+            "equivalent": scored.equivalent,
+            "survivors": survivors,
+            "score": scored.percent,
+            "gate": gate,
+            "passes": gate is None or scored.reaches(gate),
+        }
+    return out
+
+
+def render_markdown(report: Mapping[str, Any], markings: Callable[[Mapping[str, Any]], List[str]]) -> List[str]:
+    """``mutation.md``: the score and gate, the table per module, the mutants judged equivalent,
+    the stale entries, the ``markings`` section (the caller's), every survivor with its diff."""
+    scored = Score(
+        killed=report["killed"], counted=report["total"] - report["equivalent"], equivalent=report["equivalent"]
+    )
+    scope = report["scope"]
+    lines = [
+        "# Mutation testing",
+        "",
+        f"- scope `{scope}`: {report['scope_doc']}",
+        f"- score: {score_phrase(scored)}; gate: {'**pass**' if report['passes'] else '**FAIL**'}",
+        f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; "
+        f"command: `python -m reports mutation --scope {scope}"
+        + "".join(f" --only '{p}'" for p in report["only"])
+        + "`",
+        verdicts_line(report["verdicts"]),
+    ]
+    lines += ["", "| module | mutants | killed | score | gate | verdict |", "| --- | --- | --- | --- | --- | --- |"]
+    for module, m in report["modules"].items():
+        gate = "reported" if m["gate"] is None else f"{m['gate']}%"
+        lines.append(
+            f"| {module} | {m['total']} | {m['killed']} | {m['score']}% | {gate} | "
+            f"{'pass' if m['passes'] else 'FAIL'} |"
+        )
+    lines += [
+        "",
+        *equivalent_lines(report["judged_equivalent"], source=", ".join(f"`{f}`" for f in report["equivalents_files"])),
+    ]
+    lines += [*stale_lines(report["stale_equivalents"]), *([""] if report["stale_equivalents"] else [])]
+    lines += markings(report)
+    lines += ["", "## Surviving mutants", ""]
+    if not report["survivors"]:
+        lines += ["None.", ""]
+    for s in report["survivors"]:
+        lines += [f"### `{s['mutant']}` ({s['status']})", "", *diff_block(s["diff"])]
+    return lines
+
+
+def _run_mutmut(project: MutmutProject, out: Path, max_children: Optional[int], only: List[str]) -> int:
+    code = project.run(
+        max_children=max_children, only=only, log=out / "mutmut-run.log", progress=Progress(every=PROGRESS_EVERY_S)
+    )
+    if code != 0 and CLEAN_RUN_FAILED in (out / "mutmut-run.log").read_text(errors="replace"):
+        # mutmut forks its clean run from the process that has just run the whole suite for its
+        # stats (gloo groups and threads included), and that fork now and then fails with no
+        # output. Run again: mutmut loads the stats it saved and forks from a fresh process.
+        # A test that really fails the clean run fails it again here.
+        print("reports: mutmut's clean run failed; running mutmut again on the stats it saved", file=sys.stderr)
+        code = project.run(
+            max_children=max_children,
+            only=only,
+            log=out / "mutmut-run-again.log",
+            progress=Progress(every=PROGRESS_EVERY_S),
+        )
+    return code
+
+
+def _fresh(out_dir: str) -> Tuple[Path, Path]:
+    out = Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = out / "project"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    return out, scratch
+
+
+def run_scope(
+    checkout: Checkout,
+    scope: Scope,
+    out_dir: str,
+    max_children: Optional[int],
+    only: Sequence[str] = (),
+    *,
+    markings: Callable[[], List[Dict[str, Any]]] = list,
+    markings_section: Callable[[Mapping[str, Any]], List[str]] = lambda report: [],
+) -> int:
+    """The scope's run, its report in ``out_dir`` (``mutation.md``, ``.json``) and a summary on the
+    console: 0 when every module reaches its gate and no marking (``markings()``, each with its
+    ``problem`` or ``None``) is refused, 1 otherwise or when mutmut failed."""
+    equivalents = checkout.equivalents(scope)
+    out, scratch = _fresh(out_dir)
+    project = checkout.project(scope, scratch)
+    start = time.monotonic()
+    only = list(only)
+    code = _run_mutmut(project, out, max_children, only)
+    wall = round(time.monotonic() - start, 1)
+    results = select(project.results(), only)
+    if code != 0 or not results:
+        print(f"reports: error: mutmut run failed (exit {code}); see {out / 'mutmut-run.log'}", file=sys.stderr)
+        return 1
+    # Only the entries of the mutants this run picked: the others are neither judged nor stale here.
+    asked = select(equivalents, only)
+    judged = judged_equivalent(results, asked)
+    modules = score_modules(results, judged, lambda module: checkout.gate_for(module, scope))
+    survivors = [s for module in modules.values() for s in module["survivors"]]
+    diffs = project.diffs([s["mutant"] for s in survivors], source_of)
+    survivors = [{**s, "diff": diffs.get(s["mutant"], "")} for s in survivors]
+    scored = score(results, judged)
+    marked = markings()
+    report = {
+        "kind": "mutation",
+        "scope": scope.name,
+        "scope_doc": scope.doc,
+        "wall_s": wall,
+        "mutmut": version("mutmut"),
+        "total": len(results),
+        **score_fields(scored),
+        "passes": all(m["passes"] for m in modules.values()) and not any(e["problem"] for e in marked),
+        "verdicts": verdicts(results),
+        "only": only,
+        "modules": modules,
+        "survivors": survivors,
+        "equivalents_files": list(scope.equivalents),
+        "judged_equivalent": judged,
+        "stale_equivalents": stale(results, asked),
+        "equivalents": marked,
+    }
+    page = write_report(out, "mutation", report, render_markdown(report, markings_section))
+    print(
+        f"mutation ({scope.name}): {report['score']}% ({scored.killed}/{scored.counted} killed) in {wall} s; "
+        f"gate {'pass' if report['passes'] else 'FAIL'}; report {page}"
+    )
+    for module, m in modules.items():
+        if not m["passes"]:
+            print(f"  {module}: {m['score']}% < {m['gate']}% ({len(m['survivors'])} survivors)")
+    for e in marked:
+        if e["problem"]:
+            print(f"  {e['where']}: {e['problem']}")
+    for name in report["stale_equivalents"]:
+        print(f"  {STALE}: {name}")
+    return 0 if report["passes"] else 1
+
+
+def _in_order(mutant: str) -> Tuple[str, int]:
+    # A function's mutants by number: _2 before _10.
+    function, _, number = mutant.rpartition("__mutmut_")
+    return function, int(number)
+
+
+def list_mutants(
+    checkout: Checkout,
+    scope: Scope,
+    out_dir: str,
+    max_children: Optional[int],
+    only: Sequence[str] = (),
+    stream: Optional[TextIO] = None,
+) -> int:
+    """Every mutant of the scope (those ``only`` picks), one a line: its name and the line it
+    changes, ``name: before -> after``; mutmut generates them, no test runs. 0, or 1 when mutmut made none."""
+    stream = sys.stdout if stream is None else stream
+    _, scratch = _fresh(out_dir)
+    project = checkout.project(scope, scratch)
+    names = sorted(select(dict.fromkeys(project.generate(max_children=max_children)), list(only)), key=_in_order)
+    if not names:
+        print(f"reports: error: mutmut made no mutant of scope {scope.name!r}", file=sys.stderr)
+        return 1
+    diffs = project.diffs(names, source_of)
+    for name in names:
+        stream.write(f"{name}: {changed_line(diffs.get(name, ''))}\n")
+    return 0

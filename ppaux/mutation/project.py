@@ -1,0 +1,277 @@
+"""mutmut 3 in a directory of its own: its run (with the progress line), its verdicts, the
+mutants it generates and the diffs of the ones asked for.
+
+``ppaux mutate`` (:mod:`ppaux.mutation.mutate`) and ppaux's own runs (:mod:`ppaux.mutation.own`)
+both use it. mutmut does the work: its operators make the mutants, its trampolines switch between
+them (``MUTANT_UNDER_TEST``), its stats pick the tests each mutant needs; this module only runs it
+and reads back what it decided.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from ppaux.mutation.score import SUSPICIOUS, crashed
+from ppaux.testing.progress import Progress
+
+__all__ = [
+    "MUTANT_PYTEST_ARGS",
+    "MutmutProject",
+    "changed_line",
+    "crashes",
+    "module_of",
+    "mutmut_table",
+    "name_crashes",
+    "parse_results",
+    "run_with_mutant",
+    "select",
+    "show_counts",
+    "status_lines",
+]
+
+# Every test run of a mutation run: the cheapest tests first and the collected suite frozen for
+# the garbage collector (ppaux.mutation.mutant_runs). pytest's unraisable-exception plugin runs
+# gc.collect() as each session ends, a quarter of a second in a child forked from a server that
+# holds torch and the collected suite; the warning it gives kills no mutant.
+# In process: mutmut maps each mutant to the tests that call its function by recording the calls
+# in its own process, which a test run in a forked child (ppaux.isolation) would hide from it. A
+# mutant that crashes or loops is mutmut's to stop (its own timeout); the per-call limit stays.
+MUTANT_PYTEST_ARGS = ("-p", "ppaux.mutation.mutant_runs", "-p", "no:unraisableexception", "--ppaux-isolation=off")
+_RESULT_LINE = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+?)\s*$")
+# mutmut's progress line: "⠹ 44/53  🎉 44 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0".
+_PROGRESS = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+)\s+🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)")
+
+
+def show_counts(
+    progress: Progress,
+    done: int,
+    total: int,
+    killed: int,
+    survived: int,
+    *,
+    label: str = "mutants",
+    final: bool = False,
+) -> None:
+    """A mutation run's progress line: done/total, killed, survived, elapsed, and the time left at
+    the pace so far. ``final``: the last counts, shown once."""
+    elapsed = progress.elapsed()
+    eta = f"{(total - done) * elapsed / done:.0f} s" if done and total >= done else "?"
+    text = f"{label} {done}/{total}  killed {killed}  survived {survived}  elapsed {elapsed:.0f} s  ETA {eta}"
+    counts = (done, total, killed, survived)
+    if final:
+        progress.finish(text, state=counts)
+    else:
+        progress.update(text, state=counts)
+
+
+def status_lines(chunks: Iterable[str]) -> Iterator[Tuple[str, List["re.Match[str]"]]]:
+    """Each chunk of mutmut's output with the progress lines it completes: a line that a chunk
+    boundary cuts in two is read once, whole (read alone, its second half looks like a line)."""
+    pending = ""
+    for chunk in chunks:
+        pending += chunk
+        cut = max(pending.rfind("\r"), pending.rfind("\n")) + 1
+        complete, pending = pending[:cut], pending[cut:]
+        yield chunk, list(_PROGRESS.finditer(complete))
+    if pending:
+        yield "", list(_PROGRESS.finditer(pending))
+
+
+def parse_results(text: str) -> Dict[str, str]:
+    """``{mutant: status}`` from ``mutmut results --all true``."""
+    return {m["name"]: m["status"] for m in map(_RESULT_LINE.match, text.splitlines()) if m}
+
+
+def _exit_codes(mutants: Path) -> Dict[str, Any]:
+    # mutmut keeps every mutant's exit code (None until it ran) in the *.meta files under mutants/.
+    codes: Dict[str, Any] = {}
+    for meta in sorted(mutants.rglob("*.meta")):
+        try:
+            codes.update(json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {}))
+        except (OSError, ValueError):
+            continue
+    return codes
+
+
+def select(results: Dict[str, Any], only: Sequence[str]) -> Dict[str, Any]:
+    """The entries of the mutants ``only`` names (fnmatch patterns, as ``mutmut run`` takes them); all when empty."""
+    if not only:
+        return dict(results)
+    return {name: value for name, value in results.items() if any(fnmatch.fnmatch(name, p) for p in only)}
+
+
+def crashes(mutants: Path) -> Dict[str, str]:
+    """``{mutant: "crashed (SIGNAME)"}`` for each mutant whose test process died by a signal,
+    read from the exit codes in mutmut's ``*.meta`` files under ``mutants``."""
+    return {name: crashed(code) for name, code in _exit_codes(mutants).items() if isinstance(code, int) and code < 0}
+
+
+def name_crashes(results: Dict[str, str], crashed: Dict[str, str]) -> Dict[str, str]:
+    """``results`` with each "suspicious" verdict that was a death by a signal named as such."""
+    return {name: crashed.get(name, status) if status == SUSPICIOUS else status for name, status in results.items()}
+
+
+def module_of(mutant: str) -> str:
+    """``pkg.mod.xǁClassǁmethod__mutmut_3`` -> ``pkg.mod``."""
+    return mutant.rpartition(".")[0]
+
+
+def changed_line(diff: str) -> str:
+    """The line a mutant changes, as ``before -> after`` (from its unified diff)."""
+    before = [line[1:].strip() for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    after = [line[1:].strip() for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    return f"{' / '.join(before)} -> {' / '.join(after)}" if before or after else ""
+
+
+def mutmut_table(config: Dict[str, Any]) -> str:
+    """``config`` as a TOML ``[tool.mutmut]`` table."""
+    # Imported here: only mutate needs it, and tomli-w comes with the mutate extra, as mutmut does.
+    import tomli_w
+
+    return tomli_w.dumps({"tool": {"mutmut": config}})
+
+
+def _counts(match: "re.Match[str]", selected: Optional[int] = None) -> Tuple[int, int, int, int]:
+    """(done, total, killed, survived) from mutmut's progress line; ``selected``: the total of a
+    narrowed run. "suspicious" stays out of both until the verdicts are read."""
+    done, total, killed, _, timeout, _, survived = map(int, match.groups())
+    return done, total if selected is None else selected, killed + timeout, survived
+
+
+class MutmutProject:
+    """A directory mutmut runs in (its ``pyproject.toml`` holds the ``[tool.mutmut]`` table)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    # pragma: no mutate start - runs mutmut in a child process: only the slow end-to-end tests reach it
+    def _mutmut(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=self.root, text=True, **kwargs)
+
+    def run(
+        self,
+        *,
+        max_children: Optional[int],
+        only: Sequence[str] = (),
+        log: Path,
+        progress: Progress,
+        env: Optional[Mapping[str, str]] = None,
+    ) -> int:
+        """``mutmut run`` (in ``env``, default this process's); its output goes to ``log`` while
+        ``progress`` reports on it. mutmut's exit status."""
+        cmd = [
+            sys.executable,
+            "-m",
+            "mutmut",
+            "run",
+            *([f"--max-children={max_children}"] if max_children else []),
+            *only,
+        ]
+        with open(log, "w", encoding="utf-8") as out:
+            proc = subprocess.Popen(
+                cmd,
+                cwd=self.root,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+            )
+            seen = None
+            # mutmut's total counts every mutant even when ``only`` picks a few: count the picked ones
+            # once mutmut has generated them (its first progress line).
+            selected: Optional[int] = None
+            # mutmut rewrites its status line with "\r": read it in chunks, not lines.
+            stdout: Any = proc.stdout
+            for chunk, matches in status_lines(iter(lambda: stdout.read(256), "")):
+                out.write(chunk)
+                for match in matches:
+                    if only and selected is None:
+                        selected = len(select(_exit_codes(self.root / "mutants"), only))
+                    seen = match
+                    show_counts(progress, *_counts(match, selected))
+            code = proc.wait()
+        if seen is not None:
+            show_counts(progress, *_counts(seen, selected), final=True)
+        return code
+
+    def results(self) -> Dict[str, str]:
+        """Every mutant's verdict, deaths by a signal named as crashes ("not checked" before a run)."""
+        listing = self._mutmut("results", "--all", "true", capture_output=True)
+        return name_crashes(parse_results(listing.stdout), crashes(self.root / "mutants"))
+
+    def generate(self, *, max_children: Optional[int]) -> List[str]:
+        """Generate the mutants as ``mutmut run`` does first, and run no test: their names."""
+        subprocess.run(
+            [sys.executable, "-c", _GENERATE_SCRIPT, str(max_children or os.cpu_count() or 1)],
+            cwd=self.root,
+            check=True,
+            capture_output=True,
+        )
+        return list(self.results())
+
+    # pragma: no mutate end
+
+    def diffs(self, mutants: Iterable[str], source_of: Callable[[str], str]) -> Dict[str, str]:
+        """Each mutant's unified diff, in one process (``mutmut show`` costs ~0.5 s a mutant)."""
+        pairs = [(name, source_of(name)) for name in mutants]
+        if not pairs:
+            return {}
+        proc = subprocess.run(
+            [sys.executable, "-c", _DIFF_SCRIPT], cwd=self.root, input=json.dumps(pairs), capture_output=True, text=True
+        )
+        return json.loads(proc.stdout) if proc.returncode == 0 else {}
+
+
+# What `mutmut run` does before its first test run (mutmut 3.8's own steps, without its stats).
+_GENERATE_SCRIPT = """
+import os, sys
+from mutmut.__main__ import copy_also_copy_files, copy_src_dir, create_mutants, setup_source_paths
+from mutmut.mutation.trampoline import set_mutant_under_test
+set_mutant_under_test("mutant_generation")
+os.makedirs("mutants", exist_ok=True)
+copy_src_dir()
+copy_also_copy_files()
+setup_source_paths()
+create_mutants(int(sys.argv[1]))
+"""
+
+_DIFF_SCRIPT = """
+import json, sys
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+out = {}
+for name, path in json.load(sys.stdin):
+    try:
+        out[name] = get_diff_for_mutant(name, path=path)
+    except Exception as exc:
+        out[name] = f"(no diff: {type(exc).__name__}: {exc})"
+print(json.dumps(out))
+"""
+
+
+def run_with_mutant(
+    command: Sequence[str], *, pythonpath: Sequence[Path], timeout: float, mutant: str = ""
+) -> Tuple[str, float]:
+    """Run ``command`` in the caller's directory with ``mutant`` active (mutmut's trampolines
+    read ``MUTANT_UNDER_TEST``): ``("survived" | "killed" | "timeout", seconds)``; without a
+    mutant it runs the unmutated code."""
+    # The user's own PYTHONPATH after the copy; none when unset (an empty entry would add the cwd).
+    paths = [*map(str, pythonpath), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])]
+    env = dict(os.environ, MUTANT_UNDER_TEST=mutant, PYTHONPATH=os.pathsep.join(paths))
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            list(command), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - start
+    return ("survived" if proc.returncode == 0 else "killed"), time.monotonic() - start

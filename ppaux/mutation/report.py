@@ -1,0 +1,70 @@
+"""What a mutation run's report says, in the words both reports use: ``ppaux mutate``'s
+``mutate.md``/``.json`` and ppaux's own runs' ``mutation.md``/``.json``. The score phrase, the
+verdicts, each shown mutant with its diff, the judged-equivalent and stale entries, and the files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from ppaux.mutation.score import Score
+
+__all__ = [
+    "STALE",
+    "diff_block",
+    "equivalent_lines",
+    "score_fields",
+    "score_phrase",
+    "stale_lines",
+    "verdicts_line",
+    "write_report",
+]
+
+# How a stale equivalence entry is named, on the console and in the report.
+STALE = "stale equivalence entry (killed, or no such mutant)"
+
+
+def score_fields(score: Score) -> Dict[str, Any]:
+    """The score's fields of a report's JSON."""
+    return {"equivalent": score.equivalent, "killed": score.killed, "score": score.percent}
+
+
+def score_phrase(score: Score) -> str:
+    """``**97.5%** (39/40 mutants killed; 2 judged equivalent)``: killed of the counted mutants."""
+    judged = f"; {score.equivalent} judged equivalent" if score.equivalent else ""
+    return f"**{score.percent}%** ({score.killed}/{score.counted} mutants killed{judged})"
+
+
+def verdicts_line(verdicts: Mapping[str, int]) -> str:
+    """mutmut's verdicts and how many mutants got each, as a list item."""
+    return "- verdicts: " + ", ".join(f"{status} {n}" for status, n in verdicts.items())
+
+
+def diff_block(diff: str) -> List[str]:
+    """A mutant's unified diff, fenced."""
+    return ["```diff", diff.strip(), "```", ""]
+
+
+def equivalent_lines(judged: Mapping[str, str], *, source: Optional[str] = None) -> List[str]:
+    """The section of the mutants judged equivalent, each with its reason (``source``: the files they come from)."""
+    lines = ["## Judged equivalent" + (f" ({source})" if source else ""), ""]
+    lines += [f"- `{name}`: {why}" for name, why in sorted(judged.items())] or ["None."]
+    return lines + [""]
+
+
+def stale_lines(stale: Sequence[str]) -> List[str]:
+    """The section of stale equivalence entries; none without any."""
+    if not stale:
+        return []
+    return ["## Stale equivalence entries (killed, or no such mutant)", "", *(f"- `{name}`" for name in stale)]
+
+
+def write_report(out: Path, stem: str, report: Mapping[str, Any], markdown: Sequence[str]) -> Path:
+    """``out/stem.json`` (indented, one entry a line) and ``out/stem.md`` (the ``markdown`` lines,
+    ending with one newline), UTF-8 both; the Markdown's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    page = out / f"{stem}.md"
+    page.write_text("\n".join(markdown).rstrip() + "\n", encoding="utf-8")
+    return page

@@ -1,0 +1,350 @@
+"""ppaux's own mutation runs (``python -m reports mutation``) and the score both mutation tools
+report: the equivalents files of a scope, stale entries, the listing of a scope's mutants, the
+scratch copy's mutmut table. mutmut is stood in for, but in the listing, which runs mutmut's own
+mutant generation on a small checkout."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import reports.mutation as mutation
+from ppaux.mutation import own
+from ppaux.mutation.own import Checkout, list_mutants
+from ppaux.mutation.pragmas import markings_section
+from ppaux.mutation.score import EquivalentsError, Score, read_equivalents, score, stale
+from reports.__main__ import main as reports_main
+from tests import conftest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+VERDICTS = {
+    "p.m.x_f__mutmut_1": "killed",
+    "p.m.x_f__mutmut_2": "survived",
+    "p.m.x_f__mutmut_3": "no tests",
+    "p.m.x_f__mutmut_4": "timeout",
+    "p.m.x_f__mutmut_5": "crashed (SIGABRT)",
+    "p.m.x_f__mutmut_6": "suspicious",
+    "p.m.x_f__mutmut_7": "segfault",
+    "p.m.x_f__mutmut_8": "survived",
+}
+
+
+def test_the_score_counts_the_killed_of_the_mutants_not_judged_equivalent():
+    # Killed: killed, timeout, crashed, segfault. Survived, "no tests" and suspicious are not.
+    assert score(VERDICTS) == Score(killed=4, counted=8, equivalent=0)
+    assert score(VERDICTS).percent == 50.0
+    # A survivor judged equivalent leaves the count; an entry for a killed or unknown mutant changes nothing.
+    judged = score(VERDICTS, ["p.m.x_f__mutmut_2", "p.m.x_f__mutmut_3", "p.m.x_f__mutmut_1", "p.m.x_f__mutmut_99"])
+    assert (judged, judged.percent) == (Score(killed=4, counted=6, equivalent=2), 66.67)
+    assert (judged.reaches(66.67), judged.reaches(66.68)) == (True, False)
+    # Nothing to count: full marks.
+    assert score({"p.m.x_f__mutmut_2": "survived"}, ["p.m.x_f__mutmut_2"]).percent == 100.0
+    assert score({}).percent == 100.0
+    assert stale(VERDICTS, {"p.m.x_f__mutmut_2": "why", "p.m.x_f__mutmut_1": "why", "p.m.x_f__mutmut_99": "why"}) == [
+        "p.m.x_f__mutmut_1",
+        "p.m.x_f__mutmut_99",
+    ]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+        ('["a"]', "must be a JSON object {mutant: reason} with a reason for each"),
+        ('{"a": " "}', "must be a JSON object {mutant: reason} with a reason for each"),
+    ],
+)
+def test_an_equivalents_file_is_an_object_of_reasons(tmp_path, content, message):
+    path = tmp_path / "eq.json"
+    path.write_text(content)
+    with pytest.raises(EquivalentsError) as info:
+        read_equivalents(path)
+    assert str(info.value) in (f"{str(path)!r}: {message}", f"{str(path)!r} {message}")
+    with pytest.raises(EquivalentsError) as info:
+        read_equivalents(tmp_path / "missing.json")
+    assert str(info.value).startswith(f"{str(tmp_path / 'missing.json')!r}: [Errno 2] No such file or directory")
+
+
+def test_every_scope_has_its_equivalents_files_and_they_read():
+    for scope in mutation.SCOPES.values():
+        assert scope.equivalents and mutation.CHECKOUT.equivalents(scope) is not None
+    assert mutation.SCOPES["package"].equivalents[0] == "docs/equivalents/contract.json"
+
+
+class FakeMutmut:
+    """mutmut stood in for: the first run fails its clean run when ``flaky``; the verdicts are given."""
+
+    def __init__(self, root, verdicts, runs, flaky):
+        self.root, self.verdicts, self.runs, self.flaky = root, verdicts, runs, flaky
+
+    def run(self, *, max_children, only, log, progress):
+        self.runs.append((tuple(only), log.name))
+        failed = self.flaky and len(self.runs) == 1
+        log.write_text("Running clean tests\n" + (mutation.CLEAN_RUN_FAILED + "\n" if failed else "done\n"))
+        return 1 if failed else 0
+
+    def results(self):
+        return dict(self.verdicts)
+
+    def diffs(self, names, source_of):
+        return {name: f"--- {source_of(name)}\n+++ {source_of(name)}\n-    a\n+    b\n" for name in names}
+
+
+def _checkout(tmp_path, verdicts, *, flaky=False, equivalents=None):
+    """ppaux's checkout as the runs see it, with its equivalents files in ``tmp_path`` and mutmut stood in for."""
+    runs = []
+
+    class StandIn(Checkout):
+        def project(self, scope, dest):
+            return FakeMutmut(dest, verdicts, runs, flaky)
+
+    for name, entries in (equivalents or {}).items():
+        (tmp_path / "docs" / "equivalents").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "docs" / "equivalents" / name).write_text(json.dumps(entries))
+    fields = {f.name: getattr(mutation.CHECKOUT, f.name) for f in dataclasses.fields(Checkout)}
+    return StandIn(**{**fields, "root": tmp_path}), runs
+
+
+def test_a_clean_run_that_fails_once_is_run_again_on_the_saved_stats(tmp_path, capsys):
+    checkout, runs = _checkout(
+        tmp_path,
+        {"ppaux.cli.x_main__mutmut_1": "killed", "ppaux.core.x_f__mutmut_1": "survived"},
+        flaky=True,
+        equivalents={"contract.json": {}},
+    )
+    assert mutation.run(str(tmp_path / "out"), None, ["ppaux.cli*"], checkout=checkout) == 0
+    assert runs == [(("ppaux.cli*",), "mutmut-run.log"), (("ppaux.cli*",), "mutmut-run-again.log")]
+    out, err = capsys.readouterr()
+    assert err == "reports: mutmut's clean run failed; running mutmut again on the stats it saved\n"
+    # The score covers the mutants --only picked.
+    report = json.loads((tmp_path / "out" / "mutation.json").read_text())
+    assert (report["score"], report["total"], list(report["modules"])) == (100.0, 1, ["ppaux.cli"])
+    assert out.startswith("mutation (contract): 100.0% (1/1 killed) in ")
+
+
+def test_when_mutmut_fails_the_run_says_where_its_log_is(tmp_path, capsys):
+    checkout, _ = _checkout(tmp_path, {}, equivalents={"contract.json": {}})
+    assert mutation.run(str(tmp_path / "out"), None, checkout=checkout) == 1
+    assert (
+        capsys.readouterr().err
+        == f"reports: error: mutmut run failed (exit 0); see {tmp_path / 'out' / 'mutmut-run.log'}\n"
+    )
+
+
+def test_a_scopes_equivalents_files_leave_judged_mutants_out_and_name_stale_entries(tmp_path, capsys):
+    """The package scope reads contract.json, then package.json: a surviving mutant listed there
+    counts in no score and is shown with its reason; an entry for a killed mutant, or for a mutant
+    that no longer exists, is stale; an entry outside --only is neither."""
+    verdicts = {
+        "ppaux.core.transport.x_f__mutmut_1": "killed",
+        "ppaux.core.transport.x_f__mutmut_2": "survived",
+        "ppaux.cli.x_main__mutmut_1": "killed",
+        "ppaux.cli.x_main__mutmut_2": "survived",
+        "ppaux.cli.x_main__mutmut_3": "no tests",
+    }
+    checkout, _ = _checkout(
+        tmp_path,
+        verdicts,
+        equivalents={
+            "contract.json": {"ppaux.core.transport.x_f__mutmut_2": "only a message no caller reads"},
+            "package.json": {
+                "ppaux.cli.x_main__mutmut_2": "a comment in a generated file",
+                "ppaux.cli.x_main__mutmut_1": "killed by now",
+                "ppaux.cli.x_gone__mutmut_1": "no such mutant",
+                "ppaux.fuzz.x_f__mutmut_1": "outside --only",
+            },
+        },
+    )
+    only = ["ppaux.core*", "ppaux.cli.x_main*", "ppaux.cli.x_gone*"]
+    assert mutation.run(str(tmp_path / "out"), None, only, scope_name="package", checkout=checkout) == 0
+    report = json.loads((tmp_path / "out" / "mutation.json").read_text())
+    assert (report["total"], report["equivalent"], report["killed"], report["score"]) == (5, 2, 2, 66.67)
+    assert report["judged_equivalent"] == {
+        "ppaux.core.transport.x_f__mutmut_2": "only a message no caller reads",
+        "ppaux.cli.x_main__mutmut_2": "a comment in a generated file",
+    }
+    assert report["stale_equivalents"] == ["ppaux.cli.x_gone__mutmut_1", "ppaux.cli.x_main__mutmut_1"]
+    # The contract module is gated at 100% in every scope: its one survivor is judged equivalent.
+    assert report["modules"]["ppaux.core.transport"] == {
+        "total": 2,
+        "killed": 1,
+        "equivalent": 1,
+        "survivors": [],
+        "score": 100.0,
+        "gate": 100.0,
+        "passes": True,
+    }
+    assert [s["mutant"] for s in report["survivors"]] == ["ppaux.cli.x_main__mutmut_3"]
+    out = capsys.readouterr().out
+    assert out.startswith("mutation (package): 66.67% (2/3 killed) in ")
+    assert out.endswith(
+        "  stale equivalence entry (killed, or no such mutant): ppaux.cli.x_gone__mutmut_1\n"
+        "  stale equivalence entry (killed, or no such mutant): ppaux.cli.x_main__mutmut_1\n"
+    )
+    text = (tmp_path / "out" / "mutation.md").read_text(encoding="utf-8")
+    assert "- score: **66.67%** (2/3 mutants killed; 2 judged equivalent); gate: **pass**\n" in text
+    assert (
+        "## Judged equivalent (`docs/equivalents/contract.json`, `docs/equivalents/package.json`)\n\n"
+        "- `ppaux.cli.x_main__mutmut_2`: a comment in a generated file\n"
+        "- `ppaux.core.transport.x_f__mutmut_2`: only a message no caller reads\n\n"
+        "## Stale equivalence entries (killed, or no such mutant)\n\n"
+        "- `ppaux.cli.x_gone__mutmut_1`\n- `ppaux.cli.x_main__mutmut_1`\n\n"
+        "## Marked equivalent (`# pragma: no mutate`)\n\n"
+    ) in text
+    assert text.endswith(
+        "### `ppaux.cli.x_main__mutmut_3` (no tests)\n\n"
+        "```diff\n--- ppaux/cli.py\n+++ ppaux/cli.py\n-    a\n+    b\n```\n"
+    )
+
+
+def test_the_contract_scope_reads_only_its_own_file_and_fails_below_its_gate(tmp_path, capsys):
+    verdicts = {"ppaux.core.transport.x_f__mutmut_1": "killed", "ppaux.core.transport.x_f__mutmut_2": "survived"}
+    checkout, _ = _checkout(
+        tmp_path,
+        verdicts,
+        equivalents={
+            "contract.json": {},
+            "package.json": {"ppaux.core.transport.x_f__mutmut_2": "read by the package scope alone"},
+        },
+    )
+    assert mutation.run(str(tmp_path / "out"), None, checkout=checkout) == 1
+    out = capsys.readouterr().out
+    assert out.endswith("  ppaux.core.transport: 50.0% < 100.0% (1 survivors)\n")
+    text = (tmp_path / "out" / "mutation.md").read_text(encoding="utf-8")
+    assert "## Judged equivalent (`docs/equivalents/contract.json`)\n\nNone.\n" in text and "Stale" not in text
+
+
+def test_a_marking_the_gate_refuses_fails_the_run_and_is_named(tmp_path, capsys):
+    checkout, _ = _checkout(tmp_path, {"ppaux.cli.x_main__mutmut_1": "killed"}, equivalents={"contract.json": {}})
+    refused = [
+        {"where": "ppaux/cli/x.py:3", "block": False, "reason": None, "problem": "no reason given"},
+        {"where": "ppaux/cli/x.py:9", "block": True, "reason": "equivalent: why", "problem": None},
+    ]
+    code = own.run_scope(
+        checkout,
+        mutation.SCOPES["contract"],
+        str(tmp_path / "out"),
+        None,
+        markings=lambda: refused,
+        markings_section=markings_section,
+    )
+    assert code == 1
+    out = capsys.readouterr().out
+    assert "gate FAIL" in out.splitlines()[0] and out.endswith("\n  ppaux/cli/x.py:3: no reason given\n")
+    text = (tmp_path / "out" / "mutation.md").read_text(encoding="utf-8")
+    assert "- `ppaux/cli/x.py:3`: **no reason given**\n- `ppaux/cli/x.py:9` (block): equivalent: why\n" in text
+    # Without markings to read, the section is empty and the run passes.
+    assert own.run_scope(checkout, mutation.SCOPES["contract"], str(tmp_path / "out"), None) == 0
+    assert "Marked equivalent" not in (tmp_path / "out" / "mutation.md").read_text(encoding="utf-8")
+
+
+def test_an_equivalents_file_that_cannot_be_read_is_a_usage_error(tmp_path, capsys):
+    checkout, runs = _checkout(tmp_path, {}, equivalents={"contract.json": ["not", "an", "object"]})
+    assert mutation.run(str(tmp_path / "out"), None, checkout=checkout) == 2
+    path = tmp_path / "docs" / "equivalents" / "contract.json"
+    assert capsys.readouterr().err == (
+        f"reports: error: equivalents file {str(path)!r} must be a JSON object "
+        "{mutant: reason} with a reason for each\n"
+    )
+    assert runs == []
+
+
+def test_the_package_scope_opts_in_the_subprocess_tests_by_its_mark_expression(monkeypatch):
+    """Naming the mark in -m opts its tests in (tests/conftest.py): ppaux mutate's command-line tests
+    run its clean runs in child processes, and in-process they are what kills its mutants."""
+
+    class Config:
+        def __init__(self, expression):
+            self.expression = expression
+
+        def getoption(self, name):
+            return self.expression
+
+    class Item:
+        def __init__(self, mark):
+            self.mark, self.skipped = mark, False
+
+        def get_closest_marker(self, name):
+            return name == self.mark
+
+        def add_marker(self, marker):
+            self.skipped = True
+
+    for variable, _ in conftest.OPT_IN.values():
+        monkeypatch.delenv(variable, raising=False)
+    for scope, opted_in in (("package", True), ("contract", False)):
+        items = [Item("subprocess"), Item("sglang")]
+        conftest.pytest_collection_modifyitems(Config(mutation.SCOPES[scope].marks), items)
+        assert [item.skipped for item in items] == [not opted_in, True], scope
+
+
+def test_the_scratch_project_carries_the_scopes_mutmut_table(tmp_path):
+    mutation.CHECKOUT.project(mutation.SCOPES["package"], tmp_path)
+    table = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["mutmut"]
+    assert table["only_mutate"] == ["ppaux/*"] and table["source_paths"] == ["ppaux/"]
+    assert table["do_not_mutate"] == ["ppaux/conformance/*", "ppaux/mutation/mutant_runs.py"]
+    assert table["pytest_add_cli_args_test_selection"] == list(mutation.SCOPES["package"].tests)
+    assert table["pytest_add_cli_args"][:2] == ["-p", "ppaux.mutation.mutant_runs"]
+    assert table["pytest_add_cli_args"][-2:] == ["-m", "not sglang or subprocess"]
+    assert all((tmp_path / path.rstrip("/")).exists() for path in table["also_copy"])
+    assert "ppaux/" not in table["also_copy"] and "pyproject.toml" not in table["also_copy"]
+    assert (tmp_path / "ppaux" / "core" / "transport.py").read_bytes() == (
+        ROOT / "ppaux" / "core" / "transport.py"
+    ).read_bytes()
+    assert not list((tmp_path / "ppaux").rglob("__pycache__"))
+
+
+def _small_checkout(root: Path) -> Checkout:
+    (root / "arith").mkdir(parents=True)
+    (root / "arith" / "__init__.py").write_text("")
+    (root / "arith" / "ops.py").write_text(
+        "def double(x):\n    return x * 2\n\n\ndef is_small(x):\n    return x < 10\n"
+    )
+    (root / "pyproject.toml").write_text("[project]\nname = 'arith'\n")
+    return Checkout(root=root, copied=("arith", "pyproject.toml"), pytest_args=(), do_not_mutate=(), always_gated=())
+
+
+def test_a_scopes_mutants_are_listed_with_the_line_each_changes_and_no_test_runs(tmp_path, capsys):
+    """mutmut's own generation on a small checkout: every mutant, in order, ``name: before -> after``."""
+    checkout = _small_checkout(tmp_path / "checkout")
+    scope = dataclasses.replace(mutation.SCOPES["package"], mutate=("arith/*",), tests=("tests/",))
+    stream = io.StringIO()
+    assert list_mutants(checkout, scope, str(tmp_path / "out"), 1, ["arith.ops.x_is_small*"], stream=stream) == 0
+    assert stream.getvalue() == (
+        "arith.ops.x_is_small__mutmut_1: return x < 10 -> return x <= 10\n"
+        "arith.ops.x_is_small__mutmut_2: return x < 10 -> return x < 11\n"
+    )
+    # No test ran: mutmut has no verdict yet.
+    assert not (tmp_path / "out" / "project" / "mutants" / "mutmut-stats.json").exists()
+    assert list_mutants(checkout, scope, str(tmp_path / "out"), 1, ["nothing*"], stream=stream) == 1
+    assert capsys.readouterr().err == "reports: error: mutmut made no mutant of scope 'package'\n"
+
+
+def test_the_listing_is_asked_for_on_the_command_line(monkeypatch):
+    asked = []
+    monkeypatch.setattr(mutation, "list_mutants", lambda *args: asked.append(args) or 0)
+    assert reports_main(["mutation", "--scope", "package", "--list", "--only", "ppaux.cli*", "--out", "o"]) == 0
+    ((checkout, scope, out, max_children, only),) = asked
+    assert (checkout, scope, out, max_children, only) == (
+        mutation.CHECKOUT,
+        mutation.SCOPES["package"],
+        "o",
+        None,
+        ["ppaux.cli*"],
+    )
+
+
+def test_a_functions_mutants_are_listed_by_number():
+    names = ["m.x_f__mutmut_10", "m.x_g__mutmut_1", "m.x_f__mutmut_2", "m.x_f__mutmut_1"]
+    assert sorted(names, key=own._in_order) == [
+        "m.x_f__mutmut_1",
+        "m.x_f__mutmut_2",
+        "m.x_f__mutmut_10",
+        "m.x_g__mutmut_1",
+    ]
