@@ -19,7 +19,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="implementation of the PP auxiliary transport to test (module name or .py file); "
         "default: $PPAUX_IMPL or ppaux's reference",
     )
-    group.addoption("--ppaux-results", default=None, metavar="FILE", help="write per-test results as JSON lines (used by `ppaux check`)")
+    group.addoption(
+        "--ppaux-results",
+        default=None,
+        metavar="FILE",
+        help="write per-test results as JSON lines (used by `ppaux check`)",
+    )
     group.addoption(
         "--ppaux-timeout",
         default=None,
@@ -34,9 +39,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="'test' (default): each test of ppaux.conformance runs in a forked child, so that a crash or a hang "
         "signals cannot reach is a finding; 'off': in this process (for a debugger)",
     )
-    group.addoption("--ppaux-record-calls", action="store_true", default=False,
-                    help="keep each failing test's calls into the implementation in its result row, as code "
-                    "(used by `ppaux check --regressions`)")
+    group.addoption(
+        "--ppaux-record-calls",
+        action="store_true",
+        default=False,
+        help="keep each failing test's calls into the implementation in its result row, as code "
+        "(used by `ppaux check --regressions`)",
+    )
     parser.addini("ppaux_timeout", "per-call time limit in seconds on the implementation under test (default 10)")
     parser.addini("ppaux_isolation", "'test' (default) or 'off': see --ppaux-isolation")
 

@@ -24,7 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, List
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -39,10 +40,10 @@ SIZES = {"1 KB": 1 << 10, "1 MB": 1 << 20, "64 MB": 64 << 20}
 
 
 class _Output:
-    def __init__(self, payload: Dict[str, torch.Tensor]) -> None:
+    def __init__(self, payload: dict[str, torch.Tensor]) -> None:
         self.payload = payload
 
-    def to_pp_tensors(self) -> Dict[str, torch.Tensor]:
+    def to_pp_tensors(self) -> dict[str, torch.Tensor]:
         return self.payload
 
 
@@ -61,7 +62,7 @@ def _median_seconds(fn: Callable[[], None], *, repeat: int, number: int) -> floa
     return statistics.median(runs)
 
 
-def bench_add_pop(repeat: int) -> List[Dict[str, Any]]:
+def bench_add_pop(repeat: int) -> list[dict[str, Any]]:
     rows = []
     for n in (8, 64):
         for k in (1, 4, 16):
@@ -81,16 +82,24 @@ def bench_add_pop(repeat: int) -> List[Dict[str, Any]]:
 
             t_transport = _median_seconds(transport, repeat=repeat, number=2000)
             t_plain = _median_seconds(plain, repeat=repeat, number=2000)
-            rows.append({"n_keys": n, "k_aux": k, "add_pop_us": t_transport * 1e6, "plain_dict_us": t_plain * 1e6, "ratio": t_transport / t_plain})
+            rows.append(
+                {
+                    "n_keys": n,
+                    "k_aux": k,
+                    "add_pop_us": t_transport * 1e6,
+                    "plain_dict_us": t_plain * 1e6,
+                    "ratio": t_transport / t_plain,
+                }
+            )
     return rows
 
 
-def bench_integrity_in_process(repeat: int) -> List[Dict[str, Any]]:
+def bench_integrity_in_process(repeat: int) -> list[dict[str, Any]]:
     rows = []
     for label, nbytes in SIZES.items():
         payload = {"scores": torch.rand(nbytes // 4)}
         out, obs = _Output(payload), _Observer()
-        d: Dict[str, Any] = {"next_token_ids": torch.arange(8)}
+        d: dict[str, Any] = {"next_token_ids": torch.arange(8)}
 
         def plain() -> None:
             SGLANG_TRANSPORT.add(d, out)
@@ -103,7 +112,14 @@ def bench_integrity_in_process(repeat: int) -> List[Dict[str, Any]]:
         number = 200 if nbytes < (1 << 21) else 2
         t_plain = _median_seconds(plain, repeat=repeat, number=number)
         t_checked = _median_seconds(checked, repeat=repeat, number=number)
-        rows.append({"aux_size": label, "add_pop_us": t_plain * 1e6, "integrity_add_pop_us": t_checked * 1e6, "extra_us": (t_checked - t_plain) * 1e6})
+        rows.append(
+            {
+                "aux_size": label,
+                "add_pop_us": t_plain * 1e6,
+                "integrity_add_pop_us": t_checked * 1e6,
+                "extra_us": (t_checked - t_plain) * 1e6,
+            }
+        )
     return rows
 
 
@@ -153,7 +169,7 @@ def _relay_rank(ctx: Any, nbytes: int, reps: int, mode: str) -> float:
     return (time.perf_counter() - start) / reps
 
 
-def bench_gloo(repeat: int) -> List[Dict[str, Any]]:
+def bench_gloo(repeat: int) -> list[dict[str, Any]]:
     # Workers import the rank function by module name, which is not __main__ under `python -m`.
     from reports.bench import _relay_rank as rank_fn
 
@@ -168,11 +184,13 @@ def bench_gloo(repeat: int) -> List[Dict[str, Any]]:
     try:
         for label, nbytes in SIZES.items():
             reps = 200 if nbytes < (1 << 20) else 50 if nbytes <= (1 << 20) else 4
-            row: Dict[str, Any] = {"aux_size": label, "bytes": nbytes}
+            row: dict[str, Any] = {"aux_size": label, "bytes": nbytes}
             for mode in modes:
                 times = []
                 for i in range(repeat + 1):
-                    out = world.run({0: (rank_fn, (nbytes, reps, mode)), 1: (rank_fn, (nbytes, reps, mode))}, timeout=300.0)
+                    out = world.run(
+                        {0: (rank_fn, (nbytes, reps, mode)), 1: (rank_fn, (nbytes, reps, mode))}, timeout=300.0
+                    )
                     gloo.raise_failure(out)
                     if i:  # the first run only warms the pair up
                         times.append(out[1].value)
@@ -190,17 +208,19 @@ def bench_gloo(repeat: int) -> List[Dict[str, Any]]:
     return rows
 
 
-def bench_check(runs: int) -> List[Dict[str, Any]]:
+def bench_check(runs: int) -> list[dict[str, Any]]:
     """``python -m ppaux check`` on the reference, from a fresh interpreter to its exit."""
     with tempfile.TemporaryDirectory() as report:
         cmd = [sys.executable, "-m", "ppaux", "check", "--report", report]
         seconds = _median_seconds(lambda: subprocess.run(cmd, check=True, capture_output=True), repeat=runs, number=1)
     # Without a bytecode cache, every import compiles its module again (this figure's worst case).
     cache = "off" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"
-    return [{"command": "ppaux check (reference, profile ci)", "runs": runs, "median s": seconds, "bytecode cache": cache}]
+    return [
+        {"command": "ppaux check (reference, profile ci)", "runs": runs, "median s": seconds, "bytecode cache": cache}
+    ]
 
 
-def _table(rows: List[Dict[str, Any]]) -> str:
+def _table(rows: list[dict[str, Any]]) -> str:
     keys = list(rows[0])
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
     lines = ["| " + " | ".join(keys) + " |", "|" + " --- |" * len(keys)]
@@ -211,11 +231,18 @@ def _table(rows: List[Dict[str, Any]]) -> str:
 def main(argv: Any = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement; the median is kept (default 5)")
-    parser.add_argument("--check-runs", type=int, default=1, help="runs of ppaux check to time (default 1; the median is kept)")
+    parser.add_argument(
+        "--check-runs", type=int, default=1, help="runs of ppaux check to time (default 1; the median is kept)"
+    )
     parser.add_argument("--out", default=OUT, help=f"output directory (default {OUT})")
     args = parser.parse_args(argv)
     results = {
-        "machine": {"python": platform.python_version(), "torch": torch.__version__, "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+        },
         "add_pop": bench_add_pop(args.repeat),
         "integrity_in_process": bench_integrity_in_process(args.repeat),
         "gloo_relay": bench_gloo(args.repeat),
@@ -224,20 +251,23 @@ def main(argv: Any = None) -> int:
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench.json"), "w", encoding="utf-8") as fh:
         json.dump(results, fh, indent=2)
-    md = "\n\n".join(
-        [
-            "## PP auxiliary relay benchmarks",
-            f"Machine: {results['machine']}",
-            "### add+pop vs plain dict insert/delete (microseconds per add+pop)",
-            _table(results["add_pop"]),
-            "### Integrity mode in process (add+pop with one aux tensor)",
-            _table(results["integrity_in_process"]),
-            "### gloo relay: ppaux's model (relay), SGLang's own code (sglang), raw gloo send/recv (one aux tensor per dict, 2 processes on 127.0.0.1)",
-            _table(results["gloo_relay"]),
-            "### The main job: `ppaux check` on the reference, wall time from a fresh interpreter (goal: at most 15 s on 2 cores)",
-            _table(results["check"]),
-        ]
-    ) + "\n"
+    md = (
+        "\n\n".join(
+            [
+                "## PP auxiliary relay benchmarks",
+                f"Machine: {results['machine']}",
+                "### add+pop vs plain dict insert/delete (microseconds per add+pop)",
+                _table(results["add_pop"]),
+                "### Integrity mode in process (add+pop with one aux tensor)",
+                _table(results["integrity_in_process"]),
+                "### gloo relay: ppaux's model (relay), SGLang's own code (sglang), raw gloo send/recv (one aux tensor per dict, 2 processes on 127.0.0.1)",
+                _table(results["gloo_relay"]),
+                "### The main job: `ppaux check` on the reference, wall time from a fresh interpreter (goal: at most 15 s on 2 cores)",
+                _table(results["check"]),
+            ]
+        )
+        + "\n"
+    )
     with open(os.path.join(args.out, "bench.md"), "w", encoding="utf-8") as fh:
         fh.write(md)
     print(md, end="")

@@ -9,7 +9,6 @@ import os
 import sys
 from contextlib import redirect_stdout, suppress
 from pathlib import Path
-from typing import List
 from unittest.mock import patch
 
 from ppaux.cli.main import SUBCOMMANDS, build_parser
@@ -22,7 +21,7 @@ def python_version() -> str:
     return f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
-def _help(argv: List[str]) -> str:
+def _help(argv: list[str]) -> str:
     """What ``ppaux ARGV --help`` prints (argparse prints it, then exits 0)."""
     out = io.StringIO()
     with redirect_stdout(out), suppress(SystemExit):
@@ -30,7 +29,7 @@ def _help(argv: List[str]) -> str:
     return out.getvalue()
 
 
-def _nested(name: str) -> List[str]:
+def _nested(name: str) -> list[str]:
     """The subcommands of ``ppaux NAME`` (``ppaux fuzz run``, ...), in the order its parser lists them."""
     sub = build_parser()._subparsers._group_actions[0].choices[name]  # type: ignore[union-attr]
     actions = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
@@ -43,10 +42,14 @@ def render() -> str:
         for name in SUBCOMMANDS:
             blocks.append((f"ppaux {name}", _help([name])))
             blocks += [(f"ppaux {name} {inner}", _help([name, inner])) for inner in _nested(name)]
-    lines = ["# Command reference", "",
-             f"What each `ppaux` command prints for `--help`, rendered from its parser (Python {python_version()}'s "
-             "argparse, 100 columns) by `python -m reports cli-reference`; a test fails when this page and the "
-             "console script disagree.", ""]
+    lines = [
+        "# Command reference",
+        "",
+        f"What each `ppaux` command prints for `--help`, rendered from its parser (Python {python_version()}'s "
+        "argparse, 100 columns) by `python -m reports cli-reference`; a test fails when this page and the "
+        "console script disagree.",
+        "",
+    ]
     lines += [f"- [`{title}`](#{title.replace(' ', '-')})" for title, _ in blocks]
     for title, text in blocks:
         lines += ["", f"## {title}", "", "```text", text.rstrip("\n"), "```"]

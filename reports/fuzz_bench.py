@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from ppaux.fuzz.options import cpu_count
 
@@ -26,31 +26,64 @@ OUT = Path("reports") / "out"
 TESTS = "test_properties"
 
 
-def fuzz_examples(workers: int, budget: str, tests: str, tmp: Path) -> Dict[str, Any]:
+def fuzz_examples(workers: int, budget: str, tests: str, tmp: Path) -> dict[str, Any]:
     report = tmp / f"workers-{workers}"
-    cmd = [sys.executable, "-m", "ppaux", "fuzz", "run", "--workers", str(workers), "--budget", budget, "--devices", "cpu",
-           "--tests", tests, "--db", str(tmp / f"db-{workers}"), "--report", str(report), "--progress-every", "3600"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ppaux",
+        "fuzz",
+        "run",
+        "--workers",
+        str(workers),
+        "--budget",
+        budget,
+        "--devices",
+        "cpu",
+        "--tests",
+        tests,
+        "--db",
+        str(tmp / f"db-{workers}"),
+        "--report",
+        str(report),
+        "--progress-every",
+        "3600",
+    ]
     started = time.monotonic()
     done = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     wall = time.monotonic() - started
     summary = json.loads((report / "fuzz.json").read_text())
-    return {"workers": workers, "exit_status": done.returncode, "wall_s": round(wall, 1), "examples": summary["examples"],
-            "examples_per_s": summary["examples_per_s"], "rounds": len(summary["rounds"]),
-            "per_worker": [w["examples"] for w in summary["workers"]], "failures": len(summary["failures"])}
+    return {
+        "workers": workers,
+        "exit_status": done.returncode,
+        "wall_s": round(wall, 1),
+        "examples": summary["examples"],
+        "examples_per_s": summary["examples_per_s"],
+        "rounds": len(summary["rounds"]),
+        "per_worker": [w["examples"] for w in summary["workers"]],
+        "failures": len(summary["failures"]),
+    }
 
 
-def render(rows: List[Dict[str, Any]], budget: str, tests: str, load: Optional[str]) -> str:
+def render(rows: list[dict[str, Any]], budget: str, tests: str, load: str | None) -> str:
     base = rows[0]["examples"] or 1
-    lines = [f"# ppaux fuzz run: examples in a {budget} budget by --workers", "",
-             f"`--tests {tests} --devices cpu`, {cpu_count()} cores; load average before: {load}", "",
-             "| workers | examples | examples/s | vs 1 worker | per worker | rounds | wall (s) |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['workers']} | {r['examples']:,} | {r['examples_per_s']} | {r['examples'] / base:.2f}x | "
-              f"{', '.join(f'{e:,}' for e in r['per_worker'])} | {r['rounds']} | {r['wall_s']} |" for r in rows]
+    lines = [
+        f"# ppaux fuzz run: examples in a {budget} budget by --workers",
+        "",
+        f"`--tests {tests} --devices cpu`, {cpu_count()} cores; load average before: {load}",
+        "",
+        "| workers | examples | examples/s | vs 1 worker | per worker | rounds | wall (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {r['workers']} | {r['examples']:,} | {r['examples_per_s']} | {r['examples'] / base:.2f}x | "
+        f"{', '.join(f'{e:,}' for e in r['per_worker'])} | {r['rounds']} | {r['wall_s']} |"
+        for r in rows
+    ]
     return "\n".join(lines) + "\n"
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.fuzz_bench", description=__doc__.splitlines()[0])
     parser.add_argument("--budget", default="60s", help="each run's budget (default 60s)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts, in order (default 1 2)")
@@ -60,7 +93,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         rows = [fuzz_examples(n, args.budget, args.tests, Path(tmp)) for n in args.workers]
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "fuzz-bench.json").write_text(json.dumps({"budget": args.budget, "tests": args.tests, "rows": rows}, indent=2))
+    (OUT / "fuzz-bench.json").write_text(
+        json.dumps({"budget": args.budget, "tests": args.tests, "rows": rows}, indent=2)
+    )
     text = render(rows, args.budget, args.tests, load)
     (OUT / "fuzz-bench.md").write_text(text)
     print(text)

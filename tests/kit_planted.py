@@ -12,15 +12,17 @@ import ctypes
 import os
 import signal
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any
 
 import torch
 from hypothesis import strategies as st
 
 
 def loop(tensors: Mapping[str, Any]) -> None:
-    while len(tensors) >= 2: pass  # noqa: E701 - one line, so that the stack points at it wherever the timer strikes
+    while len(tensors) >= 2:
+        pass  # noqa: E701 - one line, so that the stack points at it wherever the timer strikes
 
 
 def wait_unreachable(tensors: Mapping[str, Any]) -> None:
@@ -44,21 +46,26 @@ def dawdle(*_: Any) -> None:
     """Busy in pure Python for 3 s, whatever it is given: past the tests' limits, but it ends, so
     that a step the kit runs without a limit fails its test in bounded time."""
     end = time.monotonic() + 3
-    while time.monotonic() < end: pass  # noqa: E701
+    while time.monotonic() < end:
+        pass  # noqa: E701
 
 
-HARMS: Dict[str, Callable[[Mapping[str, Any]], None]] = {
-    "loop": loop, "wait_unreachable": wait_unreachable, "exit_3": exit_3, "segfault": segfault, "dawdle": dawdle,
+HARMS: dict[str, Callable[[Mapping[str, Any]], None]] = {
+    "loop": loop,
+    "wait_unreachable": wait_unreachable,
+    "exit_3": exit_3,
+    "segfault": segfault,
+    "dawdle": dawdle,
 }
 
 
 class Out:
     """Sends ``payload``; ``to_pp_tensors()`` first does ``harm`` (a name in HARMS) to it."""
 
-    def __init__(self, payload: Dict[str, torch.Tensor], harm: Optional[str] = None) -> None:
+    def __init__(self, payload: dict[str, torch.Tensor], harm: str | None = None) -> None:
         self.payload, self.harm = payload, harm
 
-    def to_pp_tensors(self) -> Dict[str, torch.Tensor]:
+    def to_pp_tensors(self) -> dict[str, torch.Tensor]:
         if self.harm:
             HARMS[self.harm](self.payload)
         return self.payload
@@ -70,7 +77,7 @@ class Out:
 class Obs:
     """Rebuilds an :class:`Out` from exactly what it receives, ``harm`` done first."""
 
-    harm: Optional[str] = None
+    harm: str | None = None
 
     def from_pp_tensors(self, tensors: Mapping[str, torch.Tensor]) -> Out:
         if self.harm:
@@ -83,14 +90,16 @@ def observer(harm: str) -> type:
     return type(f"Obs_{harm}", (Obs,), {"harm": harm})
 
 
-def outputs(harm: Optional[str] = None, most: int = 3) -> st.SearchStrategy[Out]:
+def outputs(harm: str | None = None, most: int = 3) -> st.SearchStrategy[Out]:
     """Outputs of 1 to ``most`` one-element tensors named kit.t0, kit.t1, ..."""
     return st.integers(1, most).map(lambda n: Out({f"kit.t{i}": torch.zeros(1) for i in range(n)}, harm))
 
 
 # Hypothesis's note on the minimal output (its first words changed in 6.1xx).
-MINIMAL = {f"{head}: check_observer(\n    output=Out({{'kit.t0': tensor([0.]), 'kit.t1': tensor([0.])}}),\n)"
-           for head in ("Falsifying example", "Failing test case")}
+MINIMAL = {
+    f"{head}: check_observer(\n    output=Out({{'kit.t0': tensor([0.]), 'kit.t1': tensor([0.])}}),\n)"
+    for head in ("Falsifying example", "Failing test case")
+}
 
 
 class Once:
@@ -100,7 +109,7 @@ class Once:
     def __init__(self, marker: Path, harm: str) -> None:
         self.marker, self.harm = marker, harm
 
-    def to_pp_tensors(self) -> Dict[str, torch.Tensor]:
+    def to_pp_tensors(self) -> dict[str, torch.Tensor]:
         payload = {"kit.t0": torch.zeros(1), "kit.t1": torch.zeros(1)}
         if not self.marker.exists():
             self.marker.touch()
@@ -124,7 +133,7 @@ class Logged:
     def __init__(self, log: Path, n: int) -> None:
         self.log, self.n = log, n
 
-    def to_pp_tensors(self) -> Dict[str, torch.Tensor]:
+    def to_pp_tensors(self) -> dict[str, torch.Tensor]:
         with self.log.open("a") as f:
             f.write(f"{os.getpid()} {self.n}\n")
         return {} if self.n % 2 else {"kit.n": torch.tensor(self.n)}
@@ -137,7 +146,7 @@ class FailsInAChild:
     def __init__(self) -> None:
         self.home = os.getpid()
 
-    def to_pp_tensors(self) -> Dict[str, torch.Tensor]:
+    def to_pp_tensors(self) -> dict[str, torch.Tensor]:
         if os.getpid() != self.home:
             raise RuntimeError("not at home")
         return {"kit.t0": torch.zeros(1)}
@@ -165,7 +174,7 @@ class Hosted(Out):
     """An output with SGLang's lifecycle: ``copy_to_host()`` hands the scheduler a :class:`Host` of
     ``value``, after ``harm`` when ``copy_harm`` is set."""
 
-    def __init__(self, payload: Dict[str, torch.Tensor], value: Any = 0, copy_harm: Optional[str] = None) -> None:
+    def __init__(self, payload: dict[str, torch.Tensor], value: Any = 0, copy_harm: str | None = None) -> None:
         super().__init__(payload)
         self.value, self.copy_harm = value, copy_harm
 
@@ -179,7 +188,7 @@ class Rebuilds(Obs):
     """Rebuilds ``kind(tensors, **extra)``."""
 
     kind: Callable[..., Any] = Out
-    extra: Dict[str, Any] = {}
+    extra: dict[str, Any] = {}
 
     def from_pp_tensors(self, tensors: Mapping[str, torch.Tensor]) -> Any:
         return self.kind(dict(tensors), **self.extra)
@@ -197,13 +206,22 @@ def dawdling_observer() -> Obs:
 ONE_TENSOR = {"kit.t0": torch.zeros(1)}
 # Each step of the kit that runs a plugin's code, made to dawdle: (observer factory, outputs,
 # keyword arguments of check_observer, the call the hang names).
-SLOW_STEPS: Dict[str, Any] = {
+SLOW_STEPS: dict[str, Any] = {
     "add": (Obs, st.just(Out(ONE_TENSOR, "dawdle")), {}, "to_pp_tensors"),
     "observer factory": (dawdling_observer, st.just(Out(ONE_TENSOR)), {}, "observer_factory"),
     "pop": (observer("dawdle"), st.just(Out(ONE_TENSOR)), {}, "from_pp_tensors"),
-    "to_pp_tensors of the rebuilt output": (rebuilds(Out, harm="dawdle"), st.just(Out(ONE_TENSOR)), {}, "to_pp_tensors"),
+    "to_pp_tensors of the rebuilt output": (
+        rebuilds(Out, harm="dawdle"),
+        st.just(Out(ONE_TENSOR)),
+        {},
+        "to_pp_tensors",
+    ),
     "copy_to_host": (rebuilds(Hosted, copy_harm="dawdle"), st.just(Hosted(ONE_TENSOR)), {}, "copy_to_host"),
-    "the comparison of the host outputs": (rebuilds(Hosted, value=Slow()), st.just(Hosted(ONE_TENSOR, value=Slow())), {},
-                                           "the comparison of the host outputs"),
+    "the comparison of the host outputs": (
+        rebuilds(Hosted, value=Slow()),
+        st.just(Hosted(ONE_TENSOR, value=Slow())),
+        {},
+        "the comparison of the host outputs",
+    ),
     "equal": (Obs, st.just(Out(ONE_TENSOR)), {"equal": dawdle}, "equal"),
 }

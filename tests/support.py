@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, NamedTuple, Optional, Tuple
+from typing import Any, NamedTuple
 
 import pytest
 import torch
@@ -29,9 +29,9 @@ def cli_defaults(command: str) -> dict:
 class SentMessage(NamedTuple):
     group: str
     dtype: torch.dtype
-    shape: Tuple[int, ...]
+    shape: tuple[int, ...]
     device: str
-    values: Optional[list]  # None for a meta tensor, which has none
+    values: list | None  # None for a meta tensor, which has none
 
 
 class SentLog:
@@ -39,13 +39,20 @@ class SentLog:
     tensors can stand in for device tensors on a CPU-only machine."""
 
     def __init__(self) -> None:
-        self.messages: List[SentMessage] = []
+        self.messages: list[SentMessage] = []
 
     def send(self, tensor: torch.Tensor, group: str) -> None:
-        self.messages.append(SentMessage(group, tensor.dtype, tuple(tensor.shape), tensor.device.type,
-                                         None if tensor.is_meta else tensor.tolist()))
+        self.messages.append(
+            SentMessage(
+                group,
+                tensor.dtype,
+                tuple(tensor.shape),
+                tensor.device.type,
+                None if tensor.is_meta else tensor.tolist(),
+            )
+        )
 
-    def tensors(self) -> List[SentMessage]:
+    def tensors(self) -> list[SentMessage]:
         """The tensor messages: every one after the metadata's size and bytes."""
         return self.messages[2:]
 

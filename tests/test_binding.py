@@ -22,7 +22,8 @@ def test_a_non_atomic_add_fails_the_suite_after_nested_sessions(tmp_path):
     assert all("robustness" in rows[n]["marks"] for n in failed(rows))
     # The nested sessions ran first, and passed.
     assert [r["outcome"] for n, r in rows.items() if n.startswith("tests/test_plugin.py")] == ["passed"] * len(
-        [n for n in rows if n.startswith("tests/test_plugin.py")])
+        [n for n in rows if n.startswith("tests/test_plugin.py")]
+    )
 
 
 def test_a_pop_that_deletes_by_the_observers_dict_fails_the_suite_in_reverse_order(tmp_path):

@@ -27,7 +27,9 @@ CONTRACT_TEXTS = {
 
 def test_catalog_holds_the_contract_errors_verbatim():
     assert {code: CATALOG[code].template for code in CONTRACT_TEXTS} == CONTRACT_TEXTS
-    assert {code: CATALOG[code].raised_by for code in CONTRACT_TEXTS} == {c: ("add" if c[0] == "A" else "pop") for c in CONTRACT_TEXTS}
+    assert {code: CATALOG[code].raised_by for code in CONTRACT_TEXTS} == {
+        c: ("add" if c[0] == "A" else "pop") for c in CONTRACT_TEXTS
+    }
 
 
 def test_every_entry_says_when_what_and_how_to_fix():
@@ -76,14 +78,23 @@ def test_unnamed_messages_ignore_a_name():
         ("received auxiliary PP output without a sampling observer", "P1"),
         ("RuntimeError: duplicate auxiliary PP tensor 'scores'", "A5"),
         ("ppaux.errors.AuxiliaryPPError: auxiliary PP output 'top.k' is not a tensor", "A4"),
-        ("auxiliary PP output \"it's\" is not a tensor", "A4"),
+        ('auxiliary PP output "it\'s" is not a tensor', "A4"),
     ],
 )
 def test_lookup_by_code_or_pasted_message(query, code):
     assert lookup(query) is CATALOG[code]
 
 
-@pytest.mark.parametrize("query", ["Z9", "", "received auxiliary PP output", "duplicate auxiliary PP tensor", "auxiliary PP output  is not a tensor x"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Z9",
+        "",
+        "received auxiliary PP output",
+        "duplicate auxiliary PP tensor",
+        "auxiliary PP output  is not a tensor x",
+    ],
+)
 def test_lookup_rejects_what_is_not_a_whole_message(query):
     assert lookup(query) is None
 
@@ -92,4 +103,6 @@ def test_the_contracts_error_table_is_generated_from_the_catalog():
     contract = (ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
     assert markdown_table() in contract, "docs/contract.md's error table is stale: paste `ppaux errors --markdown`"
     for entry in CATALOG.values():
-        assert re.search(rf"^\| {entry.code} \| {entry.raised_by} \| `{re.escape(entry.template)}` \|", markdown_table(), re.M)
+        assert re.search(
+            rf"^\| {entry.code} \| {entry.raised_by} \| `{re.escape(entry.template)}` \|", markdown_table(), re.M
+        )

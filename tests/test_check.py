@@ -35,16 +35,30 @@ def test_check_help_names_every_option_with_its_metavar(capsys):
 
 def test_check_defaults_are_the_ones_its_help_states():
     assert cli_defaults("check") == {
-        "command": "check", "impl": None, "profile": "ci", "report": None,
-        "marks": "contract or robustness", "tests": None, "junit": None, "timeout": 10.0, "regressions": None,
+        "command": "check",
+        "impl": None,
+        "profile": "ci",
+        "report": None,
+        "marks": "contract or robustness",
+        "tests": None,
+        "junit": None,
+        "timeout": 10.0,
+        "regressions": None,
     }
 
 
 ROWS = [
     {"nodeid": "t.py::test_a", "clause": "add.1", "marks": ["contract"], "outcome": "passed"},
-    {"nodeid": "t.py::test_b", "clause": "add.1", "marks": ["robustness", "contract"], "outcome": "failed",
-     "doc": "Adding twice raises A2.", "error": "ValueError: boom", "example": "Falsifying example: test_b(\n    n=0,\n)",
-     "blob": "@reproduce_failure('6', b'AAA=')"},
+    {
+        "nodeid": "t.py::test_b",
+        "clause": "add.1",
+        "marks": ["robustness", "contract"],
+        "outcome": "failed",
+        "doc": "Adding twice raises A2.",
+        "error": "ValueError: boom",
+        "example": "Falsifying example: test_b(\n    n=0,\n)",
+        "blob": "@reproduce_failure('6', b'AAA=')",
+    },
     {"nodeid": "t.py::test_c", "clause": None, "marks": ["contract"], "outcome": "skipped"},
     {"nodeid": "t.py::test_d", "clause": "pop.2", "outcome": "passed"},
 ]
@@ -53,19 +67,40 @@ ROWS = [
 def test_report_groups_tests_by_clause_in_the_contracts_order_with_each_statement():
     report = check.build_report(ROWS, impl="m", profile="ci", marks="contract")
     assert report == {
-        "implementation": "m", "command": "", "profile": "ci", "marks": "contract", "timeout_s": 10.0, "verdict": "fail",
+        "implementation": "m",
+        "command": "",
+        "profile": "ci",
+        "marks": "contract",
+        "timeout_s": 10.0,
+        "verdict": "fail",
         "counts": {"passed": 2, "failed": 1, "skipped": 1},
-        "failed_clauses": ["add.1"], "findings": {"hang": 0, "crash": 0},
+        "failed_clauses": ["add.1"],
+        "findings": {"hang": 0, "crash": 0},
         "clauses": [
-            {"clause": "add.1", "statement": CLAUSES["add.1"].statement, "marks": ["contract", "robustness"], "verdict": "fail", "tests": ROWS[:2]},
-            {"clause": "pop.2", "statement": CLAUSES["pop.2"].statement, "marks": [], "verdict": "pass", "tests": [ROWS[3]]},
+            {
+                "clause": "add.1",
+                "statement": CLAUSES["add.1"].statement,
+                "marks": ["contract", "robustness"],
+                "verdict": "fail",
+                "tests": ROWS[:2],
+            },
+            {
+                "clause": "pop.2",
+                "statement": CLAUSES["pop.2"].statement,
+                "marks": [],
+                "verdict": "pass",
+                "tests": [ROWS[3]],
+            },
             {"clause": "unclassified", "statement": "", "marks": ["contract"], "verdict": "pass", "tests": [ROWS[2]]},
         ],
     }
 
 
 def test_clauses_follow_the_contract_and_clauses_it_does_not_know_come_last():
-    rows = [{"nodeid": f"t.py::{c}", "clause": c, "outcome": "passed"} for c in ("user.2", "pop.1", "add.7", "user.1", "add.1")]
+    rows = [
+        {"nodeid": f"t.py::{c}", "clause": c, "outcome": "passed"}
+        for c in ("user.2", "pop.1", "add.7", "user.1", "add.1")
+    ]
     report = check.build_report(rows, impl="m", profile="ci", marks="contract")
     assert [c["clause"] for c in report["clauses"]] == ["add.1", "add.7", "pop.1", "user.2", "user.1"]
 
@@ -162,8 +197,7 @@ def test_check_writes_both_reports_into_a_new_directory_and_prints_the_markdown(
     assert (out / "conformance.json").read_text() == json.dumps(expected, indent=2) + "\n"
     golden = GOLDEN.replace("`m`", f"`{DEFAULT_IMPL}`").replace("ppaux check --impl m", command)
     assert (out / "conformance.md").read_text() == golden
-    assert printed == golden + "\n" + (
-        f"report written to {out / 'conformance.md'}, {out / 'conformance.json'}\n")
+    assert printed == golden + "\n" + (f"report written to {out / 'conformance.md'}, {out / 'conformance.json'}\n")
     ((argv, cwd, results, results_dir_existed),) = fake.calls
     # The rows go through a private temporary directory that is gone afterwards, never the cwd.
     assert os.path.isabs(results) and results_dir_existed and not os.path.exists(os.path.dirname(results))
@@ -191,11 +225,17 @@ def test_without_report_the_files_go_to_a_dot_directory_that_git_ignores(capsys,
     capsys.readouterr()
 
 
-def test_a_report_directory_given_is_exactly_the_one_written_and_no_dot_directory_appears(capsys, monkeypatch, tmp_path):
+def test_a_report_directory_given_is_exactly_the_one_written_and_no_dot_directory_appears(
+    capsys, monkeypatch, tmp_path
+):
     monkeypatch.setattr(check, "run_suite", FakePytest(ROWS[:1]))
     monkeypatch.chdir(tmp_path)
     assert main(["check", "--report", "out"]) == 0
-    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["out", "out/conformance.json", "out/conformance.md"]
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
+        "out",
+        "out/conformance.json",
+        "out/conformance.md",
+    ]
     assert capsys.readouterr().out.endswith("\nreport written to out/conformance.md, out/conformance.json\n")
 
 
@@ -252,7 +292,9 @@ def test_the_suite_runs_installed_under_an_empty_config_of_its_own(capsys, monke
     assert argv[argv.index("--rootdir") + 1] == str(check.ROOT)
     assert argv[argv.index("--confcutdir") + 1] == str(check.ROOT / "ppaux" / "conformance")
     assert argv[argv.index("--junitxml") + 1] == str(junit)
-    assert capsys.readouterr().out.endswith(f"report written to {Path('r') / 'conformance.md'}, {Path('r') / 'conformance.json'}, j.xml\n")
+    assert capsys.readouterr().out.endswith(
+        f"report written to {Path('r') / 'conformance.md'}, {Path('r') / 'conformance.json'}, j.xml\n"
+    )
 
 
 def test_a_suite_run_that_did_not_start_shows_the_tail_of_its_output(capsys, monkeypatch, tmp_path):

@@ -23,7 +23,9 @@ from ppaux.testing.results import EXAMPLE_HEADER
 from tests.support import cli_help
 
 IMPLS = Path(__file__).resolve().parent / "impls"
-NOTHING_MATCHES = "not an error code or message (`ppaux errors`), a kit code (K1-K15, docs/kit.md) or a clause id (`ppaux clauses`)"
+NOTHING_MATCHES = (
+    "not an error code or message (`ppaux errors`), a kit code (K1-K15, docs/kit.md) or a clause id (`ppaux clauses`)"
+)
 
 
 def run_cli(capsys, *argv):
@@ -66,10 +68,18 @@ def _clause(clause_id, sglang):
         (["K10"], _kit_code("K10")),
         (["k1"], _kit_code("K1")),
         (["K9", "mismatch"], _kit_code("K9")),
-        (["KitFailure: K9 mismatch: the rebuilt output differs from the original after the relay: 'x' values differ"], _kit_code("K9")),
+        (
+            [
+                "KitFailure: K9 mismatch: the rebuilt output differs from the original after the relay: 'x' values differ"
+            ],
+            _kit_code("K9"),
+        ),
         (["add.5"], _clause("add.5", "same")),
         (["Round-Trip"], _clause("round-trip", "same")),
-        (["pop.4:", "from_pp_tensors()", "is", "called", "once"], _clause("pop.4", "differs: " + CLAUSES["pop.4"].sglang_differs)),
+        (
+            ["pop.4:", "from_pp_tensors()", "is", "called", "once"],
+            _clause("pop.4", "differs: " + CLAUSES["pop.4"].sglang_differs),
+        ),
     ],
 )
 def test_explain_a_kit_code_or_a_clause_id_alone_or_at_the_head_of_a_line(capsys, argv, out):
@@ -82,7 +92,19 @@ def test_explain_a_line_the_kit_prints_for_a_catalog_error_by_its_code(capsys):
 
 
 def test_explain_a_pasted_traceback_line(capsys):
-    code, out, _ = run_cli(capsys, "explain", "RuntimeError:", "received", "auxiliary", "PP", "output", "without", "a", "sampling", "observer")
+    code, out, _ = run_cli(
+        capsys,
+        "explain",
+        "RuntimeError:",
+        "received",
+        "auxiliary",
+        "PP",
+        "output",
+        "without",
+        "a",
+        "sampling",
+        "observer",
+    )
     assert code == 0
     assert out.startswith("P1 (raised by pop): received auxiliary PP output without a sampling observer\n")
     for fix in CATALOG["P1"].fixes:
@@ -94,18 +116,42 @@ def test_explain_a_pasted_traceback_line(capsys):
     [
         (["explain", "Z9"], f"ppaux: error: nothing matches 'Z9': {NOTHING_MATCHES}\n"),
         (["explain", "K99", "mismatch"], f"ppaux: error: nothing matches 'K99 mismatch': {NOTHING_MATCHES}\n"),
-        (["explain", "received", "auxiliary", "PP", "output"], f"ppaux: error: nothing matches 'received auxiliary PP output': {NOTHING_MATCHES}\n"),
+        (
+            ["explain", "received", "auxiliary", "PP", "output"],
+            f"ppaux: error: nothing matches 'received auxiliary PP output': {NOTHING_MATCHES}\n",
+        ),
         (["explain", "KitFailure:"], f"ppaux: error: nothing matches 'KitFailure:': {NOTHING_MATCHES}\n"),
-        (["bogus"], "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', 'clauses', 'errors', 'explain', 'faults', 'fuzz', 'mutate', 'wire-diff')\n"),
-        (["check", "--profile", "fast"], "ppaux: error: unknown profile 'fast'; choose from ci, dev, nightly, mutation\n"),
-        (["check", "--timeout", "0"], "ppaux check: argument --timeout: timeout '0' must be a positive number of seconds\n"),
-        (["check", "--timeout", "-1"], "ppaux check: argument --timeout: timeout '-1' must be a positive number of seconds\n"),
-        (["check", "--timeout", "nan"], "ppaux check: argument --timeout: timeout 'nan' must be a positive number of seconds\n"),
+        (
+            ["bogus"],
+            "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', 'clauses', 'errors', 'explain', 'faults', 'fuzz', 'mutate', 'wire-diff')\n",
+        ),
+        (
+            ["check", "--profile", "fast"],
+            "ppaux: error: unknown profile 'fast'; choose from ci, dev, nightly, mutation\n",
+        ),
+        (
+            ["check", "--timeout", "0"],
+            "ppaux check: argument --timeout: timeout '0' must be a positive number of seconds\n",
+        ),
+        (
+            ["check", "--timeout", "-1"],
+            "ppaux check: argument --timeout: timeout '-1' must be a positive number of seconds\n",
+        ),
+        (
+            ["check", "--timeout", "nan"],
+            "ppaux check: argument --timeout: timeout 'nan' must be a positive number of seconds\n",
+        ),
         (["check", "--timeout", "ten"], "ppaux check: argument --timeout: timeout 'ten' is not a number of seconds\n"),
-        (["check", "--impl", "no_such_module_xyz"], "ppaux: error: cannot import implementation module 'no_such_module_xyz': ModuleNotFoundError: No module named 'no_such_module_xyz'\n"),
-        (["check", "--impl", str(IMPLS / "lacks_pop.py")], f"ppaux: error: implementation {str(IMPLS / 'lacks_pop.py')!r} lacks PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, pop_auxiliary_output_from_pp_tensors; "
-         "an implementation provides _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, "
-         "pop_auxiliary_output_from_pp_tensors (docs/contract.md, \"What an implementation provides\")\n"),
+        (
+            ["check", "--impl", "no_such_module_xyz"],
+            "ppaux: error: cannot import implementation module 'no_such_module_xyz': ModuleNotFoundError: No module named 'no_such_module_xyz'\n",
+        ),
+        (
+            ["check", "--impl", str(IMPLS / "lacks_pop.py")],
+            f"ppaux: error: implementation {str(IMPLS / 'lacks_pop.py')!r} lacks PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, pop_auxiliary_output_from_pp_tensors; "
+            "an implementation provides _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, "
+            'pop_auxiliary_output_from_pp_tensors (docs/contract.md, "What an implementation provides")\n',
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
@@ -136,7 +182,9 @@ def test_main_module_exits_with_the_cli_status(monkeypatch):
 def test_check_passes_on_the_reference_and_writes_both_reports(capsys, tmp_path, monkeypatch):
     (tmp_path / "here").mkdir()
     monkeypatch.chdir(tmp_path / "here")
-    code, out, _ = run_cli(capsys, "check", "--profile", "mutation", "--tests", "round_trip or none_output", "--report", str(tmp_path))
+    code, out, _ = run_cli(
+        capsys, "check", "--profile", "mutation", "--tests", "round_trip or none_output", "--report", str(tmp_path)
+    )
     report = json.loads((tmp_path / "conformance.json").read_text())
     assert code == 0 and report["verdict"] == "pass"
     # The run's own pytest configuration stays out of the user's directory (other plugins may write theirs).
@@ -155,14 +203,28 @@ def test_check_by_default_leaves_only_its_dot_directory_in_the_users_directory(c
     assert code == 0
     # Under --cov (CI), the suite's forked children leave coverage's data files here: the measuring run's, not ppaux's.
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if not p.name.startswith(".coverage.")) == [
-        ".ppaux", ".ppaux/.gitignore", ".ppaux/check", ".ppaux/check/conformance.json", ".ppaux/check/conformance.md"]
+        ".ppaux",
+        ".ppaux/.gitignore",
+        ".ppaux/check",
+        ".ppaux/check/conformance.json",
+        ".ppaux/check/conformance.md",
+    ]
     assert json.loads((tmp_path / ".ppaux" / "check" / "conformance.json").read_text())["verdict"] == "pass"
     assert out.endswith("\nreport written to .ppaux/check/conformance.md, .ppaux/check/conformance.json\n")
 
 
 def test_check_fails_on_a_broken_implementation_with_its_counterexample(capsys, tmp_path):
     code, out, _ = run_cli(
-        capsys, "check", "--impl", str(IMPLS / "unstripped_names.py"), "--profile", "ci", "--tests", "round_trip", "--report", str(tmp_path)
+        capsys,
+        "check",
+        "--impl",
+        str(IMPLS / "unstripped_names.py"),
+        "--profile",
+        "ci",
+        "--tests",
+        "round_trip",
+        "--report",
+        str(tmp_path),
     )
     report = json.loads((tmp_path / "conformance.json").read_text())
     assert code == 1 and report["verdict"] == "fail"
@@ -184,9 +246,27 @@ def test_each_check_in_one_process_runs_under_its_own_profile_and_leaves_the_cal
     monkeypatch.delattr(ppaux.conformance, "test_stateful", raising=False)
     before = settings.get_current_profile_name()
     broken = str(IMPLS / "unstripped_names.py")
-    assert main(["check", "--impl", broken, "--profile", "mutation", "--tests", "round_trip", "--report", str(tmp_path / "m")]) == 1
+    assert (
+        main(
+            [
+                "check",
+                "--impl",
+                broken,
+                "--profile",
+                "mutation",
+                "--tests",
+                "round_trip",
+                "--report",
+                str(tmp_path / "m"),
+            ]
+        )
+        == 1
+    )
     assert settings.get_current_profile_name() == before
-    assert main(["check", "--impl", broken, "--profile", "ci", "--tests", "round_trip", "--report", str(tmp_path / "c")]) == 1
+    assert (
+        main(["check", "--impl", broken, "--profile", "ci", "--tests", "round_trip", "--report", str(tmp_path / "c")])
+        == 1
+    )
     capsys.readouterr()
     (mutation_row,) = json.loads((tmp_path / "m" / "conformance.json").read_text())["clauses"][0]["tests"]
     (ci_row,) = json.loads((tmp_path / "c" / "conformance.json").read_text())["clauses"][0]["tests"]
@@ -207,13 +287,24 @@ def test_report_with_no_tests_is_a_failure():
 def test_report_of_a_failure_without_example_or_blob_says_where_to_look():
     row = {"nodeid": "t.py::test_x", "clause": "add.6", "marks": ["robustness"], "doc": "", "outcome": "failed"}
     text = check.render_markdown(check.build_report([row], impl="x", profile="ci", marks="robustness"))
-    assert text.endswith(f"### add.6: `t.py::test_x`\n\nClause: {CLAUSES['add.6'].statement}\n\n\n\nError: `see the test output`\n")
+    assert text.endswith(
+        f"### add.6: `t.py::test_x`\n\nClause: {CLAUSES['add.6'].statement}\n\n\n\nError: `see the test output`\n"
+    )
 
 
 def test_the_suites_run_selects_by_marks_and_optionally_by_name():
     args = argparse.Namespace(marks="contract", profile="ci", tests=None, junit=None, timeout=2.5)
     argv = check.pytest_args(args, "", "r.jsonl", "p.ini")
-    assert argv[-8:] == ["-m", "contract", "--hypothesis-profile", "ci", "--ppaux-results", "r.jsonl", "--ppaux-timeout", "2.5"]
+    assert argv[-8:] == [
+        "-m",
+        "contract",
+        "--hypothesis-profile",
+        "ci",
+        "--ppaux-results",
+        "r.jsonl",
+        "--ppaux-timeout",
+        "2.5",
+    ]
     args.tests = "round_trip"
     assert check.pytest_args(args, "m", "r.jsonl", "p.ini")[-4:] == ["--ppaux-impl", "m", "-k", "round_trip"]
 
@@ -227,8 +318,10 @@ def test_help_says_what_each_command_does(capsys):
         assert f"{name} {help_text}" in top, name
         assert help_text in cli_help(capsys, name), name
     assert "--markdown print docs/contract.md's error table" in cli_help(capsys, "errors")
-    assert ("query an error code (A1, P1, I1, ...) or the message text from a traceback, a kit code (K1-K15, also as the kit "
-            "prints it: 'K9 mismatch: ...') or a contract clause id (add.5, round-trip; `ppaux clauses` lists them)") in cli_help(capsys, "explain")
+    assert (
+        "query an error code (A1, P1, I1, ...) or the message text from a traceback, a kit code (K1-K15, also as the kit "
+        "prints it: 'K9 mismatch: ...') or a contract clause id (add.5, round-trip; `ppaux clauses` lists them)"
+    ) in cli_help(capsys, "explain")
 
 
 @pytest.mark.parametrize(

@@ -11,13 +11,13 @@ import pytest
 import torch
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
+from ppaux_strategies import PPOutput
 
 import ppaux.conformance
 from ppaux.conformance.support import raised, raises_documented, verdict
 from ppaux.conformance.test_stateful import ContractMachine
 from ppaux.core.errors import CATALOG, AuxiliaryPPError
 from ppaux.testing.impl import reference
-from ppaux_strategies import PPOutput
 
 SUITE = sorted(Path(ppaux.conformance.__file__).parent.glob("*.py"))
 
@@ -39,16 +39,24 @@ def _clause(func: ast.FunctionDef) -> str:
 @pytest.mark.parametrize("path", SUITE, ids=lambda p: p.name)
 def test_every_assertion_of_the_suite_says_what_was_expected(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    bare = [f"{path.name}:{node.lineno}" for node in ast.walk(tree)
-            if isinstance(node, ast.Assert) and not _message_head(node.msg).startswith("expected ")]
+    bare = [
+        f"{path.name}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assert) and not _message_head(node.msg).startswith("expected ")
+    ]
     assert bare == []
 
 
 @pytest.mark.parametrize("path", [p for p in SUITE if p.name.startswith("test_")], ids=lambda p: p.name)
 def test_every_test_of_the_suite_starts_its_docstring_with_its_clause(path):
-    tests = [node for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
-    undescribed = [t.name for t in tests if not (_clause(t) and (ast.get_docstring(t) or "").startswith(f"{_clause(t)}: "))]
+    tests = [
+        node
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+    ]
+    undescribed = [
+        t.name for t in tests if not (_clause(t) and (ast.get_docstring(t) or "").startswith(f"{_clause(t)}: "))
+    ]
     assert tests and undescribed == []
 
 

@@ -51,8 +51,9 @@ def test_the_readme_is_a_front_door():
 
 
 def test_the_clause_table_is_generated_from_the_clauses():
-    assert markdown_table() in (ROOT / "docs" / "contract.md").read_text(encoding="utf-8"), \
+    assert markdown_table() in (ROOT / "docs" / "contract.md").read_text(encoding="utf-8"), (
         "docs/contract.md's clause table is stale: paste `ppaux clauses --markdown`"
+    )
 
 
 def test_the_command_reference_is_what_the_console_script_prints():
@@ -61,7 +62,9 @@ def test_the_command_reference_is_what_the_console_script_prints():
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     rendered_by = re.search(r"Python (\d+\.\d+)'s argparse", page)[1]
     if rendered_by != cli_reference.python_version():
-        pytest.skip(f"docs/cli.md was rendered by Python {rendered_by}'s argparse, whose layout differs from this Python's")
+        pytest.skip(
+            f"docs/cli.md was rendered by Python {rendered_by}'s argparse, whose layout differs from this Python's"
+        )
     assert page == cli_reference.render(), "docs/cli.md is stale: run `python -m reports cli-reference`"
 
 
@@ -113,8 +116,12 @@ def _hypothesis_header() -> str:
 
 
 def test_docs_quote_failing_examples_as_the_pinned_hypothesis_prints_them():
-    quoted = {(page.name, m.group(0)) for page in PAGES if page.name != "CHANGELOG.md"
-              for m in EXAMPLE_HEADER.finditer(page.read_text(encoding="utf-8"))}
+    quoted = {
+        (page.name, m.group(0))
+        for page in PAGES
+        if page.name != "CHANGELOG.md"
+        for m in EXAMPLE_HEADER.finditer(page.read_text(encoding="utf-8"))
+    }
     header = _hypothesis_header()
     assert header == "Failing test case:"
     assert quoted and {q for q in quoted if q[1] != header} == set()

@@ -60,7 +60,16 @@ def test_the_loopback_matrix_is_as_recorded_in_both_modes():
 def test_sglang_finding_what_the_default_wire_lets_through_silently():
     """Without integrity these faults corrupt the first stage's output and pop accepts it."""
     silent = sorted(n for n, o in fault_matrix.EXPECTED[("gloo", False)].items() if o == S)
-    assert silent == ["bit_flip", "change_dtype", "change_shape", "diverge", "drop_key", "rename_key", "reorder", "truncate"]
+    assert silent == [
+        "bit_flip",
+        "change_dtype",
+        "change_shape",
+        "diverge",
+        "drop_key",
+        "rename_key",
+        "reorder",
+        "truncate",
+    ]
     assert S not in fault_matrix.EXPECTED[("gloo", True)].values()
 
 
@@ -89,7 +98,10 @@ def test_drop_duplicate_rename_on_tensor_and_non_tensor_keys():
 
 def test_tensor_faults():
     d = {AUX: torch.tensor([1.0, 2.0])}
-    assert _through(BitFlip(bit=0), d)[AUX].view(torch.int32).tolist() == [d[AUX].view(torch.int32)[0].item() ^ 1, d[AUX].view(torch.int32)[1].item()]
+    assert _through(BitFlip(bit=0), d)[AUX].view(torch.int32).tolist() == [
+        d[AUX].view(torch.int32)[0].item() ^ 1,
+        d[AUX].view(torch.int32)[1].item(),
+    ]
     assert _through(Truncate(), d)[AUX].view(torch.uint8)[-1].item() == 0
     assert _through(ChangeDtype(), d)[AUX].dtype == torch.int32
     assert _through(ChangeDtype(), {AUX: torch.tensor([1], dtype=torch.int8)})[AUX].dtype == torch.uint8
@@ -143,13 +155,26 @@ def _report(received, popped):
 def test_classify_prefers_documented_errors_then_exceptions_then_hangs():
     cfg = _config([None])
     documented = RankFailure("AuxiliaryPPError", "received auxiliary PP output without a sampling observer", "P1")
-    assert classify({0: Outcome("error", error=RuntimeError("x")), 1: Outcome("error", error=documented)}, cfg).outcome == D
-    assert classify({0: Outcome("error", error=AuxiliaryPPError("I3", "s"))}, cfg).detail == "I3: auxiliary PP tensor 's' is missing"
-    assert classify({0: Outcome("hang"), 1: Outcome("error", error=ValueError(""))}, cfg).detail == "rank 1: ValueError: "
+    assert (
+        classify({0: Outcome("error", error=RuntimeError("x")), 1: Outcome("error", error=documented)}, cfg).outcome
+        == D
+    )
+    assert (
+        classify({0: Outcome("error", error=AuxiliaryPPError("I3", "s"))}, cfg).detail
+        == "I3: auxiliary PP tensor 's' is missing"
+    )
+    assert (
+        classify({0: Outcome("hang"), 1: Outcome("error", error=ValueError(""))}, cfg).detail == "rank 1: ValueError: "
+    )
     assert classify({0: Outcome("hang"), 1: Outcome("died")}, cfg).detail == "rank 1 died"
     # A dead rank's exit code in words, as the suite's other findings say it.
-    assert classify({0: Outcome("died", exitcode=-11)}, cfg).detail == "rank 0 died: killed the process with SIGSEGV (signal 11)"
-    assert classify({0: Outcome("died", exitcode=17)}, cfg).detail == "rank 0 died: ended the process with exit status 17"
+    assert (
+        classify({0: Outcome("died", exitcode=-11)}, cfg).detail
+        == "rank 0 died: killed the process with SIGSEGV (signal 11)"
+    )
+    assert (
+        classify({0: Outcome("died", exitcode=17)}, cfg).detail == "rank 0 died: ended the process with exit status 17"
+    )
     assert classify({0: Outcome("ok"), 1: Outcome("hang")}, cfg).outcome == H
     fake = RankFailure("RuntimeError", "received auxiliary PP output without a sampling observer", "Z9")
     assert classify({0: Outcome("error", error=fake)}, cfg).outcome == X
@@ -187,14 +212,22 @@ def test_cli_prints_and_writes_the_matrix(tmp_path, capsys):
     assert main(["faults", "--report", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("### Fault matrix: loopback channel, SGLang's wire (integrity off)")
-    assert out.endswith("Silent corruptions: 8 (drop_key, rename_key, bit_flip, truncate, change_dtype, change_shape, reorder, diverge)\n")
+    assert out.endswith(
+        "Silent corruptions: 8 (drop_key, rename_key, bit_flip, truncate, change_dtype, change_shape, reorder, diverge)\n"
+    )
     data = json.loads((tmp_path / "faults-loopback.json").read_text())
-    assert data["cells"]["bit_flip"] == {"outcome": S, "detail": "step 0, first-stage rank 0: 'scores' arrived with other values", "expected": S}
+    assert data["cells"]["bit_flip"] == {
+        "outcome": S,
+        "detail": "step 0, first-stage rank 0: 'scores' arrived with other values",
+        "expected": S,
+    }
     assert (tmp_path / "faults-loopback.md").read_text() == out
 
 
 def test_cli_exits_non_zero_when_a_cell_differs(tmp_path, capsys, monkeypatch):
-    monkeypatch.setitem(fault_matrix.EXPECTED, ("loopback", True), {**fault_matrix.EXPECTED[("loopback", True)], "delay": D})
+    monkeypatch.setitem(
+        fault_matrix.EXPECTED, ("loopback", True), {**fault_matrix.EXPECTED[("loopback", True)], "delay": D}
+    )
     assert main(["faults", "--integrity", "--report", str(tmp_path)]) == 1
     captured = capsys.readouterr()
     assert captured.err == "ppaux faults: delay: harmless, expected documented error\n"
@@ -238,7 +271,8 @@ def test_cli_passes_its_options_to_the_matrix_and_names_the_report_by_mode(tmp_p
     assert (tmp_path / "faults-gloo-integrity.md").read_text() == out
     cells = {n: {**v.as_dict(), "expected": _EXPECTED[n]} for n, v in _CELLS.items()}
     assert (tmp_path / "faults-gloo-integrity.json").read_text() == json.dumps(
-        {"channel": "gloo", "integrity": True, "cells": cells}, indent=2)
+        {"channel": "gloo", "integrity": True, "cells": cells}, indent=2
+    )
 
 
 def test_faults_help_names_every_option(capsys):
@@ -253,7 +287,12 @@ def test_faults_help_names_every_option(capsys):
 
 def test_faults_defaults_are_the_ones_its_help_states():
     assert cli_defaults("faults") == {
-        "command": "faults", "channel": "loopback", "integrity": False, "report": "reports/out/faults", "timeout": 1.0}
+        "command": "faults",
+        "channel": "loopback",
+        "integrity": False,
+        "report": "reports/out/faults",
+        "timeout": 1.0,
+    }
     assert build_parser().parse_args(["faults", "--timeout", "0.25"]).timeout == 0.25
 
 
@@ -269,8 +308,14 @@ def test_the_scenario_is_the_documented_one():
             assert isinstance(config.stages[0].observer, fault_matrix.Observer)
             assert all(stage.observer is None for stage in config.stages[1:])
             first, second = config.outputs
-            assert [(n, t.dtype, tuple(t.shape)) for n, t in first.items()] == [("scores", torch.float32, (2, 3)), ("ids", torch.int64, (2,))]
-            assert [(n, t.dtype, tuple(t.shape)) for n, t in second.items()] == [("scores", torch.float32, (2, 3)), ("ids", torch.int64, (2,))]
+            assert [(n, t.dtype, tuple(t.shape)) for n, t in first.items()] == [
+                ("scores", torch.float32, (2, 3)),
+                ("ids", torch.int64, (2,)),
+            ]
+            assert [(n, t.dtype, tuple(t.shape)) for n, t in second.items()] == [
+                ("scores", torch.float32, (2, 3)),
+                ("ids", torch.int64, (2,)),
+            ]
             assert all(not torch.equal(first[n], second[n]) for n in first)
 
 
@@ -292,13 +337,25 @@ def test_each_fault_runs_on_fresh_gloo_processes_with_the_watchdog_only_there(ch
     gloo_run = channel == "gloo"
     assert started == ([(4, {"ag_size": 2}), "stop", (3, {"ag_size": 1}), "stop"] if gloo_run else [])
     assert [(type(kw["fault"]), kw["channel"], kw["timeout"]) for _, kw in runs] == [
-        (Diverge, channel, 2.5 if gloo_run else None), (Fault, channel, 2.5 if gloo_run else None)]
+        (Diverge, channel, 2.5 if gloo_run else None),
+        (Fault, channel, 2.5 if gloo_run else None),
+    ]
 
 
 # Exact behaviour of each fault, one mutation-sized piece at a time.
 
-_SENDS_THROUGH_THE_GROUP = [Fault(), DropKey(key="k"), DuplicateKey(key="k"), RenameKey(key="k"), BitFlip(key="k"), Truncate(key="k"),
-                            ChangeDtype(key="k"), ChangeShape(key="k"), MoveDevice(key="k"), Delay(seconds=0.0)]
+_SENDS_THROUGH_THE_GROUP = [
+    Fault(),
+    DropKey(key="k"),
+    DuplicateKey(key="k"),
+    RenameKey(key="k"),
+    BitFlip(key="k"),
+    Truncate(key="k"),
+    ChangeDtype(key="k"),
+    ChangeShape(key="k"),
+    MoveDevice(key="k"),
+    Delay(seconds=0.0),
+]
 
 
 @pytest.mark.parametrize("fault", _SENDS_THROUGH_THE_GROUP, ids=lambda f: f.name)
@@ -339,7 +396,10 @@ def test_faults_on_the_first_tensor_of_the_message():
     assert list(got) == ["ids"] and got["ids"].tolist() == [0, 1, 2]
     ch = LoopbackChannel()
     MoveDevice().send(ch, d)
-    assert recv_object(ch) == [(AUX, TensorMetadata("meta", torch.int64, torch.Size([2]))), ("ids", TensorMetadata("cpu", torch.int64, torch.Size([3])))]
+    assert recv_object(ch) == [
+        (AUX, TensorMetadata("meta", torch.int64, torch.Size([2]))),
+        ("ids", TensorMetadata("cpu", torch.int64, torch.Size([3]))),
+    ]
 
 
 def test_tensor_faults_pass_meta_tensors_through_untouched():
@@ -372,7 +432,12 @@ def test_metadata_faults_keep_the_device_and_what_they_do_not_change():
 
 def test_diverge_flips_bools_on_odd_members_and_adds_the_member_otherwise():
     b = torch.tensor([True, False])
-    assert [Diverge().payload({"s": b}, m)["s"].tolist() for m in range(4)] == [[True, False], [False, True], [True, False], [False, True]]
+    assert [Diverge().payload({"s": b}, m)["s"].tolist() for m in range(4)] == [
+        [True, False],
+        [False, True],
+        [True, False],
+        [False, True],
+    ]
 
 
 def test_a_stage_killed_mid_send_has_sent_exactly_the_metadata():
@@ -413,13 +478,20 @@ def test_over_sglangs_code_the_models_column_stands_beside_it(tmp_path, capsys, 
     monkeypatch.setitem(fault_matrix.EXPECTED, ("sglang", True), _EXPECTED)
     assert main(["faults", "--channel", "sglang", "--integrity", "--timeout", "2.5", "--report", str(tmp_path)]) == 1
     # The model runs in the same mode and under the same watchdog as SGLang's code.
-    assert ran == [{"channel": "sglang", "integrity": True, "timeout": 2.5}, {"channel": "gloo", "integrity": True, "timeout": 2.5}]
+    assert ran == [
+        {"channel": "sglang", "integrity": True, "timeout": 2.5},
+        {"channel": "gloo", "integrity": True, "timeout": 2.5},
+    ]
     out = capsys.readouterr()
     assert "| fault | what it does | SGLang's own code | ppaux's model (gloo) | expected | detail |" in out.out
-    assert ("| delay | the message is sent late | hang stopped by the watchdog **(differs)** | harmless **(differs)** | harmless | waited |"
-            in out.out)
-    assert out.err == ("ppaux faults: none: harmless, expected harmless; ppaux's model (gloo): hang stopped by the watchdog\n"
-                       "ppaux faults: bit_flip: silent corruption, expected documented error\n"
-                       "ppaux faults: delay: hang stopped by the watchdog, expected harmless; ppaux's model (gloo): harmless\n")
+    assert (
+        "| delay | the message is sent late | hang stopped by the watchdog **(differs)** | harmless **(differs)** | harmless | waited |"
+        in out.out
+    )
+    assert out.err == (
+        "ppaux faults: none: harmless, expected harmless; ppaux's model (gloo): hang stopped by the watchdog\n"
+        "ppaux faults: bit_flip: silent corruption, expected documented error\n"
+        "ppaux faults: delay: hang stopped by the watchdog, expected harmless; ppaux's model (gloo): harmless\n"
+    )
     data = json.loads((tmp_path / "faults-sglang-integrity.json").read_text())
     assert data["cells"]["delay"]["model"] == {"outcome": "harmless", "detail": ""}

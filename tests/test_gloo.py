@@ -12,6 +12,15 @@ import time
 import pytest
 import torch
 from hypothesis import given, settings
+from ppaux_strategies import (
+    CONTIGUOUS_VIEWS,
+    PPOutput,
+    RecordingObserver,
+    aux_payloads,
+    tensors,
+    tensors_equal,
+    transport_dicts,
+)
 
 from ppaux.core.transport import SGLANG_TRANSPORT
 from ppaux.isolation.status import Frame
@@ -19,7 +28,6 @@ from ppaux.relay import gloo
 from ppaux.relay.channels import ChannelHang, GlooChannel
 from ppaux.relay.hop import relay
 from ppaux.relay.wire import CPU_GROUP, DEVICE_GROUP
-from ppaux_strategies import CONTIGUOUS_VIEWS, PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
 from tests.support import DoneWork, HalfGather, SentLog
 
 pytestmark = [pytest.mark.wire, pytest.mark.gloo]
@@ -70,7 +78,8 @@ def _die(ctx):
 
 def _spin(ctx):
     ctx.store.set(f"rank {ctx.rank} is stuck", "")
-    while True: pass  # noqa: E701 - one line: a stack taken anywhere in the loop names it
+    while True:
+        pass  # noqa: E701 - one line: a stack taken anywhere in the loop names it
 
 
 def _deaf(ctx, seconds):
@@ -126,8 +135,10 @@ def test_world_watchdog_kills_ranks_that_hang_and_restarts():
         # Asked for its stack before it was killed: the rank's own frames, below serve().
         with pytest.raises(ChannelHang) as info:
             gloo.raise_failure(out)
-        assert str(info.value) == ("gloo rank 0 did not finish within 0.5 s: stopped by the watchdog; stuck at (most recent call last):\n"
-                                   + _frame(_sleep, "time.sleep("))
+        assert str(info.value) == (
+            "gloo rank 0 did not finish within 0.5 s: stopped by the watchdog; stuck at (most recent call last):\n"
+            + _frame(_sleep, "time.sleep(")
+        )
         assert not w.running
         assert w.run({0: (_rank, ()), 1: (_rank, ())}) == {0: gloo.Outcome("ok", 0), 1: gloo.Outcome("ok", 1)}
         # Fresh ranks: the hung exchange may have left bytes in flight.
@@ -154,7 +165,10 @@ def test_world_reports_dead_ranks_and_documented_errors():
         out = w.run({0: (_die, ()), 1: (_raise_documented, ())})
         assert out[0].status == "died" and out[0].exitcode == 3
         # os._exit leaves no stack: the exit status alone, in words.
-        assert out[0].stack == "" and gloo.describe_failure(0, out[0]) == "gloo rank 0 died: ended the process with exit status 3"
+        assert (
+            out[0].stack == ""
+            and gloo.describe_failure(0, out[0]) == "gloo rank 0 died: ended the process with exit status 3"
+        )
         assert out[1].status == "error" and out[1].error.code == "P1"
         assert str(out[1].error) == "received auxiliary PP output without a sampling observer"
     finally:
@@ -173,18 +187,27 @@ def test_a_stopped_rank_says_where_it_was_stuck_and_a_dead_one_what_killed_it():
         assert [o.value for o in w.run({r: (_rank, ()) for r in range(3)}).values()] == [0, 1, 2]
         out = w.run({0: (_segfault, ((1, 2),)), 1: (_spin, ()), 2: (_deaf, (30,))})
         assert [(o.status, o.exitcode, o.limit, o.after) for o in out.values()] == [
-            ("died", -11, None, None), ("hang", None, gloo.FAILURE_GRACE, 0), ("hang", None, gloo.FAILURE_GRACE, 0)]
+            ("died", -11, None, None),
+            ("hang", None, gloo.FAILURE_GRACE, 0),
+            ("hang", None, gloo.FAILURE_GRACE, 0),
+        ]
         with pytest.raises(gloo.RankFailure) as info:
             gloo.raise_failure(out)
         # faulthandler's stack of the fatal signal, down to the C call that faulted.
-        assert str(info.value) == ("gloo rank 0 died: killed the process with SIGSEGV (signal 11); where (most recent call last):\n"
-                                   + _frame(_segfault, "string_at(0)") + "\n" + _frame(ctypes.string_at, "_string_at("))
+        assert str(info.value) == (
+            "gloo rank 0 died: killed the process with SIGSEGV (signal 11); where (most recent call last):\n"
+            + _frame(_segfault, "string_at(0)")
+            + "\n"
+            + _frame(ctypes.string_at, "_string_at(")
+        )
         assert gloo.describe_failure(1, out[1]) == (
             "gloo rank 1 did not finish within 0.5 s of rank 0's failure: stopped by the watchdog; stuck at (most recent call last):\n"
-            + _frame(_spin, "while True"))
+            + _frame(_spin, "while True")
+        )
         assert gloo.describe_failure(2, out[2]) == (
             "gloo rank 2 did not finish within 0.5 s of rank 0's failure: stopped by the watchdog; no stack could be obtained "
-            "(no answer to SIGUSR1 within 0.5 s: the rank blocks, ignores or handles that signal itself)")
+            "(no answer to SIGUSR1 within 0.5 s: the rank blocks, ignores or handles that signal itself)"
+        )
         assert not w.running
     finally:
         w.stop()
@@ -198,25 +221,38 @@ def test_raise_failure_names_the_first_problem():
     assert info.value is err
     with pytest.raises(gloo.RankFailure) as info:
         gloo.raise_failure({0: gloo.Outcome("ok"), 1: gloo.Outcome("died", exitcode=-6)})
-    assert (str(info.value), info.value.type_name, info.value.code) == ("gloo rank 1 died: killed the process with SIGABRT (signal 6)", "ProcessDied", None)
+    assert (str(info.value), info.value.type_name, info.value.code) == (
+        "gloo rank 1 died: killed the process with SIGABRT (signal 6)",
+        "ProcessDied",
+        None,
+    )
     with pytest.raises(ChannelHang) as info:
         gloo.raise_failure({0: gloo.Outcome("hang")})
     assert str(info.value) == "gloo rank 0 did not finish: stopped by the watchdog"
     gloo.raise_failure({0: gloo.Outcome("ok")})
 
 
-@pytest.mark.parametrize("outcome, message", [
-    # Outcomes made elsewhere (the loopback pipeline's): no exit code, no stack, no limit.
-    (gloo.Outcome("died"), "gloo rank 2 died"),
-    (gloo.Outcome("died", exitcode=1, stack='  File "x.py", line 3, in f'),
-     'gloo rank 2 died: ended the process with exit status 1; where (most recent call last):\n  File "x.py", line 3, in f'),
-    (gloo.Outcome("hang", limit=10.0, stack=""),
-     "gloo rank 2 did not finish within 10 s: stopped by the watchdog; no stack could be obtained "
-     "(no answer to SIGUSR1 within 0.5 s: the rank blocks, ignores or handles that signal itself)"),
-    (gloo.Outcome("hang", limit=0.5, after=0, stack='  File "x.py", line 3, in f'),
-     "gloo rank 2 did not finish within 0.5 s of rank 0's failure: stopped by the watchdog; stuck at (most recent call last):\n"
-     '  File "x.py", line 3, in f'),
-])
+@pytest.mark.parametrize(
+    "outcome, message",
+    [
+        # Outcomes made elsewhere (the loopback pipeline's): no exit code, no stack, no limit.
+        (gloo.Outcome("died"), "gloo rank 2 died"),
+        (
+            gloo.Outcome("died", exitcode=1, stack='  File "x.py", line 3, in f'),
+            'gloo rank 2 died: ended the process with exit status 1; where (most recent call last):\n  File "x.py", line 3, in f',
+        ),
+        (
+            gloo.Outcome("hang", limit=10.0, stack=""),
+            "gloo rank 2 did not finish within 10 s: stopped by the watchdog; no stack could be obtained "
+            "(no answer to SIGUSR1 within 0.5 s: the rank blocks, ignores or handles that signal itself)",
+        ),
+        (
+            gloo.Outcome("hang", limit=0.5, after=0, stack='  File "x.py", line 3, in f'),
+            "gloo rank 2 did not finish within 0.5 s of rank 0's failure: stopped by the watchdog; stuck at (most recent call last):\n"
+            '  File "x.py", line 3, in f',
+        ),
+    ],
+)
 def test_a_failed_rank_is_described_with_what_is_known_of_it(outcome, message):
     assert gloo.describe_failure(2, outcome) == message
 
@@ -225,8 +261,14 @@ def _dump(*threads, fatal=False):
     """A faulthandler dump of ``threads``, each a list of ``(path, line, function)``, innermost first."""
     parts = []
     for i, frames in enumerate(threads):
-        head = "Current thread 0x00007f00 (most recent call first):" if i == 0 else f"Thread 0x00007f0{i} (most recent call first):"
-        parts.append("\n".join([head, *(f'  File "{path}", line {line} in {function}' for path, line, function in frames)]))
+        head = (
+            "Current thread 0x00007f00 (most recent call first):"
+            if i == 0
+            else f"Thread 0x00007f0{i} (most recent call first):"
+        )
+        parts.append(
+            "\n".join([head, *(f'  File "{path}", line {line} in {function}' for path, line, function in frames)])
+        )
     return (("Fatal Python error: Segmentation fault\n\n" if fatal else "") + "\n\n".join(parts) + "\n").encode()
 
 
@@ -236,14 +278,16 @@ def test_a_ranks_stack_is_the_thread_that_serves_cut_to_the_ranks_own_work():
     helper = [("helper.py", 5, "poll"), ("threading.py", 975, "run")]
     # The thread that serves calls, whichever comes first in the dump, from the call down.
     assert gloo.rank_stack(_dump(helper, [("x.py", 3, "inner"), ("x.py", 2, "outer"), *entry], fatal=True)) == (
-        '  File "x.py", line 2, in outer\n  File "x.py", line 3, in inner')
+        '  File "x.py", line 2, in outer\n  File "x.py", line 3, in inner'
+    )
     # Stuck in serve itself (a call it could not unpickle): that frame, with its source line.
     assert gloo.rank_stack(_dump(entry)) == Frame(here, 9, "serve").render()
     # Before the rank serves (its rendezvous, an extension): cut at rank_main.
     assert gloo.rank_stack(_dump([(here, 4, "make_context"), *entry[1:]])) == Frame(here, 4, "make_context").render()
     # No frame of this module's (another file's serve does not count): the first thread with frames, whole.
     assert gloo.rank_stack(_dump([], [("other.py", 2, "serve"), ("other.py", 1, "main")])) == (
-        '  File "other.py", line 1, in main\n  File "other.py", line 2, in serve')
+        '  File "other.py", line 1, in main\n  File "other.py", line 2, in serve'
+    )
     assert gloo.rank_stack(b"") == ""
 
 
@@ -304,17 +348,26 @@ def test_rank_code_in_threads_sends_and_receives_through_real_gloo_groups(monkey
     pipes = [multiprocessing.Pipe() for _ in range(4)]
     # Daemon threads, and replies awaited only while their rank lives: a rank that fails fails
     # the test at once instead of leaving its peers blocked in gloo.
-    threads = [threading.Thread(target=gloo.rank_main, args=(r, 4, store, 2, 10.0, pipes[r][1]), daemon=True) for r in range(4)]
+    threads = [
+        threading.Thread(target=gloo.rank_main, args=(r, 4, store, 2, 10.0, pipes[r][1]), daemon=True) for r in range(4)
+    ]
     for t in threads:
         t.start()
     parents = [p for p, _ in pipes]
     answer = lambda r: _reply(parents[r], threads[r])  # noqa: E731
     assert [answer(r) for r in range(4)] == [("ready",)] * 4
     d = {"x": torch.arange(4.0), "n": "meta"}
-    calls = {0: (gloo._send, (d, 2)), 1: (gloo._send, ({"x": torch.arange(4.0), "n": "meta"}, 3, True)), 2: (gloo._recv, (0, "cpu")), 3: (gloo._recv, (1, None))}
+    calls = {
+        0: (gloo._send, (d, 2)),
+        1: (gloo._send, ({"x": torch.arange(4.0), "n": "meta"}, 3, True)),
+        2: (gloo._recv, (0, "cpu")),
+        3: (gloo._recv, (1, None)),
+    }
     started = []
     real_isend = GlooChannel.isend
-    monkeypatch.setattr(GlooChannel, "isend", lambda self, t, group: started.append(self.peer) or real_isend(self, t, group))
+    monkeypatch.setattr(
+        GlooChannel, "isend", lambda self, t, group: started.append(self.peer) or real_isend(self, t, group)
+    )
     for r, call in calls.items():
         parents[r].send_bytes(gloo.dumps(call))
     replies = [answer(r) for r in range(4)]
@@ -349,15 +402,22 @@ def test_an_extension_is_set_up_on_every_rank_before_it_serves(tmp_path):
     """It runs on each rank before the rank says it is ready, and sees the world's shape and its store."""
     store = str(tmp_path / "store")
     pipes = [multiprocessing.Pipe() for _ in range(2)]
-    threads = [threading.Thread(target=gloo.rank_main, args=(r, 2, store, 2, 10.0, pipes[r][1], (_mark, (f"set on {r}",))), daemon=True)
-               for r in range(2)]
+    threads = [
+        threading.Thread(
+            target=gloo.rank_main, args=(r, 2, store, 2, 10.0, pipes[r][1], (_mark, (f"set on {r}",))), daemon=True
+        )
+        for r in range(2)
+    ]
     for t in threads:
         t.start()
     parents = [p for p, _ in pipes]
     assert [_reply(parents[r], threads[r]) for r in range(2)] == [("ready",)] * 2
     for r in range(2):
         parents[r].send_bytes(gloo.dumps((_read_mark, ())))
-    assert [_reply(parents[r], threads[r]) for r in range(2)] == [("ok", ("set on 0", 2, 2, "set on 1")), ("ok", ("set on 1", 2, 2, "set on 0"))]
+    assert [_reply(parents[r], threads[r]) for r in range(2)] == [
+        ("ok", ("set on 0", 2, 2, "set on 1")),
+        ("ok", ("set on 1", 2, 2, "set on 0")),
+    ]
     for c in parents:
         c.send_bytes(gloo.dumps(None))
     for t in threads:
@@ -369,7 +429,10 @@ def test_a_shared_world_with_an_extension_sets_it_up_on_its_worker_processes():
     w = gloo.world(2, extension=(_mark, ("shared",)))
     try:
         outcomes = w.run({rank: (_read_mark, ()) for rank in (0, 1)}, timeout=30)
-        assert {rank: o.value for rank, o in outcomes.items()} == {0: ("shared", 2, 1, "shared"), 1: ("shared", 2, 1, "shared")}
+        assert {rank: o.value for rank, o in outcomes.items()} == {
+            0: ("shared", 2, 1, "shared"),
+            1: ("shared", 2, 1, "shared"),
+        }
         assert gloo.world(2, extension=(_mark, ("shared",))) is w and gloo.world(2) is not w
     finally:
         w.stop()
@@ -459,7 +522,11 @@ def _collected(answers, timeout):
     w.conns = [reader for reader, _ in pipes]
     w.procs = [_Rank(alive=answer != "died") for answer in answers]
     reply = gloo.dumps(("ok", None))
-    soon = [threading.Timer(0.05, writer.send_bytes, (reply,)) for (_, writer), answer in zip(pipes, answers) if answer == "soon"]
+    soon = [
+        threading.Timer(0.05, writer.send_bytes, (reply,))
+        for (_, writer), answer in zip(pipes, answers)
+        if answer == "soon"
+    ]
     for (_, writer), answer in zip(pipes, answers):
         if answer == "ok":
             writer.send_bytes(reply)
@@ -496,8 +563,11 @@ def test_collect_gives_failed_ranks_their_stacks_and_a_hung_one_the_grace_it_had
     out, asked = _collected(["died", "ok", None], timeout=100.0)
     # One request for the stacks of every failed rank, none for a rank that answered.
     assert asked == [([2], [0])]
-    assert out == {0: gloo.Outcome("died", exitcode=3, stack="stack of 0"), 1: gloo.Outcome("ok"),
-                   2: gloo.Outcome("hang", stack="stack of 2", limit=gloo.FAILURE_GRACE, after=0)}
+    assert out == {
+        0: gloo.Outcome("died", exitcode=3, stack="stack of 0"),
+        1: gloo.Outcome("ok"),
+        2: gloo.Outcome("hang", stack="stack of 2", limit=gloo.FAILURE_GRACE, after=0),
+    }
     # A timeout shorter than the grace: rank 1 had all of its time.
     out, _ = _collected(["died", None], timeout=gloo.FAILURE_GRACE / 2)
     assert out[1] == gloo.Outcome("hang", stack="stack of 1", limit=gloo.FAILURE_GRACE / 2, after=None)
@@ -519,8 +589,9 @@ def test_read_reply_tells_working_answered_and_dead_ranks_apart():
 def test_pipeline_ranks_in_threads_over_real_gloo_groups(tmp_path):
     """The pipeline's rank function in threads of this process over real gloo groups (no
     all-gather, no loopback stall detector): the same code the worker processes run."""
-    from ppaux.relay.pipeline import PipelineConfig, Plan, Stage, run_rank
     from ppaux_strategies import RecordingObserver
+
+    from ppaux.relay.pipeline import PipelineConfig, Plan, Stage, run_rank
 
     store = str(tmp_path / "store")
     config = PipelineConfig([Stage(observer=RecordingObserver()), Stage()], outputs=[{"s": torch.arange(3.0)}])
@@ -558,7 +629,10 @@ def test_gloo_channel_routes_each_group_name_to_its_own_process_group():
     ch.recv(t, CPU_GROUP)
     assert ch.isend(t, DEVICE_GROUP).wait() is True
     assert [(name, op, peer, tag) for name, op, _, peer, tag in log] == [
-        ("device-pg", "send", 3, 0), ("cpu-pg", "recv", 3, 0), ("device-pg", "send", 3, 0)]
+        ("device-pg", "send", 3, 0),
+        ("cpu-pg", "recv", 3, 0),
+        ("device-pg", "send", 3, 0),
+    ]
     assert all(len(ts) == 1 and ts[0] is t for _, _, ts, _, _ in log)
 
 
@@ -572,12 +646,17 @@ def test_contexts_join_cpu_device_and_consecutive_all_gather_groups(tmp_path):
         # Pairs swap one tensor over the device group: evens send first, odds receive first.
         mine, theirs = torch.tensor([10 * r]), torch.empty(1, dtype=torch.long)
         ch = ctx.channel(r ^ 1)
-        for op in ((ch.send, ch.recv) if r % 2 == 0 else (ch.recv, ch.send)):
+        for op in (ch.send, ch.recv) if r % 2 == 0 else (ch.recv, ch.send):
             op(mine if op == ch.send else theirs, DEVICE_GROUP)
         got[r] = (ctx.rank, ctx.all_gather.rank, ctx.all_gather.size, gathered.tolist(), theirs.item())
 
     _run_in_threads(rank, 4)
-    assert got == {0: (0, 0, 2, [0, 1], 10), 1: (1, 1, 2, [0, 1], 0), 2: (2, 0, 2, [2, 3], 30), 3: (3, 1, 2, [2, 3], 20)}
+    assert got == {
+        0: (0, 0, 2, [0, 1], 10),
+        1: (1, 1, 2, [0, 1], 0),
+        2: (2, 0, 2, [2, 3], 30),
+        3: (3, 1, 2, [2, 3], 20),
+    }
 
 
 def test_the_all_gather_group_gathers_complex_tensors_as_torch_distributed_does(tmp_path):
@@ -639,8 +718,6 @@ def test_relay_asks_rank_1_to_receive_on_the_named_device(monkeypatch):
     # A string crosses to the worker: torch.device("cuda", 1) arrives as "cuda:1".
     assert [c[1] for c in runs] == [(gloo._recv, (0, "cuda:1")), (gloo._recv, (0, None))]
     assert [c[0] for c in runs] == [(gloo._send, ({"x": 1}, 1))] * 2
-
-
 
 
 def test_a_gloo_channel_moves_nothing_for_a_meta_tensor_as_torch_distributed():

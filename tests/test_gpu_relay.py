@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import pytest
 import torch
+from ppaux_strategies import PPOutput, RecordingObserver, tensors_equal
 
 from ppaux.core.transport import SGLANG_TRANSPORT
 from ppaux.relay.faults import classify
 from ppaux.relay.hop import relay
 from ppaux.relay.pipeline import PipelineConfig, Stage, run
-from ppaux_strategies import PPOutput, RecordingObserver, tensors_equal
 
 pytestmark = [
     pytest.mark.wire,
     pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: GPU placements cannot run on a CPU-only machine"),
+    pytest.mark.skipif(
+        not torch.cuda.is_available(), reason="needs CUDA: GPU placements cannot run on a CPU-only machine"
+    ),
 ]
 
 
@@ -37,7 +39,9 @@ def test_cuda_metadata_is_received_on_the_receivers_own_cuda_device():
 def test_cuda_to_cpu_ring_delivers_cpu_tensors_where_the_receiver_is_cpu():
     """A last stage on CUDA relaying to a first stage on CPU: the metadata says "cuda", so the CPU
     stage still allocates on CUDA (SGLang keeps the sent device type)."""
-    config = PipelineConfig([Stage(device="cpu", observer=RecordingObserver()), Stage(device="cuda")], outputs=[{"s": torch.arange(4)}])
+    config = PipelineConfig(
+        [Stage(device="cpu", observer=RecordingObserver()), Stage(device="cuda")], outputs=[{"s": torch.arange(4)}]
+    )
     out = run(config)
     got = out[0].value.received[0]["s"]
     assert got.device.type == "cuda" and tensors_equal(got, torch.arange(4))

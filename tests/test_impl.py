@@ -19,7 +19,10 @@ IMPLS = Path(__file__).resolve().parent / "impls"
 def test_default_is_the_reference_through_sglang_names():
     ref = impl.load(None)
     assert ref.is_reference and ref.prefix == transport._OUTPUT_PREFIX
-    assert ref.add is transport.add_auxiliary_output_to_pp_tensors and ref.pop is transport.pop_auxiliary_output_from_pp_tensors
+    assert (
+        ref.add is transport.add_auxiliary_output_to_pp_tensors
+        and ref.pop is transport.pop_auxiliary_output_from_pp_tensors
+    )
     assert impl.load("ppaux.transport").add is ref.add and impl.load("ppaux.core.transport").is_reference
     assert repr(ref) == "<ppaux prefix='__sampling_observer_output__.'>"
 
@@ -68,17 +71,35 @@ def test_a_module_name_loads_that_module():
 
     loaded = impl.load("tests.impls.unstripped_names")
     assert loaded.name == "tests.impls.unstripped_names" and loaded.prefix == transport._OUTPUT_PREFIX
-    assert (loaded.add, loaded.pop) == (module.add_auxiliary_output_to_pp_tensors, module.pop_auxiliary_output_from_pp_tensors)
+    assert (loaded.add, loaded.pop) == (
+        module.add_auxiliary_output_to_pp_tensors,
+        module.pop_auxiliary_output_from_pp_tensors,
+    )
 
 
 @pytest.mark.parametrize(
     "spec, message",
     [
         ("missing_file.py", "implementation file 'missing_file.py' does not exist"),
-        ("no.such.module", "cannot import implementation module 'no.such.module': ModuleNotFoundError: No module named 'no'"),
-        (str(IMPLS / "raises_on_import.py"), f"importing {str(IMPLS / 'raises_on_import.py')!r} failed: ImportError: this implementation needs a GPU runtime"),
-        (str(IMPLS / "bad_prefix.py"), f"implementation {str(IMPLS / 'bad_prefix.py')!r} has _OUTPUT_PREFIX=''; expected a non-empty str"),
-        (str(IMPLS / "__init__.py"), f"implementation {str(IMPLS / '__init__.py')!r} lacks " + ", ".join(impl.REQUIRED_NAMES) + "; " + impl.PROVIDES),
+        (
+            "no.such.module",
+            "cannot import implementation module 'no.such.module': ModuleNotFoundError: No module named 'no'",
+        ),
+        (
+            str(IMPLS / "raises_on_import.py"),
+            f"importing {str(IMPLS / 'raises_on_import.py')!r} failed: ImportError: this implementation needs a GPU runtime",
+        ),
+        (
+            str(IMPLS / "bad_prefix.py"),
+            f"implementation {str(IMPLS / 'bad_prefix.py')!r} has _OUTPUT_PREFIX=''; expected a non-empty str",
+        ),
+        (
+            str(IMPLS / "__init__.py"),
+            f"implementation {str(IMPLS / '__init__.py')!r} lacks "
+            + ", ".join(impl.REQUIRED_NAMES)
+            + "; "
+            + impl.PROVIDES,
+        ),
     ],
 )
 def test_unusable_implementations_are_one_clear_line(spec, message):
@@ -127,9 +148,23 @@ def test_a_profile_means_the_same_on_a_ci_machine():
     from it, or the dev and nightly runs lose their example database and mutation runs print blobs."""
     quiet = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "GITLAB_CI")}
     profiles = str(Path(impl.__file__).with_name("profiles.py"))
-    seen = [subprocess.run([sys.executable, "-c", _SHOW_PROFILES, profiles], env=env, capture_output=True, text=True, timeout=120,
-                           check=True).stdout
-            for env in (quiet, {**quiet, "CI": "true"})]
+    seen = [
+        subprocess.run(
+            [sys.executable, "-c", _SHOW_PROFILES, profiles],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+        for env in (quiet, {**quiet, "CI": "true"})
+    ]
     assert seen[0] == seen[1]
-    assert seen[0].strip() == str([("ci", True, True, True, 40), ("dev", False, True, False, 100),
-                                   ("nightly", False, True, False, 2000), ("mutation", True, False, True, 12)])
+    assert seen[0].strip() == str(
+        [
+            ("ci", True, True, True, 40),
+            ("dev", False, True, False, 100),
+            ("nightly", False, True, False, 2000),
+            ("mutation", True, False, True, 12),
+        ]
+    )

@@ -5,13 +5,22 @@ from __future__ import annotations
 import pytest
 import torch
 from hypothesis import given
+from ppaux_strategies import (
+    CONTIGUOUS_VIEWS,
+    NotPPOutput,
+    PPOutput,
+    RecordingObserver,
+    aux_payloads,
+    tensors,
+    tensors_equal,
+    transport_dicts,
+)
 
 from ppaux.conformance.support import assert_same_dict, snapshot
 from ppaux.core.integrity import INTEGRITY_TRANSPORT, MANIFEST_KEY, IntegrityTransport, checksum
 from ppaux.core.transport import _OUTPUT_PREFIX, PPAuxTransport
 from ppaux.relay.channels import LoopbackChannel
 from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
-from ppaux_strategies import CONTIGUOUS_VIEWS, NotPPOutput, PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
 from tests.support import raises_catalog
 
 pytestmark = pytest.mark.wire
@@ -44,7 +53,10 @@ def test_integrity_round_trip_through_the_wire(d, payload):
 
 def test_manifest_lists_name_dtype_shape_and_checksum():
     d = _added({"s": torch.tensor([1.0, 2.0])}, batch=3)
-    assert d[MANIFEST_KEY] == {"batch": 3, "tensors": (("s", "torch.float32", (2,), checksum(torch.tensor([1.0, 2.0]))),)}
+    assert d[MANIFEST_KEY] == {
+        "batch": 3,
+        "tensors": (("s", "torch.float32", (2,), checksum(torch.tensor([1.0, 2.0]))),),
+    }
 
 
 def test_i1_non_contiguous_payload_is_refused_and_the_dict_is_unchanged():

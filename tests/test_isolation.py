@@ -43,7 +43,8 @@ def stack_line(fn, text):
 
 
 def pop_auxiliary_output_from_pp_tensors(n):
-    while n: n = n + 1  # noqa: E701 - one line, so that the interrupted line is this one
+    while n:
+        n = n + 1  # noqa: E701 - one line, so that the interrupted line is this one
     return n
 
 
@@ -129,8 +130,11 @@ Thread 0x00007f0000000002 (most recent call first):
 
 def test_a_dump_is_read_for_the_guarded_thread_and_cut_at_the_guard():
     frames = under_guard(frames_in_dump(DUMP))
-    assert frames == [Frame("/plugin/obs.py", 7, "helper"), Frame("/plugin/obs.py", 3, "from_pp_tensors"),
-                      Frame("/x/transport.py", 90, "pop_auxiliary_output_from_pp_tensors")]
+    assert frames == [
+        Frame("/plugin/obs.py", 7, "helper"),
+        Frame("/plugin/obs.py", 3, "from_pp_tensors"),
+        Frame("/x/transport.py", 90, "pop_auxiliary_output_from_pp_tensors"),
+    ]
     # The innermost call of the contract or of a plugin names the finding.
     assert call_name(frames, "pop") == "from_pp_tensors"
     assert call_name(frames[2:], "add") == "pop"
@@ -147,8 +151,13 @@ def test_a_pure_python_hang_is_interrupted_where_it_is_stuck():
     with pytest.raises(Hang) as info:
         guard.call("pop", pop_auxiliary_output_from_pp_tensors, 1)
     assert time.monotonic() - start < 2
-    assert str(info.value) == ("pop did not return within 0.3 s (the per-call time limit)\nstuck at (most recent call last):\n"
-                               + stack_line(pop_auxiliary_output_from_pp_tensors, "while n: n = n + 1  # noqa: E701 - one line, so that the interrupted line is this one"))
+    assert str(info.value) == (
+        "pop did not return within 0.3 s (the per-call time limit)\nstuck at (most recent call last):\n"
+        + stack_line(
+            pop_auxiliary_output_from_pp_tensors,
+            "while n: n = n + 1  # noqa: E701 - one line, so that the interrupted line is this one",
+        )
+    )
     assert (info.value.call, info.value.limit) == ("pop", 0.3)
 
 
@@ -171,7 +180,10 @@ def test_after_a_hang_later_calls_are_judged_against_the_calls_that_returned():
     assert guard.call("pop", pop_auxiliary_output_from_pp_tensors, 0) == 0
     assert guard.limit("pop") == (5, "the per-call time limit")
     guard.hangs = 1
-    assert guard.limit("pop") == (0.1, "after a first hang, 10x the slowest pop that returned, at least 0.1 s; the per-call limit is 5 s")
+    assert guard.limit("pop") == (
+        0.1,
+        "after a first hang, 10x the slowest pop that returned, at least 0.1 s; the per-call limit is 5 s",
+    )
     guard.slowest["pop"] = 0.2
     assert guard.limit("pop")[0] == pytest.approx(2.0)
     guard.slowest["pop"] = 0.6
@@ -234,7 +246,9 @@ def test_an_isolated_hang_no_signal_reaches_is_stopped_with_its_stack():
     with pytest.raises(Hang) as info:
         isolated(0.3).call("pop", blocks_every_signal)
     assert time.monotonic() - start < 3
-    assert str(info.value).startswith("pop did not return within 0.3 s (the per-call time limit)\nstuck at (most recent call last):\n")
+    assert str(info.value).startswith(
+        "pop did not return within 0.3 s (the per-call time limit)\nstuck at (most recent call last):\n"
+    )
     assert info.value.stack.endswith(stack_line(blocks_every_signal, "os.read(read_end, 1)"))
 
 

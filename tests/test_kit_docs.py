@@ -34,7 +34,11 @@ def test_sample_failure_is_the_kits_message_under_the_authors_line_as_pytest_sho
 
 
 def test_example_plugin_test_is_three_lines():
-    lines = (ROOT / "ppaux" / "examples" / "topk_logprobs" / "test_topk_logprobs.py").read_text(encoding="utf-8").splitlines()
+    lines = (
+        (ROOT / "ppaux" / "examples" / "topk_logprobs" / "test_topk_logprobs.py")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    )
     assert len(lines) == 3 and lines[0] == "from ppaux.testing import check_observer"
 
 

@@ -4,8 +4,9 @@ it should and passes where it should."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 import torch
@@ -23,7 +24,7 @@ VALUES = torch.arange(6.0).reshape(2, 3)
 @dataclass
 class Host:
     values: torch.Tensor
-    rows: List[float] = field(default_factory=list)
+    rows: list[float] = field(default_factory=list)
 
     def consume(self, batch: Any, commits: Any) -> None:
         pass
@@ -100,7 +101,8 @@ class CudaOnly(Output):
 
 def test_a_copy_to_host_that_raises_is_k13():
     assert str(failure(rebuilt_class=CudaOnly)) == message(
-        "K13", detail="copy_to_host() of the rebuilt output raised ValueError: expected CUDA tensors")
+        "K13", detail="copy_to_host() of the rebuilt output raised ValueError: expected CUDA tensors"
+    )
 
 
 class Incomparable:
@@ -122,7 +124,9 @@ class IncomparableHost(Output):
 
 
 def test_a_comparison_that_raises_is_k13_and_equal_is_the_escape_hatch():
-    assert str(failure(IncomparableHost, IncomparableHost)).startswith("K13 lifecycle_raised: comparing the host outputs raised ")
+    assert str(failure(IncomparableHost, IncomparableHost)).startswith(
+        "K13 lifecycle_raised: comparing the host outputs raised "
+    )
     check(IncomparableHost, IncomparableHost, equal=lambda original, rebuilt: True)
 
 

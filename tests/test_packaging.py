@@ -20,9 +20,29 @@ pytestmark = pytest.mark.subprocess
 def test_the_wheel_ships_every_module_of_the_examples(tmp_path):
     # A copy without build outputs: a stale build/ would add files the tree no longer has.
     tree = tmp_path / "tree"
-    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".hypothesis", "out"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
-                    "--no-build-isolation", "-w", str(tmp_path / "dist"), str(tree)], check=True, capture_output=True, timeout=300)
+    shutil.copytree(
+        ROOT,
+        tree,
+        ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".hypothesis", "out"),
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path / "dist"),
+            str(tree),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = (tmp_path / "dist").glob("ppaux-*.whl")
     shipped = {name for name in zipfile.ZipFile(wheel).namelist() if name.startswith("ppaux/examples/")}
     assert shipped == {path.relative_to(ROOT).as_posix() for path in EXAMPLES.rglob("*.py")}

@@ -6,12 +6,12 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from ppaux_strategies import CONTIGUOUS_VIEWS, NotPPObserver, RecordingObserver, aux_payloads, tensors, tensors_equal
 
 from ppaux.core.errors import CATALOG, AuxiliaryPPError
 from ppaux.core.transport import _OUTPUT_PREFIX
 from ppaux.relay.faults import classify
 from ppaux.relay.pipeline import PipelineConfig, Stage, check_wiring, run, sample
-from ppaux_strategies import CONTIGUOUS_VIEWS, NotPPObserver, RecordingObserver, aux_payloads, tensors, tensors_equal
 
 pytestmark = pytest.mark.wire
 
@@ -34,13 +34,17 @@ def test_check_wiring_rejects_the_seed_misconfiguration_with_p1_and_its_fixes():
         run(config)
     assert str(info.value) == CATALOG["P1"].message() == "received auxiliary PP output without a sampling observer"
     assert info.value.code == "P1"
-    assert info.value.__notes__ == ["the last stage (stage 2) emits auxiliary output; stage 0 pops it"] + [f"fix: {f}" for f in CATALOG["P1"].fixes]
+    assert info.value.__notes__ == ["the last stage (stage 2) emits auxiliary output; stage 0 pops it"] + [
+        f"fix: {f}" for f in CATALOG["P1"].fixes
+    ]
 
 
 def test_check_wiring_rejects_a_first_stage_observer_without_pp_support_with_p2():
     with pytest.raises(AuxiliaryPPError) as info:
         check_wiring(_ring(2, NotPPObserver(), outputs=[PAYLOAD]))
-    assert str(info.value) == "sampling observer does not support pipeline-parallel transport" and info.value.code == "P2"
+    assert (
+        str(info.value) == "sampling observer does not support pipeline-parallel transport" and info.value.code == "P2"
+    )
 
 
 def test_check_wiring_accepts_a_ring_without_auxiliary_output():
@@ -53,7 +57,10 @@ def test_check_wiring_accepts_a_ring_without_auxiliary_output():
     "config, message",
     [
         (PipelineConfig([Stage()]), "a PP ring needs at least 2 stages, got 1"),
-        (_ring(2, order="sideways"), "order='sideways' must be one of ('pop_then_forward', 'forward_then_pop', 'overlap')"),
+        (
+            _ring(2, order="sideways"),
+            "order='sideways' must be one of ('pop_then_forward', 'forward_then_pop', 'overlap')",
+        ),
         (_ring(2, ag_size=0), "ag_size must be >= 1 and outputs must name at least one step"),
         (_ring(2, outputs=[]), "ag_size must be >= 1 and outputs must name at least one step"),
     ],
@@ -108,7 +115,9 @@ def test_forward_then_pop_relays_aux_keys_to_every_later_stage():
     config = _ring(3, RecordingObserver(), outputs=[PAYLOAD], order="forward_then_pop")
     out = run(config)
     assert classify(out, config).outcome == "harmless"
-    assert _aux(out[1].value.keys[0]) == _aux(out[2].value.keys[0]) == [_OUTPUT_PREFIX + "scores", _OUTPUT_PREFIX + "ids"]
+    assert (
+        _aux(out[1].value.keys[0]) == _aux(out[2].value.keys[0]) == [_OUTPUT_PREFIX + "scores", _OUTPUT_PREFIX + "ids"]
+    )
     assert not _aux(out[0].value.final[0])
 
 
@@ -160,7 +169,9 @@ def test_the_last_stage_samples_the_documented_entries_on_its_device():
     d = sample(1, PipelineConfig([Stage(), Stage()], batch_size=3, logprobs=True), "meta")
     assert list(d) == ["next_token_ids", "next_token_logprobs"] and {t.device.type for t in d.values()} == {"meta"}
     d = sample(2, PipelineConfig([Stage(), Stage()], batch_size=3, logprobs=True), "cpu")
-    assert d["next_token_ids"].tolist() == [2, 3, 4] and torch.equal(d["next_token_logprobs"], torch.tensor([0.0, -1 / 3, -2 / 3]))
+    assert d["next_token_ids"].tolist() == [2, 3, 4] and torch.equal(
+        d["next_token_logprobs"], torch.tensor([0.0, -1 / 3, -2 / 3])
+    )
     assert d["next_token_logprobs"].dtype == torch.float32
     assert list(sample(0, PipelineConfig([Stage(), Stage()]), "cpu")) == ["next_token_ids"]
 
@@ -180,8 +191,22 @@ def test_loopback_ranks_get_all_gather_members_only_in_groups_of_two_or_more():
 
     solo = run_loopback(2, 1, lambda ctx: ctx.all_gather, ())
     assert {r: (o.status, o.value) for r, o in solo.items()} == {0: ("ok", None), 1: ("ok", None)}
-    pairs = run_loopback(4, 2, lambda ctx: (ctx.all_gather.rank, ctx.all_gather.size, ctx.all_gather.all_gather(torch.tensor([ctx.rank])).tolist()), ())
-    assert {r: o.value for r, o in pairs.items()} == {0: (0, 2, [0, 1]), 1: (1, 2, [0, 1]), 2: (0, 2, [2, 3]), 3: (1, 2, [2, 3])}
+    pairs = run_loopback(
+        4,
+        2,
+        lambda ctx: (
+            ctx.all_gather.rank,
+            ctx.all_gather.size,
+            ctx.all_gather.all_gather(torch.tensor([ctx.rank])).tolist(),
+        ),
+        (),
+    )
+    assert {r: o.value for r, o in pairs.items()} == {
+        0: (0, 2, [0, 1]),
+        1: (1, 2, [0, 1]),
+        2: (0, 2, [2, 3]),
+        3: (1, 2, [2, 3]),
+    }
 
 
 def test_a_rank_that_is_still_working_is_not_taken_for_stuck():
@@ -237,15 +262,23 @@ def test_each_loopback_rank_gets_its_own_deep_copy_of_the_plan(monkeypatch):
     monkeypatch.setattr(pipeline, "run_rank", lambda ctx, p: seen.append(p))
     pipeline._run_copy(None, plan)
     (copied,) = seen
-    assert copied is not plan and copied.config is not plan.config and copied.config.stages[0].observer is not config.stages[0].observer
+    assert (
+        copied is not plan
+        and copied.config is not plan.config
+        and copied.config.stages[0].observer is not config.stages[0].observer
+    )
 
 
 def _summary(out):
     """What each rank ended with, all-gather members folded together (they must agree)."""
+
     def values(d):
         return [(k, v.tolist() if torch.is_tensor(v) else v) for k, v in d.items()]
 
-    return {r: (o.status, None if o.value is None else (o.value.keys, [values(d) for d in o.value.final])) for r, o in out.items()}
+    return {
+        r: (o.status, None if o.value is None else (o.value.keys, [values(d) for d in o.value.final]))
+        for r, o in out.items()
+    }
 
 
 @pytest.mark.parametrize("order", ["pop_then_forward", "forward_then_pop", "overlap"])
@@ -259,7 +292,8 @@ def test_all_gather_groups_of_two_change_nothing_for_rank_identical_outputs(orde
         return  # a failed ring: which member of a pair fails first is a race
     assert {r: _summary(single)[r // 2] for r in pairs} == _summary(pairs)
     assert [(o.value.stage, o.value.member) for o in pairs.values() if o.value is not None] == [
-        (r // 2, r % 2) for r, o in pairs.items() if o.value is not None]
+        (r // 2, r % 2) for r, o in pairs.items() if o.value is not None
+    ]
 
 
 def test_a_step_without_aux_output_reports_nothing_received():
@@ -313,7 +347,11 @@ def test_run_hands_its_fault_step_and_timeout_to_the_channel(monkeypatch):
     from ppaux.relay.faults import DropKey
 
     calls = []
-    monkeypatch.setattr(pipeline, "run_loopback", lambda n, ag, fn, args, **kw: calls.append(("loopback", n, ag, args[0].fault_step, kw)) or {})
+    monkeypatch.setattr(
+        pipeline,
+        "run_loopback",
+        lambda n, ag, fn, args, **kw: calls.append(("loopback", n, ag, args[0].fault_step, kw)) or {},
+    )
 
     class _World:
         def run(self, work, timeout=None):
@@ -326,8 +364,12 @@ def test_run_hands_its_fault_step_and_timeout_to_the_channel(monkeypatch):
     run(config)
     run(config, channel="gloo", fault=DropKey(), fault_step=1, timeout=2.5)
     run(config, channel="gloo")
-    assert calls == [("loopback", 2, 1, 1, {"timeout": 2.5}), ("loopback", 2, 1, 0, {}),
-                     ("gloo", 2, None, 1, {"timeout": 2.5}), ("gloo", 2, None, 0, {"timeout": None})]
+    assert calls == [
+        ("loopback", 2, 1, 1, {"timeout": 2.5}),
+        ("loopback", 2, 1, 0, {}),
+        ("gloo", 2, None, 1, {"timeout": 2.5}),
+        ("gloo", 2, None, 0, {"timeout": None}),
+    ]
 
 
 def test_a_rank_that_returns_leaves_the_count_of_live_threads():

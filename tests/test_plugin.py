@@ -36,23 +36,43 @@ def test_results_record_clause_marks_outcome_example_and_blob(pytester):
     result.assert_outcomes(passed=1, failed=1, skipped=1)
     rows = {r["nodeid"].split("::")[1]: r for r in map(json.loads, out.read_text().splitlines())}
     small = rows["test_small"]
-    assert (small["clause"], small["marks"], small["outcome"], small["doc"]) == ("demo.1", ["contract"], "failed", "demo.1: every drawn integer is small.")
-    assert small["example"] in ("Falsifying example: test_small(\n    x=10,\n)", "Failing test case: test_small(\n    x=10,\n)")
-    assert small["blob"].startswith("@reproduce_failure(") and small["error"].startswith("AssertionError: assert 10 < 10")
-    assert (rows["test_plain"]["outcome"], rows["test_plain"]["clause"], rows["test_plain"]["doc"]) == ("passed", None, "")
+    assert (small["clause"], small["marks"], small["outcome"], small["doc"]) == (
+        "demo.1",
+        ["contract"],
+        "failed",
+        "demo.1: every drawn integer is small.",
+    )
+    assert small["example"] in (
+        "Falsifying example: test_small(\n    x=10,\n)",
+        "Failing test case: test_small(\n    x=10,\n)",
+    )
+    assert small["blob"].startswith("@reproduce_failure(") and small["error"].startswith(
+        "AssertionError: assert 10 < 10"
+    )
+    assert (rows["test_plain"]["outcome"], rows["test_plain"]["clause"], rows["test_plain"]["doc"]) == (
+        "passed",
+        None,
+        "",
+    )
     assert rows["test_skipped"]["outcome"] == "skipped" and "not today" in rows["test_skipped"]["error"]
 
 
 def test_header_names_the_implementation_its_limit_and_its_isolation(pytester):
     pytester.makepyfile(test_one="def test_one():\n    assert True\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["ppaux: implementation under test <ppaux prefix='__sampling_observer_output__.'>; "
-                                 "per-call limit 10 s; isolation: each test of ppaux.conformance in a forked child"])
+    result.stdout.fnmatch_lines(
+        [
+            "ppaux: implementation under test <ppaux prefix='__sampling_observer_output__.'>; "
+            "per-call limit 10 s; isolation: each test of ppaux.conformance in a forked child"
+        ]
+    )
     pytester.makeini("[pytest]\nppaux_timeout = 2.5\nppaux_isolation = off\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["ppaux: * per-call limit 2.5 s; isolation: in process"])
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--ppaux-timeout=4", "--ppaux-isolation=test")
-    result.stdout.fnmatch_lines(["ppaux: * per-call limit 4 s; isolation: each test of ppaux.conformance in a forked child"])
+    result.stdout.fnmatch_lines(
+        ["ppaux: * per-call limit 4 s; isolation: each test of ppaux.conformance in a forked child"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -74,23 +94,31 @@ def test_an_unloadable_implementation_is_a_usage_error(pytester):
     pytester.makepyfile(test_one="def test_one():\n    assert True\n")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--ppaux-impl=no_such_impl_module")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: cannot import implementation module 'no_such_impl_module': ModuleNotFoundError: *"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: cannot import implementation module 'no_such_impl_module': ModuleNotFoundError: *"]
+    )
 
 
 def test_marks_are_registered_with_their_meaning(pytester):
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--markers")
-    result.stdout.fnmatch_lines(["@pytest.mark.contract: documented behaviour that SGLang has too", "@pytest.mark.gpu: needs CUDA"])
+    result.stdout.fnmatch_lines(
+        ["@pytest.mark.contract: documented behaviour that SGLang has too", "@pytest.mark.gpu: needs CUDA"]
+    )
 
 
 def test_ppaux_impl_comes_from_the_environment_too(pytester, monkeypatch):
     monkeypatch.setenv("PPAUX_IMPL", "no_such_impl_module")
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: cannot import implementation module 'no_such_impl_module': ModuleNotFoundError: *"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: cannot import implementation module 'no_such_impl_module': ModuleNotFoundError: *"]
+    )
 
 
 def test_the_recorder_is_a_plugin_named_ppaux_results(pytester):
-    pytester.makepyfile(test_x="def test_x(pytestconfig):\n    assert pytestconfig.pluginmanager.get_plugin('ppaux-results') is not None\n")
+    pytester.makepyfile(
+        test_x="def test_x(pytestconfig):\n    assert pytestconfig.pluginmanager.get_plugin('ppaux-results') is not None\n"
+    )
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--ppaux-results={pytester.path / 'r.jsonl'}")
     assert result.ret == pytest.ExitCode.OK
 
@@ -101,18 +129,33 @@ def test_failure_details_without_an_example_or_blob():
 
 def test_failure_details_read_exception_groups():
     text = "    | Falsifying example: test_x(\n    |     x=1,\n    | )\n    | \n    | You can reproduce this example by temporarily adding @reproduce_failure('6', b'AA==')"
-    assert failure_details(text) == {"example": "Falsifying example: test_x(\n    x=1,\n)", "blob": "@reproduce_failure('6', b'AA==')"}
+    assert failure_details(text) == {
+        "example": "Falsifying example: test_x(\n    x=1,\n)",
+        "blob": "@reproduce_failure('6', b'AA==')",
+    }
 
 
 def test_failure_details_example_running_to_the_end_of_the_text():
-    assert failure_details("E   Falsifying example: test_x(\nE       x=1,\nE   )")["example"] == "Falsifying example: test_x(\n    x=1,\n)"
+    assert (
+        failure_details("E   Falsifying example: test_x(\nE       x=1,\nE   )")["example"]
+        == "Falsifying example: test_x(\n    x=1,\n)"
+    )
 
 
 def test_failure_details_of_unprefixed_text_and_a_bare_e_line():
-    assert failure_details("Falsifying example: test_x(\n    x=1,\n)")["example"] == "Falsifying example: test_x(\n    x=1,\n)"
-    assert failure_details("E   Falsifying example: test_x(\nE   )\nE\nE   more")["example"] == "Falsifying example: test_x(\n)"
+    assert (
+        failure_details("Falsifying example: test_x(\n    x=1,\n)")["example"]
+        == "Falsifying example: test_x(\n    x=1,\n)"
+    )
+    assert (
+        failure_details("E   Falsifying example: test_x(\nE   )\nE\nE   more")["example"]
+        == "Falsifying example: test_x(\n)"
+    )
     # pytest's marker is the one character "E": a line without it keeps its place.
-    assert failure_details("E   Falsifying example: t(\n        x=1,\nE   )")["example"] == "Falsifying example: t(\n     x=1,\n)"
+    assert (
+        failure_details("E   Falsifying example: t(\n        x=1,\nE   )")["example"]
+        == "Falsifying example: t(\n     x=1,\n)"
+    )
 
 
 def test_failure_details_lines_indented_less_than_the_example_are_left_aligned():
@@ -135,7 +178,12 @@ def test_implementations_pretty_print_as_one_line():
     assert pretty(load(None)) == "<ppaux prefix='__sampling_observer_output__.'>"
 
 
-@pytest.mark.parametrize("header", ["Falsifying example", "Falsifying explicit example", "Failing test case", "Failing explicit test case"])
+@pytest.mark.parametrize(
+    "header", ["Falsifying example", "Falsifying explicit example", "Failing test case", "Failing explicit test case"]
+)
 def test_failure_details_read_both_hypothesis_wordings(header):
     text = f"E   {header}: test_x(\nE       x=1,\nE   )\nE   \nE   You can reproduce this test case by temporarily adding @reproduce_failure('6', b'AA==')"
-    assert failure_details(text) == {"example": f"{header}: test_x(\n    x=1,\n)", "blob": "@reproduce_failure('6', b'AA==')"}
+    assert failure_details(text) == {
+        "example": f"{header}: test_x(\n    x=1,\n)",
+        "blob": "@reproduce_failure('6', b'AA==')",
+    }

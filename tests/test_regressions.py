@@ -11,26 +11,34 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ppaux_strategies
 import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from ppaux_strategies import (
+    NotPPObserver,
+    NotPPOutput,
+    PPOutput,
+    RaisingPPOutput,
+    RecordingObserver,
+    tensors,
+    tensors_equal,
+)
+from ppaux_strategies.doubles import OBSERVER_MODES
 
+import ppaux.regressions.doubles as doubles
+import ppaux.regressions.prove as proof
 from ppaux.cli import check
 from ppaux.cli.main import main
-from ppaux.core.clauses import statement
-import ppaux.regressions.doubles as doubles
 from ppaux.conformance.test_properties import _TrapTensor
-import ppaux.regressions.prove as proof
+from ppaux.core.clauses import statement
 from ppaux.regressions import MARKER, check_directory, driver, module_search_path, write_regressions
 from ppaux.regressions.expect import expected_steps
-from ppaux.testing import results, scenario
 from ppaux.regressions.layout import wrap
 from ppaux.regressions.render import STANDARD, Finding, imported_roots, method_name, render
+from ppaux.testing import results, scenario
 from ppaux.testing.scenario import Call, CallRecorder, Unwritable, describe, tensor_expr
-import ppaux_strategies
-from ppaux_strategies import NotPPObserver, NotPPOutput, PPOutput, RaisingPPOutput, RecordingObserver, tensors, tensors_equal
-from ppaux_strategies.doubles import OBSERVER_MODES
 from tests.planted_bugs import BUGS, plant
 from tests.test_check import FakePytest
 
@@ -64,7 +72,12 @@ def test_a_drawn_tensor_is_written_as_code_that_makes_the_same_tensor():
     def check_tensor(t):
         made = eval(tensor_expr(t), {"torch": torch, "float": float, "complex": complex})
         assert (made.dtype, made.shape, made.stride(), made.storage_offset(), made.device) == (
-            t.dtype, t.shape, t.stride(), t.storage_offset(), t.device)
+            t.dtype,
+            t.shape,
+            t.stride(),
+            t.storage_offset(),
+            t.device,
+        )
         assert made.is_contiguous() == t.is_contiguous() and tensors_equal(made, t)
 
     check_tensor()
@@ -96,12 +109,18 @@ def test_the_steps_of_a_counterexample_read_as_a_hand_written_test(tmp_path):
     scores = torch.zeros(())
     d = {"next_token_ids": torch.zeros(2)}
     call = Call("add", d, PPOutput({"scores": scores, "": None}), list(d.items()))
-    row = {"nodeid": "t.py::test_failed_add_leaves_dict_exactly_as_before", "clause": "add.6", "outcome": "failed",
-           "scenario": describe([call], "__sampling_observer_output__.")}
+    row = {
+        "nodeid": "t.py::test_failed_add_leaves_dict_exactly_as_before",
+        "clause": "add.6",
+        "outcome": "failed",
+        "scenario": describe([call], "__sampling_observer_output__."),
+    }
     report = {"clauses": [{"clause": "add.6", "verdict": "fail", "tests": [row]}]}
     summary_ = write_regressions(report, "tests.impls.torch_only", tmp_path, 10.0, [str(ROOT)])
     assert summary_["refused"] == [] and [f["path"] for f in summary_["files"]] == [str(tmp_path / "test_add_6.py")]
-    assert row["regression"]["code"] == f'''\
+    assert (
+        row["regression"]["code"]
+        == f'''\
 def test_failed_add_leaves_dict_exactly_as_before(self):
     """add.6: {statement("add.6")[:78]}
     {statement("add.6")[79:]}
@@ -120,6 +139,7 @@ def test_failed_add_leaves_dict_exactly_as_before(self):
     )
     self.assertEqual(output.calls, 1)
     self.assertEntries(tensors, [('next_token_ids', next_token_ids)])'''
+    )
 
 
 def test_a_test_that_passes_against_the_implementation_is_not_written(tmp_path):
@@ -133,12 +153,28 @@ def test_a_test_that_passes_against_the_implementation_is_not_written(tmp_path):
 
 
 @pytest.mark.subprocess
-def test_regression_files_fail_on_the_implementation_without_ppaux_and_pass_on_the_reference(tmp_path, capsys, monkeypatch):
+def test_regression_files_fail_on_the_implementation_without_ppaux_and_pass_on_the_reference(
+    tmp_path, capsys, monkeypatch
+):
     monkeypatch.chdir(ROOT)
     folder, out = tmp_path / "regressions", tmp_path / "report"
     tests = "test_a_bad_item_after_a_good_one_writes_nothing or test_non_str_keys_are_ordinary_keys"
-    assert main(["check", "--impl", "tests.impls.torch_only", "--tests", tests, "--regressions", str(folder),
-                 "--report", str(out)]) == 1
+    assert (
+        main(
+            [
+                "check",
+                "--impl",
+                "tests.impls.torch_only",
+                "--tests",
+                tests,
+                "--regressions",
+                str(folder),
+                "--report",
+                str(out),
+            ]
+        )
+        == 1
+    )
     printed = capsys.readouterr().out
     report = json.loads((out / "conformance.json").read_text())
     files = {f["clause"]: f for f in report["regressions"]["files"]}
@@ -152,7 +188,9 @@ def test_regression_files_fail_on_the_implementation_without_ppaux_and_pass_on_t
     markdown = (out / "conformance.md").read_text()
     for row in (t for c in report["clauses"] for t in c["tests"] if t["outcome"] == "failed"):
         assert f"```python\n{row['regression']['code']}\n```" in markdown
-    assert printed.endswith(f"regression tests written to {folder}: {files['add.6']['path']}, {files['pop.1']['path']}\n")
+    assert printed.endswith(
+        f"regression tests written to {folder}: {files['add.6']['path']}, {files['pop.1']['path']}\n"
+    )
     red = run_unittest(folder, [ROOT], block=True)
     assert summary(red) == "FAILED (failures=1, errors=1)", red.stderr  # pop.1: the AttributeError in its pop
     reference = tmp_path / "reference"
@@ -166,12 +204,17 @@ def a_file(tmp: Path) -> Path:
     return tmp / "f"
 
 
-@pytest.mark.parametrize("make, why", [
-    (a_file, "{0} is not a directory"),
-    (lambda tmp: a_file(tmp) / "sub", "cannot create {0}: Not a directory"),
-])
+@pytest.mark.parametrize(
+    "make, why",
+    [
+        (a_file, "{0} is not a directory"),
+        (lambda tmp: a_file(tmp) / "sub", "cannot create {0}: Not a directory"),
+    ],
+)
 @pytest.mark.parametrize("option", ["--regressions", "--report"])
-def test_an_output_directory_that_cannot_be_written_is_one_line_before_the_run(tmp_path, capsys, monkeypatch, make, why, option):
+def test_an_output_directory_that_cannot_be_written_is_one_line_before_the_run(
+    tmp_path, capsys, monkeypatch, make, why, option
+):
     monkeypatch.setattr(check, "run_suite", FakePytest([]))
     bad = make(tmp_path)
     argv = ["check", "--report", str(tmp_path / "r"), option, str(bad)]
@@ -192,10 +235,18 @@ def test_a_junit_path_that_is_a_directory_is_one_line(tmp_path, capsys, monkeypa
     assert capsys.readouterr().err == f"ppaux: error: --junit: {tmp_path} is a directory\n"
 
 
-@pytest.mark.parametrize("option, flag, expr, detail", [
-    ("--marks", "m", "contract or (", "contract or (: at column 14: expected not OR left parenthesis OR identifier; got end of input"),
-    ("--tests", "k", "x y", "x y: at column 3: expected end of input; got identifier"),
-])
+@pytest.mark.parametrize(
+    "option, flag, expr, detail",
+    [
+        (
+            "--marks",
+            "m",
+            "contract or (",
+            "contract or (: at column 14: expected not OR left parenthesis OR identifier; got end of input",
+        ),
+        ("--tests", "k", "x y", "x y: at column 3: expected end of input; got identifier"),
+    ],
+)
 def test_an_invalid_selection_expression_says_so(tmp_path, capsys, option, flag, expr, detail):
     assert main(["check", "--report", str(tmp_path), option, expr]) == 2
     assert capsys.readouterr().err == f"ppaux: error: {option} is not a valid pytest -{flag} expression: {detail}\n"
@@ -212,8 +263,12 @@ def test_files_of_an_earlier_run_are_replaced_and_a_users_own_files_kept(tmp_pat
     assert sorted(p.name for p in folder.iterdir()) == ["test_mine.py"]
     report = json.loads((tmp_path / "r" / "conformance.json").read_text())
     why = "the test's calls were not recorded"
-    assert report["regressions"] == {"directory": str(folder), "files": [], "removed": [str(folder / "test_pop_9.py")],
-                                     "refused": [{"clause": "add.1", "nodeid": "t.py::test_b", "why": why}]}
+    assert report["regressions"] == {
+        "directory": str(folder),
+        "files": [],
+        "removed": [str(folder / "test_pop_9.py")],
+        "refused": [{"clause": "add.1", "nodeid": "t.py::test_b", "why": why}],
+    }
     markdown = (tmp_path / "r" / "conformance.md").read_text()
     assert f"No regression test: {why}.\n" in markdown
     assert "Replaced 1 file(s) of an earlier run: `test_pop_9.py`." in markdown
@@ -231,17 +286,38 @@ def test_a_passing_run_writes_no_regression_file_and_removes_stale_ones(tmp_path
 
 
 # One bug each of add's order, atomicity, pop's observer and a stateful leak in CI; all of them nightly.
-SAMPLE = ("add_writes_before_checking_every_item", "no_observer_is_p2", "pop_leaves_the_last_aux_key", "value_checked_before_name")
+SAMPLE = (
+    "add_writes_before_checking_every_item",
+    "no_observer_is_p2",
+    "pop_leaves_the_last_aux_key",
+    "value_checked_before_name",
+)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bug", [bug if bug in SAMPLE else pytest.param(bug, marks=pytest.mark.thorough) for bug in sorted(BUGS)])
+@pytest.mark.parametrize(
+    "bug", [bug if bug in SAMPLE else pytest.param(bug, marks=pytest.mark.thorough) for bug in sorted(BUGS)]
+)
 def test_every_clause_a_planted_bug_breaks_becomes_a_red_green_regression_test(bug, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     impl = plant(bug, tmp_path)
     folder, out = tmp_path / "regressions", tmp_path / "report"
-    assert main(["check", "--impl", str(impl), "--tests", BUGS[bug].tests, "--regressions", str(folder),
-                 "--report", str(out)]) == 1
+    assert (
+        main(
+            [
+                "check",
+                "--impl",
+                str(impl),
+                "--tests",
+                BUGS[bug].tests,
+                "--regressions",
+                str(folder),
+                "--report",
+                str(out),
+            ]
+        )
+        == 1
+    )
     capsys.readouterr()
     report = json.loads((out / "conformance.json").read_text())
     assert report["failed_clauses"] == list(BUGS[bug].breaks)
@@ -250,7 +326,7 @@ def test_every_clause_a_planted_bug_breaks_becomes_a_red_green_regression_test(b
     assert report["regressions"]["refused"] == []
 
 
-DRIVEN = '''
+DRIVEN = """
 import unittest
 from tests.impls.torch_only import pop_auxiliary_output_from_pp_tensors as pop
 
@@ -271,7 +347,7 @@ class TestDriven(unittest.TestCase):
     @unittest.skip("not today")
     def test_skipped(self):
         pass
-'''
+"""
 
 
 def test_the_proof_driver_tells_an_error_in_the_implementation_from_one_in_the_test(tmp_path, monkeypatch):
@@ -280,10 +356,15 @@ def test_the_proof_driver_tells_an_error_in_the_implementation_from_one_in_the_t
     monkeypatch.syspath_prepend(str(ROOT))
     got = driver.run_file(str(tmp_path / "test_driven.py"), "tests.impls.torch_only")["tests"]
     assert {name: (o["outcome"], o.get("in_implementation")) for name, o in got.items()} == {
-        "test_passes": ("pass", None), "test_fails": ("fail", None), "test_errs_in_the_implementation": ("error", True),
-        "test_errs_in_itself": ("error", False), "test_skipped": ("skip", None)}
+        "test_passes": ("pass", None),
+        "test_fails": ("fail", None),
+        "test_errs_in_the_implementation": ("error", True),
+        "test_errs_in_itself": ("error", False),
+        "test_skipped": ("skip", None),
+    }
     assert driver.run_file(str(tmp_path / "test_broken.py"), "tests.impls.torch_only") == {
-        "import_error": "ModuleNotFoundError: No module named 'no_such_module_here'"}
+        "import_error": "ModuleNotFoundError: No module named 'no_such_module_here'"
+    }
 
 
 def test_a_crash_becomes_a_test_that_runs_the_calls_in_a_child_with_a_time_limit(tmp_path):
@@ -293,15 +374,29 @@ def test_a_crash_becomes_a_test_that_runs_the_calls_in_a_child_with_a_time_limit
     d["__sampling_observer_output__.scores"] = add.arg.payload["scores"]
     add.after = list(d.items())
     pop = Call("pop", d, None, list(d.items()))
-    row = {"nodeid": "t.py::test_pop_without_an_observer_is_p1", "clause": "pop.3", "outcome": "failed", "finding": "crash",
-           "scenario": describe([add, pop], "__sampling_observer_output__.")}
+    row = {
+        "nodeid": "t.py::test_pop_without_an_observer_is_p1",
+        "clause": "pop.3",
+        "outcome": "failed",
+        "finding": "crash",
+        "scenario": describe([add, pop], "__sampling_observer_output__."),
+    }
     impl = ROOT / "tests" / "impls" / "segfaults_without_observer.py"
-    done = write_regressions({"clauses": [{"clause": "pop.3", "verdict": "fail", "tests": [row]}]}, str(impl), tmp_path,
-                             5.0, [str(impl.parent), str(ROOT)])
+    done = write_regressions(
+        {"clauses": [{"clause": "pop.3", "verdict": "fail", "tests": [row]}]},
+        str(impl),
+        tmp_path,
+        5.0,
+        [str(impl.parent), str(ROOT)],
+    )
     assert done["refused"] == []
     source = (tmp_path / "test_pop_3.py").read_text()
-    assert f"# segfaults_without_observer is {impl} (ppaux check --impl {impl}): run with its directory on PYTHONPATH.\n" in source
-    assert '''
+    assert (
+        f"# segfaults_without_observer is {impl} (ppaux check --impl {impl}): run with its directory on PYTHONPATH.\n"
+        in source
+    )
+    assert (
+        '''
 def pop_without_an_observer_is_p1_calls():
     """The calls of test_pop_without_an_observer_is_p1's counterexample."""
     next_token_ids = torch.tensor(0.0)
@@ -311,11 +406,13 @@ def pop_without_an_observer_is_p1_calls():
     add_auxiliary_output_to_pp_tensors(tensors, output)
     with contextlib.suppress(RuntimeError):  # the contract's answer here
         pop_auxiliary_output_from_pp_tensors(tensors, None)
-''' in source
-    assert row["regression"]["code"].endswith('''
+'''
+        in source
+    )
+    assert row["regression"]["code"].endswith("""
     exitcode = run_in_child(pop_without_an_observer_is_p1_calls, seconds=5.0)
     self.assertIsNotNone(exitcode, "the calls did not return within 5 s")
-    self.assertEqual(exitcode, 0, "the process making the calls died")  # here: it ended its process''')
+    self.assertEqual(exitcode, 0, "the process making the calls died")  # here: it ended its process""")
 
 
 def test_a_proof_run_that_dies_or_outlasts_its_limit_says_so_and_spares_the_other_files(tmp_path):
@@ -325,29 +422,53 @@ def test_a_proof_run_that_dies_or_outlasts_its_limit_says_so_and_spares_the_othe
     files = [tmp_path / "test_fine.py", tmp_path / "test_exits.py"]
     assert proof._run_side(files, "m", [], 30.0) == {
         "test_fine.py": {"tests": {"test_x": {"outcome": "pass"}}},
-        "test_exits.py": {"broken": "the test run ended with exit status 3"}}
+        "test_exits.py": {"broken": "the test run ended with exit status 3"},
+    }
     assert proof.run([tmp_path / "test_sleeps.py"], "m", [], 0.5) == {
-        "test_sleeps.py": {"broken": "the test run did not finish within 0.5 s"}}
+        "test_sleeps.py": {"broken": "the test run did not finish within 0.5 s"}
+    }
 
 
 PASS, FAIL = {"outcome": "pass"}, {"outcome": "fail", "text": "Traceback\nAssertionError: 1 != 2"}
 
 
-@pytest.mark.parametrize("red, green, why", [
-    ({"tests": {"t": FAIL}}, {"tests": {"t": PASS}}, None),
-    ({"tests": {"t": {"outcome": "error", "in_implementation": True, "text": "E"}}}, {"tests": {"t": PASS}}, None),
-    ({"broken": "the test run ended with exit status 3"}, {"tests": {"t": PASS}},
-     "against the implementation, the test run ended with exit status 3"),
-    ({"tests": {"t": FAIL}}, {"import_error": "ImportError: x"}, "against the reference, the file did not import: ImportError: x"),
-    ({"tests": {"t": FAIL}}, {"tests": {"t": FAIL}},
-     "it does not pass against ppaux's reference (fail: AssertionError: 1 != 2)"),
-    ({"tests": {"t": PASS}}, {"tests": {"t": PASS}},
-     "it passes against the implementation: the failure depends on more than the calls the test replays"),
-    ({"tests": {"t": {"outcome": "error", "in_implementation": False, "text": "NameError: x"}}}, {"tests": {"t": PASS}},
-     "against the implementation it errs outside the implementation (NameError: x)"),
-    ({"tests": {"t": FAIL}}, {"tests": {"t": {"outcome": "skip", "text": ""}}},
-     "it does not pass against ppaux's reference (skip: no output)"),
-])
+@pytest.mark.parametrize(
+    "red, green, why",
+    [
+        ({"tests": {"t": FAIL}}, {"tests": {"t": PASS}}, None),
+        ({"tests": {"t": {"outcome": "error", "in_implementation": True, "text": "E"}}}, {"tests": {"t": PASS}}, None),
+        (
+            {"broken": "the test run ended with exit status 3"},
+            {"tests": {"t": PASS}},
+            "against the implementation, the test run ended with exit status 3",
+        ),
+        (
+            {"tests": {"t": FAIL}},
+            {"import_error": "ImportError: x"},
+            "against the reference, the file did not import: ImportError: x",
+        ),
+        (
+            {"tests": {"t": FAIL}},
+            {"tests": {"t": FAIL}},
+            "it does not pass against ppaux's reference (fail: AssertionError: 1 != 2)",
+        ),
+        (
+            {"tests": {"t": PASS}},
+            {"tests": {"t": PASS}},
+            "it passes against the implementation: the failure depends on more than the calls the test replays",
+        ),
+        (
+            {"tests": {"t": {"outcome": "error", "in_implementation": False, "text": "NameError: x"}}},
+            {"tests": {"t": PASS}},
+            "against the implementation it errs outside the implementation (NameError: x)",
+        ),
+        (
+            {"tests": {"t": FAIL}},
+            {"tests": {"t": {"outcome": "skip", "text": ""}}},
+            "it does not pass against ppaux's reference (skip: no output)",
+        ),
+    ],
+)
 def test_a_test_is_kept_only_when_red_on_the_implementation_and_green_on_the_reference(red, green, why):
     assert proof.judge(red, green, "t") == why
 
@@ -355,23 +476,44 @@ def test_a_test_is_kept_only_when_red_on_the_implementation_and_green_on_the_ref
 def test_a_counterexample_of_several_steps_keeps_its_dict_until_the_test_changes_it():
     scores, meta = torch.zeros(2), torch.empty((2, 3), device="meta").t()
     d = {"next_token_ids": scores}
-    add = Call("add", d, PPOutput({"x": meta}), [("next_token_ids", scores)], [("next_token_ids", scores), ("p.x", meta)])
+    add = Call(
+        "add", d, PPOutput({"x": meta}), [("next_token_ids", scores)], [("next_token_ids", scores), ("p.x", meta)]
+    )
     pop = Call("pop", d, RecordingObserver("raise"), list(add.after), [("next_token_ids", scores)])
     again = Call("pop", d, None, [("next_token_ids", scores), (0, (1.5, float("nan"), complex(1, 2)))])
-    assert describe([add, pop, again], "p.") == {"prefix": "p.", "doubles": ["PPOutput", "RecordingObserver"], "steps": [
-        {"op": "add", "dict": "tensors", "arg": "output", "setup": [
-            "next_token_ids = torch.zeros((2,))", "tensors = {'next_token_ids': next_token_ids}",
-            "x = torch.empty((6,), device='meta').as_strided((3, 2), (1, 3), 0)", "output = PPOutput({'x': x})"]},
-        {"op": "pop", "dict": "tensors", "arg": "observer", "setup": ["observer = RecordingObserver('raise')"]},
-        {"op": "pop", "dict": "tensors_2", "arg": "None", "setup": [
-            "tensors_2 = {'next_token_ids': next_token_ids, 0: (1.5, float('nan'), complex(1.0, 2.0))}"]},
-    ]}
+    assert describe([add, pop, again], "p.") == {
+        "prefix": "p.",
+        "doubles": ["PPOutput", "RecordingObserver"],
+        "steps": [
+            {
+                "op": "add",
+                "dict": "tensors",
+                "arg": "output",
+                "setup": [
+                    "next_token_ids = torch.zeros((2,))",
+                    "tensors = {'next_token_ids': next_token_ids}",
+                    "x = torch.empty((6,), device='meta').as_strided((3, 2), (1, 3), 0)",
+                    "output = PPOutput({'x': x})",
+                ],
+            },
+            {"op": "pop", "dict": "tensors", "arg": "observer", "setup": ["observer = RecordingObserver('raise')"]},
+            {
+                "op": "pop",
+                "dict": "tensors_2",
+                "arg": "None",
+                "setup": ["tensors_2 = {'next_token_ids': next_token_ids, 0: (1.5, float('nan'), complex(1.0, 2.0))}"],
+            },
+        ],
+    }
 
 
-@pytest.mark.parametrize("value, why", [
-    (torch.zeros(2).to_sparse(), "a torch.sparse_coo tensor cannot be written as code"),
-    (torch.nn.Parameter(torch.zeros(1)), "a tensor of the subclass Parameter cannot be written as code"),
-])
+@pytest.mark.parametrize(
+    "value, why",
+    [
+        (torch.zeros(2).to_sparse(), "a torch.sparse_coo tensor cannot be written as code"),
+        (torch.nn.Parameter(torch.zeros(1)), "a tensor of the subclass Parameter cannot be written as code"),
+    ],
+)
 def test_a_tensor_that_is_not_code_says_why(value, why):
     with pytest.raises(Unwritable) as info:
         tensor_expr(value)
@@ -402,15 +544,27 @@ def _exec(source: str) -> dict:
 
 
 def test_the_reference_run_names_what_it_raised_and_returned():
-    scenario = {"prefix": "p.", "doubles": ["RaisingPPOutput", "RecordingObserver"], "steps": [
-        {"op": "add", "dict": "tensors", "arg": "output", "setup": ["tensors = {}", "output = RaisingPPOutput()"]},
-        {"op": "pop", "dict": "tensors", "arg": "observer", "setup": [
-            "x = torch.zeros(())", "tensors = {'p.x': x}", "observer = RecordingObserver('rebuild')"]},
-    ]}
+    scenario = {
+        "prefix": "p.",
+        "doubles": ["RaisingPPOutput", "RecordingObserver"],
+        "steps": [
+            {"op": "add", "dict": "tensors", "arg": "output", "setup": ["tensors = {}", "output = RaisingPPOutput()"]},
+            {
+                "op": "pop",
+                "dict": "tensors",
+                "arg": "observer",
+                "setup": ["x = torch.zeros(())", "tensors = {'p.x': x}", "observer = RecordingObserver('rebuild')"],
+            },
+        ],
+    }
     steps = expected_steps(scenario)
     assert [s["raised"] for s in steps] == [["self.assertIs(raised.exception, output.error)"], None]
-    assert steps[1]["checks"] == ["self.assertIs(result, observer.returned[-1])", "self.assertEqual(len(observer.handed), 1)",
-                                  "self.assertEntries(observer.handed[-1], [('x', x)])", "self.assertEntries(tensors, [])"]
+    assert steps[1]["checks"] == [
+        "self.assertIs(result, observer.returned[-1])",
+        "self.assertEqual(len(observer.handed), 1)",
+        "self.assertEntries(observer.handed[-1], [('x', x)])",
+        "self.assertEntries(tensors, [])",
+    ]
 
 
 def test_a_failing_test_that_made_no_call_says_so():
@@ -450,13 +604,17 @@ def test_names_and_keys_of_any_shape_are_written_as_valid_code():
     call = Call("add", d, PPOutput({"0": trap, "x y": torch.zeros(1)}), list(d.items()))
     falsy = Call("add", d, PPOutput(None), list(d.items()))
     written = describe([call, falsy], "p.")
-    assert written["steps"][1]["setup"] == ["tensors_2 = {_OUTPUT_PREFIX: 1, 'class': {'a': [None]}}",
-                                            "output_2 = PPOutput(None)"]
+    assert written["steps"][1]["setup"] == [
+        "tensors_2 = {_OUTPUT_PREFIX: 1, 'class': {'a': [None]}}",
+        "output_2 = PPOutput(None)",
+    ]
     assert written["doubles"] == ["PPOutput", "TrapTensor"]
     assert written["steps"][0]["setup"] == [
         "tensors = {_OUTPUT_PREFIX: 1, 'class': {'a': [None]}}",
-        "value_0 = torch.tensor(0.0).as_subclass(TrapTensor)", "x_y = torch.zeros((1,))",
-        "output = PPOutput({'0': value_0, 'x y': x_y})"]
+        "value_0 = torch.tensor(0.0).as_subclass(TrapTensor)",
+        "x_y = torch.zeros((1,))",
+        "output = PPOutput({'0': value_0, 'x y': x_y})",
+    ]
     assert scenario.literal({"a": (1,)}) == "{'a': (1,)}"
 
 
@@ -474,13 +632,19 @@ def test_a_directory_that_cannot_be_written_is_said_so(tmp_path, monkeypatch):
 def test_two_tests_of_one_name_get_two_methods():
     taken: set = set()
     assert [method_name(n, taken) for n in ("a.py::test_x[A 1]", "b.py::test_x[a-1]", "c.py::test_x")] == [
-        "test_x_a_1", "test_x_a_1_2", "test_x"]
+        "test_x_a_1",
+        "test_x_a_1_2",
+        "test_x",
+    ]
 
 
-@pytest.mark.parametrize("line", [
-    "        x = 'a very long string that no bracket could break, with an escaped \\' quote in it, longer than eighty'",
-    "        self.assertEqual(x_is_a_long_name_for_a_value, y_is_another_long_name_for_another_value_here)",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "        x = 'a very long string that no bracket could break, with an escaped \\' quote in it, longer than eighty'",
+        "        self.assertEqual(x_is_a_long_name_for_a_value, y_is_another_long_name_for_another_value_here)",
+    ],
+)
 def test_a_line_without_a_list_to_break_is_kept_or_broken_at_its_call(line):
     lines = wrap(line, 80)
     assert ast.dump(ast.parse("\n".join(lines).strip())) == ast.dump(ast.parse(line.strip()))
@@ -491,12 +655,34 @@ def test_a_line_without_a_list_to_break_is_kept_or_broken_at_its_call(line):
 @pytest.mark.thorough  # CI: a crash's test runs its calls in a child the same way, proven red and green
 def test_a_hang_becomes_a_test_that_fails_when_its_calls_outlast_the_limit(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    impl, folder, out = ROOT / "tests" / "impls" / "hangs_on_three_items.py", tmp_path / "regressions", tmp_path / "report"
-    assert main(["check", "--impl", str(impl), "--tests", "test_round_trip", "--timeout", "0.5",
-                 "--regressions", str(folder), "--report", str(out)]) == 1
+    impl, folder, out = (
+        ROOT / "tests" / "impls" / "hangs_on_three_items.py",
+        tmp_path / "regressions",
+        tmp_path / "report",
+    )
+    assert (
+        main(
+            [
+                "check",
+                "--impl",
+                str(impl),
+                "--tests",
+                "test_round_trip",
+                "--timeout",
+                "0.5",
+                "--regressions",
+                str(folder),
+                "--report",
+                str(out),
+            ]
+        )
+        == 1
+    )
     capsys.readouterr()
     report = json.loads((out / "conformance.json").read_text())
-    assert [f["clause"] for f in report["regressions"]["files"]] == ["round-trip"] and report["regressions"]["refused"] == []
+    assert [f["clause"] for f in report["regressions"]["files"]] == ["round-trip"] and report["regressions"][
+        "refused"
+    ] == []
     red = run_unittest(folder, [impl.parent, ROOT])
     assert summary(red) == "FAILED (failures=1)"
     assert "AssertionError: unexpectedly None : the calls did not return within 0.5 s" in red.stderr
@@ -544,15 +730,33 @@ def test_a_files_trap_tensor_traps_what_the_suites_trap_traps():
 
 
 def test_an_observer_pop_never_called_is_checked_as_never_called():
-    scenario_ = {"prefix": "p.", "doubles": ["RecordingObserver"], "steps": [
-        {"op": "pop", "dict": "tensors", "arg": "observer", "setup": ["tensors = {'k': 1}", "observer = RecordingObserver()"]}]}
+    scenario_ = {
+        "prefix": "p.",
+        "doubles": ["RecordingObserver"],
+        "steps": [
+            {
+                "op": "pop",
+                "dict": "tensors",
+                "arg": "observer",
+                "setup": ["tensors = {'k': 1}", "observer = RecordingObserver()"],
+            }
+        ],
+    }
     assert expected_steps(scenario_)[0]["checks"] == [
-        "self.assertIsNone(result)", "self.assertEqual(len(observer.handed), 0)", "self.assertEntries(tensors, [('k', 1)])"]
+        "self.assertIsNone(result)",
+        "self.assertEqual(len(observer.handed), 0)",
+        "self.assertEntries(tensors, [('k', 1)])",
+    ]
 
 
 def test_a_hang_and_an_assertion_of_one_clause_share_a_file():
-    steps = expected_steps({"prefix": "p.", "doubles": [], "steps": [
-        {"op": "pop", "dict": "tensors", "arg": "None", "setup": ["tensors = {}"]}]})
+    steps = expected_steps(
+        {
+            "prefix": "p.",
+            "doubles": [],
+            "steps": [{"op": "pop", "dict": "tensors", "arg": "None", "setup": ["tensors = {}"]}],
+        }
+    )
     hang = Finding("t.py::test_a", "pop.2", "hang", steps, [], method="test_a")
     plain = Finding("t.py::test_b", "pop.2", None, steps, [], method="test_b")
     source = render("pop.2", [hang, plain], "m", 1.0)
@@ -563,17 +767,24 @@ def test_a_hang_and_an_assertion_of_one_clause_share_a_file():
 def test_a_clause_keeps_the_tests_that_tell_the_implementation_from_the_reference(tmp_path):
     atomic = Call("add", {}, PPOutput({"scores": torch.zeros(1), "bad": [0.5]}), [])
     none = Call("add", {}, None, [])
-    rows = [{"nodeid": f"t.py::{name}", "clause": "add.6", "outcome": "failed", "scenario": describe([call], "p.")}
-            for name, call in (("test_atomic", atomic), ("test_none", none))]
-    done = write_regressions({"clauses": [{"clause": "add.6", "verdict": "fail", "tests": rows}]}, "tests.impls.torch_only",
-                             tmp_path, 10.0, [str(ROOT)])
+    rows = [
+        {"nodeid": f"t.py::{name}", "clause": "add.6", "outcome": "failed", "scenario": describe([call], "p.")}
+        for name, call in (("test_atomic", atomic), ("test_none", none))
+    ]
+    done = write_regressions(
+        {"clauses": [{"clause": "add.6", "verdict": "fail", "tests": rows}]},
+        "tests.impls.torch_only",
+        tmp_path,
+        10.0,
+        [str(ROOT)],
+    )
     assert [(f["clause"], f["tests"]) for f in done["files"]] == [("add.6", ["test_atomic"])]
     assert [r["nodeid"] for r in done["refused"]] == ["t.py::test_none"]
     assert "def test_none" not in (tmp_path / "test_add_6.py").read_text()
 
 
 def test_a_run_that_records_calls_hands_a_failing_tests_calls_over_as_code(pytester):
-    pytester.makeconftest('''
+    pytester.makeconftest("""
 import pytest
 from ppaux.testing.plugin import recorded_calls
 
@@ -582,25 +793,42 @@ def pytest_runtest_makereport(item, call):
     report = (yield).get_result()
     if report.when == "call":
         report.calls = recorded_calls(item)
-''')
-    pytester.makepyfile('''
+""")
+    pytester.makepyfile("""
 def test_pop(ppaux_impl):
     ppaux_impl.pop({"k": 1}, None)
     assert False
-''')
-    for extra, calls in (([], None), (["--ppaux-record-calls"], {"scenario": {"prefix": "__sampling_observer_output__.",
-                         "doubles": [], "steps": [{"op": "pop", "dict": "tensors", "arg": "None",
-                                                   "setup": ["tensors = {'k': 1}"]}]}})):
+""")
+    for extra, calls in (
+        ([], None),
+        (
+            ["--ppaux-record-calls"],
+            {
+                "scenario": {
+                    "prefix": "__sampling_observer_output__.",
+                    "doubles": [],
+                    "steps": [{"op": "pop", "dict": "tensors", "arg": "None", "setup": ["tensors = {'k': 1}"]}],
+                }
+            },
+        ),
+    ):
         reports = pytester.inline_run("-p", "no:cacheprovider", *extra).getreports("pytest_runtest_logreport")
         assert [r.calls for r in reports if r.when == "call"] == [calls]
 
 
 def test_doubles_without_state_are_written_as_their_class():
     d: dict = {}
-    calls = [Call("add", d, RaisingPPOutput(), []), Call("add", d, NotPPOutput(), [], []), Call("pop", d, NotPPObserver(), [], [])]
+    calls = [
+        Call("add", d, RaisingPPOutput(), []),
+        Call("add", d, NotPPOutput(), [], []),
+        Call("pop", d, NotPPObserver(), [], []),
+    ]
     calls[0].after = []
     assert [step["setup"][-1] for step in describe(calls, "p.")["steps"]] == [
-        "output = RaisingPPOutput()", "output_2 = NotPPOutput()", "observer = NotPPObserver()"]
+        "output = RaisingPPOutput()",
+        "output_2 = NotPPOutput()",
+        "observer = NotPPObserver()",
+    ]
 
 
 def test_the_proofs_find_the_module_where_the_run_found_it(tmp_path, monkeypatch):

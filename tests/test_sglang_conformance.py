@@ -44,9 +44,23 @@ def sglang_path(tmp_path_factory):
 def sglang_run(sglang_path, tmp_path_factory):
     cwd = tmp_path_factory.mktemp("empty")
     proc = subprocess.run(
-        [sys.executable, "-m", "ppaux", "check", "--impl", sglang_release.MODULE, "--report", "out",
-         "--regressions", "regressions"],
-        cwd=cwd, env=dict(os.environ, PYTHONPATH=sglang_path), capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "ppaux",
+            "check",
+            "--impl",
+            sglang_release.MODULE,
+            "--report",
+            "out",
+            "--regressions",
+            "regressions",
+        ],
+        cwd=cwd,
+        env=dict(os.environ, PYTHONPATH=sglang_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 1, proc.stderr
     return cwd
@@ -58,7 +72,8 @@ def sglang_report(sglang_run):
 
 
 def test_each_broken_clause_is_a_regression_test_red_on_sglang_without_ppaux_and_green_on_the_reference(
-        sglang_run, sglang_report, sglang_path, tmp_path):
+    sglang_run, sglang_report, sglang_path, tmp_path
+):
     folder = sglang_run / "regressions"
     assert [f["clause"] for f in sglang_report["regressions"]["files"]] == list(FINDINGS)
     assert sglang_report["regressions"]["refused"] == []
@@ -75,7 +90,9 @@ def test_each_broken_clause_is_a_regression_test_red_on_sglang_without_ppaux_and
 
 def test_sglang_keeps_the_contract(sglang_report):
     contract = [t for c in sglang_report["clauses"] for t in c["tests"] if "contract" in t["marks"]]
-    assert contract and all(t["outcome"] == "passed" for t in contract), [t["nodeid"] for t in contract if t["outcome"] != "passed"]
+    assert contract and all(t["outcome"] == "passed" for t in contract), [
+        t["nodeid"] for t in contract if t["outcome"] != "passed"
+    ]
 
 
 def test_sglang_breaks_exactly_the_known_clauses_each_with_its_statement_and_example(sglang_report):

@@ -7,7 +7,7 @@ import pickle
 import subprocess
 import textwrap
 import zipfile
-from typing import Any, List
+from typing import Any
 
 import pytest
 import torch
@@ -20,7 +20,7 @@ from ppaux.relay.pipeline import run_loopback
 from ppaux.relay.wire import TensorMetadata
 
 # What ppaux reads out of parallel_state.py, in the shape SGLang 0.5.23 has it (bodies shortened).
-PARALLEL_STATE = '''
+PARALLEL_STATE = """
 import torch
 from sglang.srt import platforms  # the rest of the module needs SGLang; what ppaux cuts out does not
 
@@ -53,7 +53,7 @@ class GroupCoordinator:
 
     def recv_tensor_dict(self, src=None, all_gather_group: Optional["GroupCoordinator"] = None):
         return ("recv_tensor_dict", src, all_gather_group)
-'''
+"""
 
 
 def release(tmp_path, monkeypatch, source: str = PARALLEL_STATE, version: str = "9.9.9", path: str = sglang.WIRE_FILE):
@@ -69,7 +69,12 @@ def test_the_wire_definitions_are_cut_out_of_the_release_without_the_rest(tmp_pa
     source = sglang.wire_source(release(tmp_path, monkeypatch))
     assert "platforms" not in source and "class GroupCoordinator" not in source
     assert source.startswith(sglang.HEADER)
-    for name in ("TensorMetadata = namedtuple", "class P2PWork", "def _split_tensor_dict", *(f"def {m}(self" for m in sglang.METHODS)):
+    for name in (
+        "TensorMetadata = namedtuple",
+        "class P2PWork",
+        "def _split_tensor_dict",
+        *(f"def {m}(self" for m in sglang.METHODS),
+    ):
         assert source.count(name) == 1, name
 
 
@@ -77,7 +82,7 @@ class FakeDist:
     """torch.distributed as far as the Boundary calls it: records, moves nothing."""
 
     def __init__(self) -> None:
-        self.calls: List[Any] = []
+        self.calls: list[Any] = []
 
     def send(self, tensor, dst, group=None, tag=0):
         self.calls.append(("send", tensor.tolist(), dst, group, tag))
@@ -111,7 +116,13 @@ def test_the_coordinator_runs_the_releases_own_methods_through_the_boundary(tmp_
     assert fake.calls[-1][2:] == (5, cpu, 0) and boundary.messages[-1][:3] == ("send", "cpu", 5)
     assert pp.recv_object(1, 2) == ("recv_object", 1, 2)
     t = torch.zeros(2)
-    assert pp.send_tensor_dict({"t": t}, 0, None, True) == ("send_tensor_dict", [("t", wire.TensorMetadata("cpu", torch.float32, torch.Size([2])))], 0, None, True)
+    assert pp.send_tensor_dict({"t": t}, 0, None, True) == (
+        "send_tensor_dict",
+        [("t", wire.TensorMetadata("cpu", torch.float32, torch.Size([2])))],
+        0,
+        None,
+        True,
+    )
     assert pp.recv_tensor_dict(0, pp) == ("recv_tensor_dict", 0, pp)
     # The TensorMetadata of the loaded module pickles and unpickles by its module's name.
     assert pickle.loads(pickle.dumps(wire.TensorMetadata("cpu", torch.int8, (1,)))) == ("cpu", torch.int8, (1,))
@@ -141,14 +152,22 @@ def test_the_boundary_records_every_call_and_lets_a_fault_change_or_drop_a_messa
 @pytest.mark.parametrize(
     "source, message",
     [
-        (PARALLEL_STATE.replace("class P2PWork", "class P2PWorks"),
-         "sglang==9.9.9: sglang/srt/distributed/parallel_state.py no longer defines P2PWork at module level"),
-        (PARALLEL_STATE.replace("def recv_object", "def recv_obj"),
-         "sglang==9.9.9: GroupCoordinator.recv_object is gone from sglang/srt/distributed/parallel_state.py"),
-        (PARALLEL_STATE.replace("def send_object(self, obj", "def send_object(obj"),
-         "sglang==9.9.9: GroupCoordinator.send_object is no longer a method (['obj', 'dst', 'async_send', 'tag'])"),
-        (PARALLEL_STATE.replace("class GroupCoordinator", "class Coordinator"),
-         "sglang==9.9.9: sglang/srt/distributed/parallel_state.py no longer defines GroupCoordinator at module level"),
+        (
+            PARALLEL_STATE.replace("class P2PWork", "class P2PWorks"),
+            "sglang==9.9.9: sglang/srt/distributed/parallel_state.py no longer defines P2PWork at module level",
+        ),
+        (
+            PARALLEL_STATE.replace("def recv_object", "def recv_obj"),
+            "sglang==9.9.9: GroupCoordinator.recv_object is gone from sglang/srt/distributed/parallel_state.py",
+        ),
+        (
+            PARALLEL_STATE.replace("def send_object(self, obj", "def send_object(obj"),
+            "sglang==9.9.9: GroupCoordinator.send_object is no longer a method (['obj', 'dst', 'async_send', 'tag'])",
+        ),
+        (
+            PARALLEL_STATE.replace("class GroupCoordinator", "class Coordinator"),
+            "sglang==9.9.9: sglang/srt/distributed/parallel_state.py no longer defines GroupCoordinator at module level",
+        ),
     ],
 )
 def test_a_release_that_changed_shape_names_its_version_and_the_definition(tmp_path, monkeypatch, source, message):
@@ -166,28 +185,50 @@ def test_a_wheel_without_the_wire_file_is_a_changed_release(tmp_path, monkeypatc
 def test_a_release_that_cannot_be_downloaded_says_so_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("PPAUX_CACHE_DIR", str(tmp_path))
     asked = []
-    monkeypatch.setattr(sglang.subprocess, "run", lambda cmd, **kw: asked.append(cmd) or subprocess.CompletedProcess(
-        cmd, 1, "", "WARNING: retrying\nERROR: No matching distribution found for sglang==0.0.1\n"))
+    monkeypatch.setattr(
+        sglang.subprocess,
+        "run",
+        lambda cmd, **kw: (
+            asked.append(cmd)
+            or subprocess.CompletedProcess(
+                cmd, 1, "", "WARNING: retrying\nERROR: No matching distribution found for sglang==0.0.1\n"
+            )
+        ),
+    )
     with pytest.raises(sglang.ReleaseUnavailable) as info:
         sglang.wheel("0.0.1")
-    assert str(info.value) == ("sglang==0.0.1 could not be downloaded (offline, or no such release?): "
-                               "ERROR: No matching distribution found for sglang==0.0.1")
+    assert str(info.value) == (
+        "sglang==0.0.1 could not be downloaded (offline, or no such release?): "
+        "ERROR: No matching distribution found for sglang==0.0.1"
+    )
     assert asked[0][-4:] == ["--timeout", "15", "sglang==0.0.1", "-d"] or asked[0][-3:-1] == ["sglang==0.0.1", "-d"]
     assert (tmp_path / "sglang-0.0.1").is_dir()
 
 
 def test_metadata_reads_either_sides_tensor_metadata_as_a_plain_tuple():
-    payload = torch.frombuffer(bytearray(pickle.dumps([("a", TensorMetadata("cpu", torch.int64, torch.Size([2, 3]))), ("m", "output")])),
-                               dtype=torch.uint8)
+    payload = torch.frombuffer(
+        bytearray(pickle.dumps([("a", TensorMetadata("cpu", torch.int64, torch.Size([2, 3]))), ("m", "output")])),
+        dtype=torch.uint8,
+    )
     assert sglang.metadata_of(payload) == [("a", ("TensorMetadata", "cpu", "torch.int64", (2, 3))), ("m", "output")]
 
 
 def test_messages_normalize_to_what_both_sides_can_share():
     size, payload = torch.tensor([9]), torch.frombuffer(bytearray(pickle.dumps([("k", 1)])), dtype=torch.uint8)
-    log = [("begin", "send"), ("send", "cpu", 1, size), ("send", "cpu", 1, payload), ("send", "device", 1, torch.zeros(2, 3)),
-           ("all_gather", "tp", -1, torch.zeros(1))]
-    assert differential.normalize(log) == [("begin", "send"), ("send", "cpu", 1, "object size"), ("send", "cpu", 1, "object", [("k", 1)]),
-                                           ("send", "device", 1, "torch.float32", (2, 3)), ("all_gather", "tp", -1, "torch.float32", (1,))]
+    log = [
+        ("begin", "send"),
+        ("send", "cpu", 1, size),
+        ("send", "cpu", 1, payload),
+        ("send", "device", 1, torch.zeros(2, 3)),
+        ("all_gather", "tp", -1, torch.zeros(1)),
+    ]
+    assert differential.normalize(log) == [
+        ("begin", "send"),
+        ("send", "cpu", 1, "object size"),
+        ("send", "cpu", 1, "object", [("k", 1)]),
+        ("send", "device", 1, "torch.float32", (2, 3)),
+        ("all_gather", "tp", -1, "torch.float32", (1,)),
+    ]
 
 
 def _ok(received, messages=()):
@@ -198,13 +239,36 @@ def _ok(received, messages=()):
     "model, real, said",
     [
         ({"a": torch.zeros(2)}, {"a": torch.zeros(2)}, None),
-        ({"a": torch.zeros(2)}, {"b": torch.zeros(2)}, "rank 0 received keys ['a'] from ppaux's model, ['b'] from SGLang's code"),
-        ({"a": torch.zeros(2)}, {"a": torch.zeros(2, dtype=torch.int8)},
-         "rank 0 received ['a']: torch.float32 (2,) vs torch.int8 (2,) (ppaux's model vs SGLang's code)"),
-        ({"a": torch.zeros(2)}, {"a": torch.ones(2)}, "rank 0 received ['a']: values [0.0, 0.0] vs [1.0, 1.0] (ppaux's model vs SGLang's code)"),
-        ({"a": torch.zeros(2)}, {"a": torch.zeros(2, device="meta")}, "rank 0 received ['a']: device cpu vs meta (ppaux's model vs SGLang's code)"),
-        ({"a": torch.zeros(2)}, {"a": [0, 0]}, "rank 0 received ['a']: Tensor vs list (ppaux's model vs SGLang's code)"),
-        ({"m": "output"}, {"m": "other"}, "rank 0 received ['m']: 'output' vs 'other' (ppaux's model vs SGLang's code)"),
+        (
+            {"a": torch.zeros(2)},
+            {"b": torch.zeros(2)},
+            "rank 0 received keys ['a'] from ppaux's model, ['b'] from SGLang's code",
+        ),
+        (
+            {"a": torch.zeros(2)},
+            {"a": torch.zeros(2, dtype=torch.int8)},
+            "rank 0 received ['a']: torch.float32 (2,) vs torch.int8 (2,) (ppaux's model vs SGLang's code)",
+        ),
+        (
+            {"a": torch.zeros(2)},
+            {"a": torch.ones(2)},
+            "rank 0 received ['a']: values [0.0, 0.0] vs [1.0, 1.0] (ppaux's model vs SGLang's code)",
+        ),
+        (
+            {"a": torch.zeros(2)},
+            {"a": torch.zeros(2, device="meta")},
+            "rank 0 received ['a']: device cpu vs meta (ppaux's model vs SGLang's code)",
+        ),
+        (
+            {"a": torch.zeros(2)},
+            {"a": [0, 0]},
+            "rank 0 received ['a']: Tensor vs list (ppaux's model vs SGLang's code)",
+        ),
+        (
+            {"m": "output"},
+            {"m": "other"},
+            "rank 0 received ['m']: 'output' vs 'other' (ppaux's model vs SGLang's code)",
+        ),
     ],
 )
 def test_a_difference_in_what_arrived_names_the_rank_and_the_key(model, real, said):
@@ -215,12 +279,22 @@ def test_a_difference_in_how_it_ended_or_in_the_messages_names_both():
     boom, other = RankFailure("RuntimeError", "Invalid scalar type"), RankFailure("RuntimeError", "other\nmore")
     cases = [
         (Outcome("hang"), _ok({}), "rank 0: ppaux's model hung, SGLang's code delivered"),
-        (Outcome("error", error=boom), Outcome("error", error=other),
-         "rank 0: ppaux's model raised RuntimeError: Invalid scalar type, SGLang's code raised RuntimeError: other"),
-        (Outcome("died"), Outcome("error", error=RankFailure("KeyError", "")), "rank 0: ppaux's model died, SGLang's code raised KeyError: "),
+        (
+            Outcome("error", error=boom),
+            Outcome("error", error=other),
+            "rank 0: ppaux's model raised RuntimeError: Invalid scalar type, SGLang's code raised RuntimeError: other",
+        ),
+        (
+            Outcome("died"),
+            Outcome("error", error=RankFailure("KeyError", "")),
+            "rank 0: ppaux's model died, SGLang's code raised KeyError: ",
+        ),
         (Outcome("error", error=boom), Outcome("error", error=boom), None),
-        (_ok({}, [("send", "cpu", 1, "object size")]), _ok({}, [("send", "device", 1, "object size")]),
-         "rank 0, message 0: ppaux's model ('send', 'cpu', 1, 'object size'), SGLang's code ('send', 'device', 1, 'object size')"),
+        (
+            _ok({}, [("send", "cpu", 1, "object size")]),
+            _ok({}, [("send", "device", 1, "object size")]),
+            "rank 0, message 0: ppaux's model ('send', 'cpu', 1, 'object size'), SGLang's code ('send', 'device', 1, 'object size')",
+        ),
         (_ok({}, [("x",)]), _ok({}, [("x",), ("y",)]), "rank 0: ppaux's model exchanged 1 messages, SGLang's code 2"),
     ]
     for model, real, said in cases:
@@ -229,21 +303,42 @@ def test_a_difference_in_how_it_ended_or_in_the_messages_names_both():
 
 def test_the_ring_on_ppaux_side_relays_around_every_stage_and_records_its_messages():
     """In threads over the loopback: pp 3 with two attention-TP ranks, the last stage's dict comes back."""
-    sent = {"next_token_ids": torch.arange(4), "__msg_type__": "output", "__sampling_observer_output__.s": torch.arange(6.0)}
+    sent = {
+        "next_token_ids": torch.arange(4),
+        "__msg_type__": "output",
+        "__sampling_observer_output__.s": torch.arange(6.0),
+    }
     out = run_loopback(6, 2, lambda ctx: differential.ring(ctx, dict(sent) if ctx.rank >= 4 else {}, "ppaux"), ())
     assert all(o.status == "ok" for o in out.values())
     for rank, o in out.items():
         got = o.value["received"]
-        assert list(got) == list(sent) and torch.equal(got["__sampling_observer_output__.s"], sent["__sampling_observer_output__.s"])
+        assert list(got) == list(sent) and torch.equal(
+            got["__sampling_observer_output__.s"], sent["__sampling_observer_output__.s"]
+        )
     first = out[0].value["messages"]
-    assert first[:3] == [("begin", "recv"), ("recv", "cpu", 4, "object size"),
-                         ("recv", "cpu", 4, "object", [("next_token_ids", ("TensorMetadata", "cpu", "torch.int64", (4,))),
-                                                        ("__msg_type__", "output"),
-                                                        ("__sampling_observer_output__.s", ("TensorMetadata", "cpu", "torch.float32", (6,)))])]
+    assert first[:3] == [
+        ("begin", "recv"),
+        ("recv", "cpu", 4, "object size"),
+        (
+            "recv",
+            "cpu",
+            4,
+            "object",
+            [
+                ("next_token_ids", ("TensorMetadata", "cpu", "torch.int64", (4,))),
+                ("__msg_type__", "output"),
+                ("__sampling_observer_output__.s", ("TensorMetadata", "cpu", "torch.float32", (6,))),
+            ],
+        ),
+    ]
     # Each rank receives its slice and all-gathers it, then forwards its slice to the next stage.
     assert first[3:5] == [("recv", "cpu", 4, "torch.int64", (2,)), ("all_gather", "tp", -1, "torch.int64", (2,))]
     assert first[-1] == ("send", "cpu", 2, "torch.float32", (3,))
-    assert out[4].value["messages"][0] == ("begin", "send") and out[4].value["messages"][-1][:3] == ("all_gather", "tp", -1)
+    assert out[4].value["messages"][0] == ("begin", "send") and out[4].value["messages"][-1][:3] == (
+        "all_gather",
+        "tp",
+        -1,
+    )
 
 
 def test_run_hands_each_last_stage_rank_its_dict_and_both_sides_run():
@@ -260,7 +355,11 @@ def test_run_hands_each_last_stage_rank_its_dict_and_both_sides_run():
     assert sorted(out) == ["ppaux", "sglang"] and len(calls) == 2
     ppaux_calls, timeout = calls[0]
     assert timeout == 2.0 and {r: args for r, (_, args) in ppaux_calls.items()} == {
-        0: ({}, "ppaux"), 1: ({}, "ppaux"), 2: ({"m": 0}, "ppaux"), 3: ({"m": 1}, "ppaux")}
+        0: ({}, "ppaux"),
+        1: ({}, "ppaux"),
+        2: ({"m": 0}, "ppaux"),
+        3: ({"m": 1}, "ppaux"),
+    }
     assert {args[1] for _, args in calls[1][0].values()} == {"sglang"}
 
 
@@ -271,13 +370,22 @@ def test_another_attention_tp_rank_sends_the_same_keys_and_shapes_other_bytes():
     assert other["b"].tolist() == [True, True] and other["f"].shape == (2, 2) and not torch.equal(other["f"], d["f"])
 
 
-@pytest.mark.parametrize("raised, code, err", [
-    (sglang.ReleaseUnavailable("sglang==0.5.23 could not be downloaded (offline, or no such release?): x"), 2,
-     "ppaux: error: sglang==0.5.23 could not be downloaded (offline, or no such release?): x\n"),
-    (AssertionError("sglang==0.5.23 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ..."), 1,
-     "sglang==0.5.23 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ...\nFailing test case: ...\n"),
-    (None, 0, ""),
-])
+@pytest.mark.parametrize(
+    "raised, code, err",
+    [
+        (
+            sglang.ReleaseUnavailable("sglang==0.5.23 could not be downloaded (offline, or no such release?): x"),
+            2,
+            "ppaux: error: sglang==0.5.23 could not be downloaded (offline, or no such release?): x\n",
+        ),
+        (
+            AssertionError("sglang==0.5.23 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ..."),
+            1,
+            "sglang==0.5.23 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ...\nFailing test case: ...\n",
+        ),
+        (None, 0, ""),
+    ],
+)
 def test_wire_diff_exit_status_says_how_it_went(monkeypatch, capsys, raised, code, err):
     def check(version, settings):
         assert settings.deadline is None and settings.max_examples == 40
@@ -290,8 +398,12 @@ def test_wire_diff_exit_status_says_how_it_went(monkeypatch, capsys, raised, cod
     assert main(["wire-diff"]) == code
     out, got = capsys.readouterr()
     assert got == err
-    assert out == ("" if code else "ppaux wire-diff: sglang==0.5.23 and ppaux's model agree on every drawn PP dict "
-                   "(pp x attention-TP: 2x1, 3x1, 2x2, 3x2; profile ci)\n")
+    assert out == (
+        ""
+        if code
+        else "ppaux wire-diff: sglang==0.5.23 and ppaux's model agree on every drawn PP dict "
+        "(pp x attention-TP: 2x1, 3x1, 2x2, 3x2; profile ci)\n"
+    )
 
 
 def test_wire_diff_refuses_an_unknown_profile(capsys):
@@ -300,22 +412,28 @@ def test_wire_diff_refuses_an_unknown_profile(capsys):
 
 
 # send_object and send_tensor_dict as SGLang 0.5.23 writes them, shortened to the synchronous path.
-FAITHFUL = PARALLEL_STATE.replace('''    def send_object(self, obj, dst, async_send=False, tag=0):
+FAITHFUL = PARALLEL_STATE.replace(
+    """    def send_object(self, obj, dst, async_send=False, tag=0):
         torch.distributed.send(torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8), self.ranks[dst], group=self.cpu_group)
-        return ("send_object", obj, dst, async_send, tag)''', '''    def send_object(self, obj, dst, async_send=False, tag=0):
+        return ("send_object", obj, dst, async_send, tag)""",
+    """    def send_object(self, obj, dst, async_send=False, tag=0):
         object_tensor = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
         size_tensor = torch.tensor([object_tensor.numel()], dtype=torch.long, device="cpu")
         torch.distributed.send(size_tensor, self.ranks[dst], group=self.cpu_group, tag=tag)
         torch.distributed.send(object_tensor, self.ranks[dst], group=self.cpu_group, tag=tag)
-        return []''').replace('''    def send_tensor_dict(self, tensor_dict, dst=None, all_gather_group=None, async_send=False):
-        return ("send_tensor_dict", _split_tensor_dict(tensor_dict)[0], dst, all_gather_group, async_send)''', '''    def send_tensor_dict(self, tensor_dict, dst=None, all_gather_group=None, async_send=False):
+        return []""",
+).replace(
+    """    def send_tensor_dict(self, tensor_dict, dst=None, all_gather_group=None, async_send=False):
+        return ("send_tensor_dict", _split_tensor_dict(tensor_dict)[0], dst, all_gather_group, async_send)""",
+    """    def send_tensor_dict(self, tensor_dict, dst=None, all_gather_group=None, async_send=False):
         metadata_list, tensor_list = _split_tensor_dict(tensor_dict)
         self.send_object(metadata_list, dst=dst)
         for tensor in tensor_list:
             if tensor.numel() == 0:
                 continue
             torch.distributed.send(tensor, self.ranks[dst], group=self.cpu_group if tensor.is_cpu else self.device_group)
-        return []''')
+        return []""",
+)
 
 
 @pytest.fixture
@@ -324,7 +442,9 @@ def link(tmp_path, monkeypatch):
     monkeypatch.setattr(sglang, "dist", fake)
     cpu, device = object(), object()
     boundary = sglang.Boundary({id(cpu): "cpu", id(device): "device"})
-    wire = sglang.load_wire(sglang.wire_source(release(tmp_path, monkeypatch, FAITHFUL)), "ppaux_test_faithful_wire", boundary)
+    wire = sglang.load_wire(
+        sglang.wire_source(release(tmp_path, monkeypatch, FAITHFUL)), "ppaux_test_faithful_wire", boundary
+    )
     pp = sglang.Coordinator(wire, boundary, [3, 4], 4, cpu, device)
     return sglang.Link(sglang.SGLangRank(pp, None, boundary, wire), 0, 0), fake
 
@@ -338,8 +458,10 @@ def _messages(fake):
         assert size == [len(payload)]
         meta = pickle.loads(bytes(payload))
         count = sum(type(v).__name__ == "TensorMetadata" and torch.Size(v.size).numel() > 0 for _, v in meta)
-        out.append(([(k, tuple(v) if type(v).__name__ == "TensorMetadata" else v) for k, v in meta], sends[2:2 + count]))
-        sends = sends[2 + count:]
+        out.append(
+            ([(k, tuple(v) if type(v).__name__ == "TensorMetadata" else v) for k, v in meta], sends[2 : 2 + count])
+        )
+        sends = sends[2 + count :]
     return out
 
 
@@ -389,7 +511,9 @@ def test_pipeline_and_hop_start_a_world_that_runs_sglangs_code(monkeypatch):
             return {0: Outcome("ok", value={"x": 1}), 1: Outcome("ok")}
 
     monkeypatch.setattr(sglang, "wire_source", lambda version: f"source of {version}")
-    monkeypatch.setattr(gloo, "world", lambda n, ag_size=1, extension=None: started.append((n, ag_size, extension)) or World())
+    monkeypatch.setattr(
+        gloo, "world", lambda n, ag_size=1, extension=None: started.append((n, ag_size, extension)) or World()
+    )
     assert hop.relay({"x": 1}, channel="sglang") == {"x": 1}
     assert started[0] == (2, 1, (sglang.join, (sglang.DEFAULT_VERSION, f"source of {sglang.DEFAULT_VERSION}")))
     assert started[1] == {0: (sglang._recv_one, ()), 1: (sglang._send_one, ({"x": 1},))}
@@ -418,15 +542,20 @@ def test_a_release_is_fetched_by_pip_into_the_cache_once(tmp_path, monkeypatch):
     with zipfile.ZipFile(index / "sglang-0.0.3-py3-none-any.whl", "w") as zf:
         zf.writestr(sglang.WIRE_FILE, textwrap.dedent(PARALLEL_STATE))
         zf.writestr("sglang-0.0.3.dist-info/METADATA", "Metadata-Version: 2.1\nName: sglang\nVersion: 0.0.3\n")
-        zf.writestr("sglang-0.0.3.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        zf.writestr(
+            "sglang-0.0.3.dist-info/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
         zf.writestr("sglang-0.0.3.dist-info/RECORD", "")
     cache = tmp_path / "cache"
     monkeypatch.setenv("PPAUX_CACHE_DIR", str(cache))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(index))
     fetched = sglang.wheel("0.0.3")
-    assert fetched == cache / "sglang-0.0.3" / "sglang-0.0.3-py3-none-any.whl" and fetched.read_bytes() == (
-        index / "sglang-0.0.3-py3-none-any.whl").read_bytes()
+    assert (
+        fetched == cache / "sglang-0.0.3" / "sglang-0.0.3-py3-none-any.whl"
+        and fetched.read_bytes() == (index / "sglang-0.0.3-py3-none-any.whl").read_bytes()
+    )
     monkeypatch.setattr(sglang.subprocess, "run", None)  # cached: pip is not asked again
     assert sglang.wheel("0.0.3") == fetched
 
@@ -449,13 +578,17 @@ def test_the_property_checks_every_configuration_and_names_the_release_where_the
             self.stopped = True
 
     monkeypatch.setattr(sglang, "wire_source", lambda version: "src")
-    monkeypatch.setattr(differential, "world", lambda stages, ag, version, source: worlds.append(World(stages, ag)) or worlds[-1])
+    monkeypatch.setattr(
+        differential, "world", lambda stages, ag, version, source: worlds.append(World(stages, ag)) or worlds[-1]
+    )
     seen = []
     monkeypatch.setattr(differential, "run", lambda w, sent: seen.append((w.world_size, w.ag_size, sent)) or {})
     monkeypatch.setattr(differential, "difference", lambda outcomes: None)
     quick = settings(max_examples=3, database=None, suppress_health_check=list(HealthCheck))
     differential.check("9.9.9", quick)
-    assert [(w.world_size, w.ag_size) for w in worlds] == [(2, 1), (3, 1), (4, 2), (6, 2)] and all(w.stopped for w in worlds)
+    assert [(w.world_size, w.ag_size) for w in worlds] == [(2, 1), (3, 1), (4, 2), (6, 2)] and all(
+        w.stopped for w in worlds
+    )
     for _, ag, sent in seen:
         assert len(sent) == ag and all(list(d) == list(sent[0]) for d in sent)
     monkeypatch.setattr(differential, "difference", lambda outcomes: "rank 0: ...")
@@ -487,7 +620,8 @@ def test_the_release_matrix_says_which_releases_the_model_matches(monkeypatch, c
         "| 0.5.20 | differs | sglang==0.5.20 and ppaux's model differ (pp=2, attention-TP=1): rank 0: x |\n"
         "| 0.5.21 | not checked | sglang==0.5.21 could not be downloaded (offline, or no such release?): y |\n"
         "| 0.5.22 | matches | |\n| 0.5.23 | matches | |\n"
-        "\nppaux wire-diff: the model matches 3 of 5 releases (profile mutation)\n")
+        "\nppaux wire-diff: the model matches 3 of 5 releases (profile mutation)\n"
+    )
     monkeypatch.setattr(differential, "check", lambda version, settings: None)
     assert main(["wire-diff", "--sglang-version", "all"]) == 0
     assert capsys.readouterr().out.endswith("the model matches 5 of 5 releases (profile ci)\n")

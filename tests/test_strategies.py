@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import ppaux_strategies as ps
 import pytest
 import torch
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
-
-import ppaux_strategies as ps
 from ppaux_strategies.tensors import ALL_DTYPES, supported_dtypes
 
 # find() inherits unset settings from the active profile: name every one these assertions depend on.
-FIND = settings(database=None, max_examples=2000, derandomize=True, phases=[Phase.generate, Phase.shrink],
-                suppress_health_check=list(HealthCheck))
+FIND = settings(
+    database=None,
+    max_examples=2000,
+    derandomize=True,
+    phases=[Phase.generate, Phase.shrink],
+    suppress_health_check=list(HealthCheck),
+)
 
 
 @pytest.mark.parametrize(
@@ -28,20 +32,32 @@ FIND = settings(database=None, max_examples=2000, derandomize=True, phases=[Phas
         (lambda: ps.tensors(dtype="float32"), "dtype='float32' must be of type dtype or SearchStrategy, not str"),
         (lambda: ps.tensors(shape=[2]), "shape=[2] must be of type tuple or SearchStrategy, not list"),
         (lambda: ps.tensors(shape=(2, -1)), "every side of shape=-1 must be at least 0"),
-        (lambda: ps.tensors(views=("diagonal",)), "views=('diagonal',) must be a non-empty selection of ('contiguous', 'transpose', 'step_slice', 'expand', 'size1_stride')"),
-        (lambda: ps.tensors(views=()), "views=() must be a non-empty selection of ('contiguous', 'transpose', 'step_slice', 'expand', 'size1_stride')"),
+        (
+            lambda: ps.tensors(views=("diagonal",)),
+            "views=('diagonal',) must be a non-empty selection of ('contiguous', 'transpose', 'step_slice', 'expand', 'size1_stride')",
+        ),
+        (
+            lambda: ps.tensors(views=()),
+            "views=() must be a non-empty selection of ('contiguous', 'transpose', 'step_slice', 'expand', 'size1_stride')",
+        ),
         (lambda: ps.tensors(device=0), "device=0 must be of type str or device or SearchStrategy, not int"),
         (lambda: ps.tensors(device="gpu0"), "device='gpu0' is not a device torch knows"),
         (lambda: ps.prefixes(sglang_only="yes"), "sglang_only='yes' must be of type bool, not str"),
         (lambda: ps.aux_names(prefix=""), "prefix must be a non-empty str"),
         (lambda: ps.aux_names(prefix=None), "prefix=None must be of type str, not NoneType"),
         (lambda: ps.transport_dicts(max_extra=17), "max_extra=17 must be between 0 and 16"),
-        (lambda: ps.transport_dicts(tensors=torch.zeros(1)), "tensors=tensor([0.]) must be of type SearchStrategy, not Tensor"),
+        (
+            lambda: ps.transport_dicts(tensors=torch.zeros(1)),
+            "tensors=tensor([0.]) must be of type SearchStrategy, not Tensor",
+        ),
         (lambda: ps.aux_payloads(min_size=0), "min_size=0 must be between 1 and 64"),
         (lambda: ps.aux_payloads(min_size=3, max_size=2), "min_size=3 must not exceed max_size=2"),
         (lambda: ps.aux_payloads(collide_with=[1]), "collide_with=[1] must be a mapping (a PP dict)"),
         (lambda: ps.aux_outputs(allow_none=None), "allow_none=None must be of type bool, not NoneType"),
-        (lambda: ps.observers(modes=("explode",)), "modes=('explode',) must be a non-empty selection of ('rebuild', 'return_none', 'raise', 'drop_one', 'add_one', 'clear')"),
+        (
+            lambda: ps.observers(modes=("explode",)),
+            "modes=('explode',) must be a non-empty selection of ('rebuild', 'return_none', 'raise', 'drop_one', 'add_one', 'clear')",
+        ),
         (lambda: ps.observers(allow_not_pp=0), "allow_not_pp=0 must be of type bool, not int"),
     ],
 )
@@ -72,7 +88,10 @@ def test_every_dtype_torch_has_is_drawn():
         ("expanded", lambda t: 0 in t.stride() and t.numel() > 1),
         ("huge on meta", lambda t: t.device.type == "meta" and t.numel() > 2**32),
         ("complex", lambda t: t.dtype.is_complex),
-        ("contiguous with a non-standard stride", lambda t: t.is_contiguous() and t.dim() and t.numel() and t.stride()[-1] != 1),
+        (
+            "contiguous with a non-standard stride",
+            lambda t: t.is_contiguous() and t.dim() and t.numel() and t.stride()[-1] != 1,
+        ),
     ],
 )
 def test_tensors_reach_every_promised_kind(what, condition):
@@ -80,11 +99,17 @@ def test_tensors_reach_every_promised_kind(what, condition):
 
 
 def test_pinned_aspects_are_respected():
-    t = find(ps.tensors(dtype=torch.int8, shape=(2, 3), device="cpu", views=("transpose",)), lambda t: True, settings=FIND)
+    t = find(
+        ps.tensors(dtype=torch.int8, shape=(2, 3), device="cpu", views=("transpose",)), lambda t: True, settings=FIND
+    )
     assert (t.dtype, t.shape, t.device.type, t.is_contiguous()) == (torch.int8, (2, 3), "cpu", False)
     zeros = find(ps.tensors(fill=False, shape=(3,)), lambda t: True, settings=FIND)
     assert torch.equal(zeros, torch.zeros(3))
-    meta = find(ps.tensors(device="meta", views=("step_slice",)), lambda t: t.dim() == 2 and t.shape[0] > 1 and t.shape[1] > 0, settings=FIND)
+    meta = find(
+        ps.tensors(device="meta", views=("step_slice",)),
+        lambda t: t.dim() == 2 and t.shape[0] > 1 and t.shape[1] > 0,
+        settings=FIND,
+    )
     assert meta.device.type == "meta" and not meta.is_contiguous()
 
 
@@ -116,7 +141,11 @@ def test_dtype_shape_and_device_may_each_be_drawn_from_a_strategy():
         assert t.dim() <= 2 and all(side <= 4 for side in t.shape)
 
     small_on_meta()
-    assert find(ps.tensors(shape=ps.shapes(min_side=7, max_side=7), device=torch.device("cpu")), lambda t: t.dim() == 1, settings=FIND).shape == (7,)
+    assert find(
+        ps.tensors(shape=ps.shapes(min_side=7, max_side=7), device=torch.device("cpu")),
+        lambda t: t.dim() == 1,
+        settings=FIND,
+    ).shape == (7,)
 
 
 def test_a_failing_value_shrinks_to_one_element_of_the_simplest_non_zero_value():
@@ -144,7 +173,11 @@ def test_a_tensor_at_the_drawn_element_limit_still_shrinks_element_by_element():
 
 @pytest.mark.parametrize("dtype", supported_dtypes("cpu"))
 def test_every_dtype_draws_its_elements_and_shrinks_them_towards_one(dtype):
-    t = find(ps.tensors(dtype=dtype, shape=(2,), device="cpu", views=("contiguous",)), lambda t: bool((t != 0).all()), settings=FIND)
+    t = find(
+        ps.tensors(dtype=dtype, shape=(2,), device="cpu", views=("contiguous",)),
+        lambda t: bool((t != 0).all()),
+        settings=FIND,
+    )
     simplest = torch.tensor([1j, 1j] if dtype.is_complex else [1, 1], dtype=dtype)
     assert ps.tensors_equal(t, simplest)
 
@@ -182,7 +215,9 @@ def test_tensors_beyond_the_drawn_element_limit_get_one_fill(dtype):
 def test_minimal_examples_read_well():
     """A failure shrinks to one key and one small tensor."""
     d = find(ps.transport_dicts(), lambda d: True, settings=FIND)
-    assert list(d) == ["next_token_ids"] and d["next_token_ids"].shape == () and d["next_token_ids"].dtype == torch.float32
+    assert (
+        list(d) == ["next_token_ids"] and d["next_token_ids"].shape == () and d["next_token_ids"].dtype == torch.float32
+    )
     out = find(ps.aux_outputs(), lambda o: True, settings=FIND)
     assert repr(out) == "PPOutput({'0': tensor(0.)})"
     assert repr(find(ps.observers(), lambda o: True, settings=FIND)) == "RecordingObserver('rebuild')"
@@ -249,7 +284,9 @@ def test_doubles_behave_as_documented():
         ps.RecordingObserver("explode")
     obs = ps.RecordingObserver("add_one")
     given_dict = {"a": torch.zeros(1)}
-    assert repr(obs.from_pp_tensors(given_dict)) == "Rebuilt(['a'])" and "added by observer" in given_dict and obs.mutates
+    assert (
+        repr(obs.from_pp_tensors(given_dict)) == "Rebuilt(['a'])" and "added by observer" in given_dict and obs.mutates
+    )
     assert repr(ps.NotPPObserver()) == "NotPPObserver()" and repr(ps.NotPPOutput()) == "NotPPOutput()"
     assert repr(ps.RaisingPPOutput()) == "RaisingPPOutput()"
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from ppaux_strategies import PPOutput, RecordingObserver
 
 from ppaux import transport
 from ppaux.conformance.support import assert_same_objects
-from ppaux_strategies import PPOutput, RecordingObserver
 
 
 def test_module_functions_use_sglang_prefix_and_round_trip():

@@ -7,6 +7,15 @@ import pickle
 import pytest
 import torch
 from hypothesis import given
+from ppaux_strategies import (
+    CONTIGUOUS_VIEWS,
+    PPOutput,
+    RecordingObserver,
+    aux_payloads,
+    tensors,
+    tensors_equal,
+    transport_dicts,
+)
 
 from ppaux.core.transport import _OUTPUT_PREFIX
 from ppaux.core.transport import SGLANG_TRANSPORT as impl
@@ -23,7 +32,6 @@ from ppaux.relay.wire import (
     send_tensor_dict,
     split_tensor_dict,
 )
-from ppaux_strategies import CONTIGUOUS_VIEWS, PPOutput, RecordingObserver, aux_payloads, tensors, tensors_equal, transport_dicts
 from tests.support import DoneWork, SentLog
 
 pytestmark = pytest.mark.wire
@@ -222,7 +230,9 @@ class _CallLog(LoopbackChannel):
         return DoneWork()
 
 
-@pytest.mark.parametrize("kwargs, used", [({}, "send"), ({"async_send": False}, "send"), ({"async_send": True}, "isend")])
+@pytest.mark.parametrize(
+    "kwargs, used", [({}, "send"), ({"async_send": False}, "send"), ({"async_send": True}, "isend")]
+)
 def test_sends_block_unless_async_send_is_asked_for(kwargs, used):
     ch = _CallLog()
     send_tensor_dict(ch, {"a": torch.arange(3), "b": "x"}, **kwargs)
@@ -237,8 +247,12 @@ def test_wire_format_is_an_int64_size_then_uint8_bytes_then_each_tensor_on_its_g
     send_tensor_dict(log, payload)
     metadata, _ = split_tensor_dict(payload)
     pickled = len(pickle.dumps(metadata))
-    assert [m[:4] for m in log.messages] == [("cpu", torch.int64, (1,), "cpu"), ("cpu", torch.uint8, (pickled,), "cpu"),
-                        ("cpu", torch.int64, (3,), "cpu"), ("device", torch.float32, (2, 5), "meta")]
+    assert [m[:4] for m in log.messages] == [
+        ("cpu", torch.int64, (1,), "cpu"),
+        ("cpu", torch.uint8, (pickled,), "cpu"),
+        ("cpu", torch.int64, (3,), "cpu"),
+        ("device", torch.float32, (2, 5), "meta"),
+    ]
 
 
 def test_send_object_alone_blocks_even_on_a_channel_with_isend():
@@ -268,7 +282,11 @@ def test_receiver_allocates_exactly_what_the_wire_format_says():
     send_tensor_dict(ch, {"ids": torch.arange(3, dtype=torch.int32), "msg": "x"})
     metadata, _ = split_tensor_dict({"ids": torch.arange(3, dtype=torch.int32), "msg": "x"})
     recv_tensor_dict(ch)
-    assert ch.buffers == [("cpu", torch.int64, (1,)), ("cpu", torch.uint8, (len(pickle.dumps(metadata)),)), ("cpu", torch.int32, (3,))]
+    assert ch.buffers == [
+        ("cpu", torch.int64, (1,)),
+        ("cpu", torch.uint8, (len(pickle.dumps(metadata)),)),
+        ("cpu", torch.int32, (3,)),
+    ]
 
 
 def test_receiver_takes_each_tensor_on_the_group_of_its_device():

@@ -18,7 +18,9 @@ pytestmark = [pytest.mark.sglang, pytest.mark.gloo]
 
 
 def _wire_diff(*argv: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ppaux", "wire-diff", *argv], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "ppaux", "wire-diff", *argv], capture_output=True, text=True, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +34,10 @@ def release():
 def test_the_model_matches_sglang_0_5_23_on_every_drawn_dict_and_configuration(release):
     proc = _wire_diff("--profile", "ci")
     assert proc.returncode == 0, proc.stderr[-4000:]
-    assert proc.stdout == ("ppaux wire-diff: sglang==0.5.23 and ppaux's model agree on every drawn PP dict "
-                           "(pp x attention-TP: 2x1, 3x1, 2x2, 3x2; profile ci)\n")
+    assert proc.stdout == (
+        "ppaux wire-diff: sglang==0.5.23 and ppaux's model agree on every drawn PP dict "
+        "(pp x attention-TP: 2x1, 3x1, 2x2, 3x2; profile ci)\n"
+    )
 
 
 def test_the_release_matrix_names_each_release(release):
@@ -45,8 +49,12 @@ def test_the_release_matrix_names_each_release(release):
 
 def test_the_fault_matrix_over_sglangs_code_is_the_models(release, tmp_path):
     for extra in ([], ["--integrity"]):
-        proc = subprocess.run([sys.executable, "-m", "ppaux", "faults", "--channel", "sglang", "--report", str(tmp_path), *extra],
-                              capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [sys.executable, "-m", "ppaux", "faults", "--channel", "sglang", "--report", str(tmp_path), *extra],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
@@ -54,5 +62,10 @@ def test_the_kit_relays_over_sglangs_code(release):
     """The example plugin survives one hop of SGLang's own code, and the flattening one still fails."""
     check_observer(TopKLogprobsObserver, outputs(), channel="sglang", settings=settings(max_examples=5, database=None))
     with pytest.raises(KitFailure) as info:
-        check_observer(FlatteningObserver, outputs(FlatteningObserver), channel="sglang", settings=settings(max_examples=5, database=None))
+        check_observer(
+            FlatteningObserver,
+            outputs(FlatteningObserver),
+            channel="sglang",
+            settings=settings(max_examples=5, database=None),
+        )
     assert "host.values: shape (" in str(info.value)

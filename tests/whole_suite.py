@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 # Nested in-process sessions (pytester) that bind other implementations: if the binding leaked,
@@ -16,11 +15,29 @@ ROOT = Path(__file__).resolve().parent.parent
 NESTED = ROOT / "tests" / "test_plugin.py"
 
 
-def run_in_one_process(impl: str, cwd: Path, *, reverse: bool = False, pythonpath: str = "") -> Tuple[int, Dict[str, dict], str]:
+def run_in_one_process(
+    impl: str, cwd: Path, *, reverse: bool = False, pythonpath: str = ""
+) -> tuple[int, dict[str, dict], str]:
     """(exit status, {nodeid: result row}, output) of one process that runs the nested-session tests and the suite."""
     results = cwd / "results.jsonl"
-    cmd = [sys.executable, "-m", "pytest", str(NESTED), "ppaux.conformance", "--pyargs", "-p", "no:randomly",
-           "-p", "no:cacheprovider", "-n", "0", "-q", "--hypothesis-profile=ci", f"--ppaux-impl={impl}", f"--ppaux-results={results}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(NESTED),
+        "ppaux.conformance",
+        "--pyargs",
+        "-p",
+        "no:randomly",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "0",
+        "-q",
+        "--hypothesis-profile=ci",
+        f"--ppaux-impl={impl}",
+        f"--ppaux-results={results}",
+    ]
     if reverse:
         cmd += ["-p", "tests.reverse_order"]
     environ = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), pythonpath, os.environ.get("PYTHONPATH", "")]))
@@ -29,9 +46,9 @@ def run_in_one_process(impl: str, cwd: Path, *, reverse: bool = False, pythonpat
     return proc.returncode, rows, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
-def failed(rows: Dict[str, dict]) -> List[str]:
+def failed(rows: dict[str, dict]) -> list[str]:
     return sorted(n for n, r in rows.items() if r["outcome"] == "failed")
 
 
-def robustness_tests(rows: Dict[str, dict]) -> List[str]:
+def robustness_tests(rows: dict[str, dict]) -> list[str]:
     return sorted(n for n, r in rows.items() if "robustness" in r["marks"])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Optional
 
 from ppaux.cli.usage import UsageError
 from ppaux.core import clauses
@@ -25,9 +24,11 @@ def add_clauses_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "query", nargs="+",
+        "query",
+        nargs="+",
         help="an error code (A1, P1, I1, ...) or the message text from a traceback, a kit code (K1-K15, also as the kit "
-             "prints it: 'K9 mismatch: ...') or a contract clause id (add.5, round-trip; `ppaux clauses` lists them)")
+        "prints it: 'K9 mismatch: ...') or a contract clause id (add.5, round-trip; `ppaux clauses` lists them)",
+    )
 
 
 def render(entry: CatalogEntry) -> str:
@@ -57,7 +58,7 @@ def render_clause(clause: clauses.Clause) -> str:
     return f"{clause.id} (contract clause): {clause.statement}\nSGLang 0.5.23: {sglang}"
 
 
-def by_code(code: str) -> Optional[str]:
+def by_code(code: str) -> str | None:
     """The explanation of an error code, a kit code or a clause id, any case; else ``None``."""
     if code.upper() in CATALOG:
         return render(CATALOG[code.upper()])
@@ -68,7 +69,7 @@ def by_code(code: str) -> Optional[str]:
     return None
 
 
-def explain(query: str) -> Optional[str]:
+def explain(query: str) -> str | None:
     """A code, a pasted catalog message, or a line that starts with a code ("K9 mismatch: ...")."""
     entry = lookup(query)
     if entry is not None:
@@ -82,8 +83,10 @@ def run_explain(args: argparse.Namespace) -> int:
     query = " ".join(args.query)
     text = explain(query)
     if text is None:
-        raise UsageError(f"nothing matches {query!r}: not an error code or message (`ppaux errors`), a kit code "
-                         "(K1-K15, docs/kit.md) or a clause id (`ppaux clauses`)")
+        raise UsageError(
+            f"nothing matches {query!r}: not an error code or message (`ppaux errors`), a kit code "
+            "(K1-K15, docs/kit.md) or a clause id (`ppaux clauses`)"
+        )
     print(text)
     return 0
 

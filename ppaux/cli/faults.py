@@ -16,11 +16,24 @@ DEFAULT_REPORT = os.path.join("reports", "out", "faults")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--channel", choices=CHANNELS, default="loopback",
-                        help="loopback (threads), gloo (processes on 127.0.0.1), or sglang (the same, over SGLang's own wire code)")
-    parser.add_argument("--integrity", action="store_true", help="add/pop with the integrity manifest (off by default, as SGLang)")
-    parser.add_argument("--report", default=DEFAULT_REPORT, metavar="DIR", help=f"where to write faults-<channel>[-integrity].md/.json (default {DEFAULT_REPORT})")
-    parser.add_argument("--timeout", type=float, default=1.0, metavar="S", help="gloo watchdog per run, seconds (default 1)")
+    parser.add_argument(
+        "--channel",
+        choices=CHANNELS,
+        default="loopback",
+        help="loopback (threads), gloo (processes on 127.0.0.1), or sglang (the same, over SGLang's own wire code)",
+    )
+    parser.add_argument(
+        "--integrity", action="store_true", help="add/pop with the integrity manifest (off by default, as SGLang)"
+    )
+    parser.add_argument(
+        "--report",
+        default=DEFAULT_REPORT,
+        metavar="DIR",
+        help=f"where to write faults-<channel>[-integrity].md/.json (default {DEFAULT_REPORT})",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=1.0, metavar="S", help="gloo watchdog per run, seconds (default 1)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,11 +48,19 @@ def run(args: argparse.Namespace) -> int:
     stem = os.path.join(args.report, f"faults-{args.channel}" + ("-integrity" if args.integrity else ""))
     # Bytes, UTF-8 encoded here: the files do not depend on the locale.
     Path(stem + ".md").write_bytes(text.encode())
-    data = {"channel": args.channel, "integrity": args.integrity,
-            "cells": {n: {**v.as_dict(), "expected": expected[n], **({"model": model[n].as_dict()} if model else {})} for n, v in cells.items()}}
+    data = {
+        "channel": args.channel,
+        "integrity": args.integrity,
+        "cells": {
+            n: {**v.as_dict(), "expected": expected[n], **({"model": model[n].as_dict()} if model else {})}
+            for n, v in cells.items()
+        },
+    }
     Path(stem + ".json").write_bytes(json.dumps(data, indent=2).encode())
     print(text, end="")
-    differs = [n for n, v in cells.items() if v.outcome != expected[n] or (model is not None and model[n].outcome != v.outcome)]
+    differs = [
+        n for n, v in cells.items() if v.outcome != expected[n] or (model is not None and model[n].outcome != v.outcome)
+    ]
     for n in differs:
         said = f"ppaux faults: {n}: {cells[n].outcome}, expected {expected[n]}"
         if model is not None and model[n].outcome != cells[n].outcome:

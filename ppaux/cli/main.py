@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 import ppaux.cli.catalog as catalog
 import ppaux.cli.check as check
@@ -20,20 +21,50 @@ import ppaux.cli.wire_diff as wire_diff
 from ppaux.cli.usage import USAGE_ERROR, OneLineParser, UsageError
 
 # name -> (add its arguments, run it, one-line help)
-SUBCOMMANDS: Dict[str, Tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]] = {
-    "check": (check.add_arguments, check.run, "run the conformance suite against an implementation and write a conformance report"),
-    "clauses": (catalog.add_clauses_arguments, catalog.run_clauses, "list the contract's clauses, the ids that reports and tests use"),
+SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]] = {
+    "check": (
+        check.add_arguments,
+        check.run,
+        "run the conformance suite against an implementation and write a conformance report",
+    ),
+    "clauses": (
+        catalog.add_clauses_arguments,
+        catalog.run_clauses,
+        "list the contract's clauses, the ids that reports and tests use",
+    ),
     "errors": (catalog.add_errors_arguments, catalog.run_errors, "list the error catalog"),
-    "explain": (catalog.add_explain_arguments, catalog.run_explain, "explain an error (by code or message), a kit finding or a contract clause"),
-    "faults": (faults.add_arguments, faults.run, "inject each named fault into a real PP relay and print the outcome matrix"),
-    "fuzz": (fuzz.add_arguments, fuzz.run, "the nightly fuzz job: fuzz the suite with N workers (and shards), replay or merge what was found"),
-    "mutate": (mutate.add_arguments, mutate.run, "mutation-test an implementation with the conformance suite, beside its own tests"),
-    "wire-diff": (wire_diff.add_arguments, wire_diff.run, "SGLang's own send/recv_tensor_dict against ppaux's model, on drawn PP dicts over gloo"),
+    "explain": (
+        catalog.add_explain_arguments,
+        catalog.run_explain,
+        "explain an error (by code or message), a kit finding or a contract clause",
+    ),
+    "faults": (
+        faults.add_arguments,
+        faults.run,
+        "inject each named fault into a real PP relay and print the outcome matrix",
+    ),
+    "fuzz": (
+        fuzz.add_arguments,
+        fuzz.run,
+        "the nightly fuzz job: fuzz the suite with N workers (and shards), replay or merge what was found",
+    ),
+    "mutate": (
+        mutate.add_arguments,
+        mutate.run,
+        "mutation-test an implementation with the conformance suite, beside its own tests",
+    ),
+    "wire-diff": (
+        wire_diff.add_arguments,
+        wire_diff.run,
+        "SGLang's own send/recv_tensor_dict against ppaux's model, on drawn PP dicts over gloo",
+    ),
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="ppaux", description="SGLang PP auxiliary-output transport: reference and conformance suite")
+    parser = OneLineParser(
+        prog="ppaux", description="SGLang PP auxiliary-output transport: reference and conformance suite"
+    )
     # Subparsers are built with the parser's own class, OneLineParser, so theirs are one line too.
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (add_arguments, run, help_text) in SUBCOMMANDS.items():
@@ -43,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     # An implementation named as a module imports from the current directory first, as under
     # `python -m ppaux` (the console script's own sys.path[0] is its bin directory).
     path = list(sys.path)

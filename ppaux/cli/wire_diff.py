@@ -15,9 +15,13 @@ from ppaux.testing.profiles import PROFILES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sglang-version", default=DEFAULT_VERSION, metavar="V",
-                        help=f"the SGLang release whose wire code to load (downloaded once, cached; default {DEFAULT_VERSION}); "
-                             f"'all': each of {RELEASES[0]}-{RELEASES[-1]}, as a table")
+    parser.add_argument(
+        "--sglang-version",
+        default=DEFAULT_VERSION,
+        metavar="V",
+        help=f"the SGLang release whose wire code to load (downloaded once, cached; default {DEFAULT_VERSION}); "
+        f"'all': each of {RELEASES[0]}-{RELEASES[-1]}, as a table",
+    )
     parser.add_argument("--profile", default="ci", help=f"Hypothesis profile: {', '.join(PROFILES)} (default: ci)")
 
 
@@ -34,8 +38,10 @@ def run(args: argparse.Namespace) -> int:
     except AssertionError as exc:
         print("\n".join([str(exc), *getattr(exc, "__notes__", [])]), file=sys.stderr)
         return 1
-    print(f"ppaux wire-diff: sglang=={args.sglang_version} and ppaux's model agree on every drawn PP dict "
-          f"(pp x attention-TP: {', '.join(f'{p}x{t}' for p, t in differential.CONFIGS)}; profile {args.profile})")
+    print(
+        f"ppaux wire-diff: sglang=={args.sglang_version} and ppaux's model agree on every drawn PP dict "
+        f"(pp x attention-TP: {', '.join(f'{p}x{t}' for p, t in differential.CONFIGS)}; profile {args.profile})"
+    )
     return 0
 
 

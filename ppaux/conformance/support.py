@@ -4,26 +4,29 @@ and strategies bound to the implementation under test (the ``ppaux_impl`` fixtur
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, List, Optional, Tuple, Type
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 from hypothesis import strategies as st
+from ppaux_strategies import aux_outputs, observers, prefixes, transport_dicts
 
 from ppaux.core.errors import CATALOG, AuxiliaryPPError
 from ppaux.testing.impl import Implementation
-from ppaux_strategies import aux_outputs, observers, prefixes, transport_dicts
 
 NO_NAME = object()
 
 
-def snapshot(d: Any) -> List[Tuple[Any, Any]]:
+def snapshot(d: Any) -> list[tuple[Any, Any]]:
     """Keys in order with their value objects: what 'exactly as before' compares."""
     return list(d.items())
 
 
-def assert_same_dict(d: Any, snap: List[Tuple[Any, Any]]) -> None:
+def assert_same_dict(d: Any, snap: list[tuple[Any, Any]]) -> None:
     now = list(d.items())
-    assert [k for k, _ in now] == [k for k, _ in snap], f"expected the keys {[k for k, _ in snap]!r}, got {[k for k, _ in now]!r}"
+    assert [k for k, _ in now] == [k for k, _ in snap], (
+        f"expected the keys {[k for k, _ in snap]!r}, got {[k for k, _ in now]!r}"
+    )
     for (k, before), (_, after) in zip(snap, now):
         assert after is before, f"expected the very value object under {k!r}, got another object: {after!r}"
 
@@ -33,9 +36,13 @@ def assert_same_objects(got: Any, expected: Any) -> None:
 
     Compares by identity, never ``==``: tensors compare element-wise, and a copy must show as one.
     """
-    assert list(got) == list(expected), f"expected the observer to be handed the names {list(expected)!r}, got {list(got)!r}"
+    assert list(got) == list(expected), (
+        f"expected the observer to be handed the names {list(expected)!r}, got {list(got)!r}"
+    )
     for name, value in expected.items():
-        assert got[name] is value, f"expected {name!r} handed over as the very object that was added, got another object: {got[name]!r}"
+        assert got[name] is value, (
+            f"expected {name!r} handed over as the very object that was added, got another object: {got[name]!r}"
+        )
 
 
 def assert_all_or_nothing(call: Any, d: Any, arg: Any) -> None:
@@ -50,7 +57,9 @@ def assert_all_or_nothing(call: Any, d: Any, arg: Any) -> None:
 def documented_message(code: str, name: Any = NO_NAME) -> str:
     entry = CATALOG[code]
     given = "no name" if name is NO_NAME else f"the name {name!r}"
-    assert entry.takes_name == (name is not NO_NAME), f"expected {code} {'with' if entry.takes_name else 'without'} a name, got {given}"
+    assert entry.takes_name == (name is not NO_NAME), (
+        f"expected {code} {'with' if entry.takes_name else 'without'} a name, got {given}"
+    )
     return entry.message(None if name is NO_NAME else name)
 
 
@@ -62,7 +71,8 @@ def assert_documented(impl: Implementation, exc: BaseException, code: str, name:
     if impl.is_reference:
         # Only ppaux promises the subclass and its code; other implementations need not.
         assert isinstance(exc, AuxiliaryPPError) and exc.code == code, (
-            f"expected ppaux's AuxiliaryPPError with code {code}, got {type(exc).__name__} with code {getattr(exc, 'code', None)!r}")
+            f"expected ppaux's AuxiliaryPPError with code {code}, got {type(exc).__name__} with code {getattr(exc, 'code', None)!r}"
+        )
 
 
 @contextlib.contextmanager
@@ -77,7 +87,7 @@ def raises_documented(impl: Implementation, code: str, name: Any = NO_NAME) -> I
     assert_documented(impl, caught, code, name)
 
 
-def raised(exc_type: Type[BaseException], expected: str, call: Callable[..., Any], *args: Any) -> BaseException:
+def raised(exc_type: type[BaseException], expected: str, call: Callable[..., Any], *args: Any) -> BaseException:
     """What ``call(*args)`` raised, an ``exc_type``; a call that returns fails, saying that ``expected`` was."""
     try:
         result = call(*args)
@@ -86,12 +96,12 @@ def raised(exc_type: Type[BaseException], expected: str, call: Callable[..., Any
     raise AssertionError(f"expected {expected}, got a return value: {result!r}")
 
 
-def verdict(expected: Tuple[str, Any]) -> str:
+def verdict(expected: tuple[str, Any]) -> str:
     """An oracle verdict, ``(code, name)``, in words: the code and its exact message."""
     return f"{expected[0]} {documented_message(*expected)!r}"
 
 
-def aux_keys(d: Any, prefix: str) -> List[str]:
+def aux_keys(d: Any, prefix: str) -> list[str]:
     return [k for k in d if isinstance(k, str) and k.startswith(prefix)]
 
 
@@ -109,7 +119,7 @@ class Oracle:
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
 
-    def add_error(self, tensors: Any, output: Any) -> Optional[Tuple[str, Any]]:
+    def add_error(self, tensors: Any, output: Any) -> tuple[str, Any] | None:
         if not hasattr(output, "to_pp_tensors"):
             return ("A1", NO_NAME)
         payload = output.payload
@@ -124,10 +134,12 @@ class Oracle:
                 return ("A5", name)
         return None
 
-    def aux_items(self, tensors: Any) -> List[Tuple[str, Any]]:
-        return [(k[len(self.prefix):], v) for k, v in tensors.items() if isinstance(k, str) and k.startswith(self.prefix)]
+    def aux_items(self, tensors: Any) -> list[tuple[str, Any]]:
+        return [
+            (k[len(self.prefix) :], v) for k, v in tensors.items() if isinstance(k, str) and k.startswith(self.prefix)
+        ]
 
-    def pop_error(self, tensors: Any, observer: Any) -> Optional[Tuple[str, Any]]:
+    def pop_error(self, tensors: Any, observer: Any) -> tuple[str, Any] | None:
         items = self.aux_items(tensors)
         if not items:
             return None
@@ -141,7 +153,7 @@ class Oracle:
 
 
 @st.composite
-def add_cases(draw: Any, impl: Implementation, *, valid: bool) -> Tuple[Implementation, Any, Any]:
+def add_cases(draw: Any, impl: Implementation, *, valid: bool) -> tuple[Implementation, Any, Any]:
     """(transport, PP dict, output): the output may collide with aux keys already in the dict."""
     t = draw(transports(impl))
     d = draw(st.one_of(transport_dicts(prefix=t.prefix), transport_dicts(prefix=t.prefix, aux=True)))
@@ -150,7 +162,9 @@ def add_cases(draw: Any, impl: Implementation, *, valid: bool) -> Tuple[Implemen
 
 
 @st.composite
-def pop_cases(draw: Any, impl: Implementation, *, mutating: bool = False, non_tensors: bool = True) -> Tuple[Implementation, Any, Any]:
+def pop_cases(
+    draw: Any, impl: Implementation, *, mutating: bool = False, non_tensors: bool = True
+) -> tuple[Implementation, Any, Any]:
     """(transport, PP dict holding aux keys, observer); the aux values may be non-tensors."""
     t = draw(transports(impl))
     d = draw(transport_dicts(prefix=t.prefix, aux=True))

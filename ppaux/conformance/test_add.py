@@ -6,6 +6,15 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from ppaux_strategies import (
+    NotPPOutput,
+    ObserverFailure,
+    PPOutput,
+    RaisingPPOutput,
+    aux_outputs,
+    aux_payloads,
+    transport_dicts,
+)
 
 from ppaux.conformance.support import (
     Oracle,
@@ -17,15 +26,6 @@ from ppaux.conformance.support import (
     snapshot,
     transports,
     verdict,
-)
-from ppaux_strategies import (
-    NotPPOutput,
-    ObserverFailure,
-    PPOutput,
-    RaisingPPOutput,
-    aux_outputs,
-    aux_payloads,
-    transport_dicts,
 )
 
 pytestmark = pytest.mark.contract
@@ -130,8 +130,14 @@ def test_success_adds_one_key_per_item_bound_to_the_same_tensor(ppaux_impl, data
     t.add(d, PPOutput(payload))
     earlier = [k for k, _ in snap]
     assert list(d)[: len(snap)] == earlier, f"expected the earlier keys {earlier!r} first, got {list(d)!r}"
-    assert all(d[k] is v for k, v in snap), f"expected every earlier key to keep its value object, got {list(d.items())!r}"
-    added = sorted(k for k, _ in list(d.items())[len(snap):])
-    assert added == sorted(t.prefix + n for n in payload), f"expected the added keys {sorted(t.prefix + n for n in payload)!r}, got {added!r}"
+    assert all(d[k] is v for k, v in snap), (
+        f"expected every earlier key to keep its value object, got {list(d.items())!r}"
+    )
+    added = sorted(k for k, _ in list(d.items())[len(snap) :])
+    assert added == sorted(t.prefix + n for n in payload), (
+        f"expected the added keys {sorted(t.prefix + n for n in payload)!r}, got {added!r}"
+    )
     for name, tensor in payload.items():
-        assert d[t.prefix + name] is tensor, f"expected {t.prefix + name!r} bound to the payload's own tensor, got another object"
+        assert d[t.prefix + name] is tensor, (
+            f"expected {t.prefix + name!r} bound to the payload's own tensor, got another object"
+        )

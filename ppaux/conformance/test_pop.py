@@ -5,6 +5,15 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from ppaux_strategies import (
+    NotPPObserver,
+    ObserverFailure,
+    RecordingObserver,
+    aux_names,
+    observers,
+    tensors,
+    transport_dicts,
+)
 
 from ppaux.conformance.support import (
     Oracle,
@@ -19,7 +28,6 @@ from ppaux.conformance.support import (
     transports,
     verdict,
 )
-from ppaux_strategies import NotPPObserver, ObserverFailure, RecordingObserver, aux_names, observers, tensors, transport_dicts
 
 pytestmark = pytest.mark.contract
 
@@ -93,9 +101,12 @@ def test_observer_called_once_with_a_new_dict_of_the_same_objects(ppaux_impl, da
     assert len(obs.calls) == 1, f"expected from_pp_tensors() called once, got {len(obs.calls)} calls"
     assert obs.calls[0] is not d, "expected from_pp_tensors() handed a new dict, got the PP dict itself"
     names = [n for n, _ in expected]
-    assert list(obs.snapshots[0]) == names, f"expected from_pp_tensors() handed the names {names!r}, got {list(obs.snapshots[0])!r}"
+    assert list(obs.snapshots[0]) == names, (
+        f"expected from_pp_tensors() handed the names {names!r}, got {list(obs.snapshots[0])!r}"
+    )
     assert all(obs.snapshots[0][n] is v for n, v in expected), (
-        f"expected from_pp_tensors() handed the very value objects, got {obs.snapshots[0]!r} for {dict(expected)!r}")
+        f"expected from_pp_tensors() handed the very value objects, got {obs.snapshots[0]!r} for {dict(expected)!r}"
+    )
 
 
 @pytest.mark.clause("pop.4")
@@ -136,5 +147,7 @@ def test_success_returns_observer_object_and_removes_exactly_aux_keys(ppaux_impl
     keep = [(k, v) for k, v in d.items() if not (isinstance(k, str) and k.startswith(t.prefix))]
     obs = RecordingObserver()
     result = t.pop(d, obs)
-    assert result is obs.returned[0], f"expected pop to return the observer's own object {obs.returned[0]!r}, got {result!r}"
+    assert result is obs.returned[0], (
+        f"expected pop to return the observer's own object {obs.returned[0]!r}, got {result!r}"
+    )
     assert_same_dict(d, keep)

@@ -7,8 +7,6 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-
-from ppaux.conformance.support import assert_same_dict, assert_same_objects, raises_documented, snapshot, transports
 from ppaux_strategies import (
     PPOutput,
     RecordingObserver,
@@ -18,6 +16,8 @@ from ppaux_strategies import (
     tensors,
     transport_dicts,
 )
+
+from ppaux.conformance.support import assert_same_dict, assert_same_objects, raises_documented, snapshot, transports
 
 pytestmark = pytest.mark.contract
 
@@ -33,7 +33,9 @@ def test_round_trip(ppaux_impl, data):
     t.add(d, PPOutput(payload))
     obs = RecordingObserver()
     result = t.pop(d, obs)
-    assert result is obs.returned[0], f"expected pop to return the observer's own object {obs.returned[0]!r}, got {result!r}"
+    assert result is obs.returned[0], (
+        f"expected pop to return the observer's own object {obs.returned[0]!r}, got {result!r}"
+    )
     assert_same_dict(d, snap)
     assert_same_objects(obs.snapshots[0], payload)
 
@@ -69,11 +71,15 @@ def test_keys_that_only_resemble_the_prefix_are_ordinary(ppaux_impl, data):
     snap = snapshot(d)
     obs = RecordingObserver()
     result = t.pop(d, obs)
-    assert result is None, f"expected pop to take none of {near_prefix_keys(t.prefix)!r} as aux keys and return None, got {result!r}"
+    assert result is None, (
+        f"expected pop to take none of {near_prefix_keys(t.prefix)!r} as aux keys and return None, got {result!r}"
+    )
     assert obs.calls == [], f"expected no call of from_pp_tensors() without aux keys, got {len(obs.calls)}"
     t.add(d, PPOutput({"scores": tensor}))
     t.pop(d, obs)
-    assert list(obs.snapshots[0]) == ["scores"], f"expected from_pp_tensors() handed only ['scores'], got {list(obs.snapshots[0])!r}"
+    assert list(obs.snapshots[0]) == ["scores"], (
+        f"expected from_pp_tensors() handed only ['scores'], got {list(obs.snapshots[0])!r}"
+    )
     assert_same_dict(d, snap)
 
 
@@ -100,7 +106,9 @@ class _TrapTensor(torch.Tensor):
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         if func in (torch.Tensor.__repr__, torch.Tensor.__format__, torch.Tensor.__hash__):
             return super().__torch_function__(func, types, args, kwargs)
-        raise AssertionError(f"expected add and pop never to touch an aux tensor, got a call of {getattr(func, '__name__', func)}")
+        raise AssertionError(
+            f"expected add and pop never to touch an aux tensor, got a call of {getattr(func, '__name__', func)}"
+        )
 
 
 @pytest.mark.clause("values-never-read")

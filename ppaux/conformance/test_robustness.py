@@ -9,6 +9,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, transport_dicts
 
 from ppaux.conformance.support import (
     add_cases,
@@ -18,7 +19,6 @@ from ppaux.conformance.support import (
     snapshot,
     transports,
 )
-from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, transport_dicts
 
 pytestmark = pytest.mark.robustness
 
@@ -50,7 +50,9 @@ def test_non_str_keys_are_ordinary_keys(ppaux_impl, data):
     t.add(d, PPOutput(payload))
     obs = RecordingObserver()
     result = t.pop(d, obs)
-    assert result is obs.returned[0], f"expected pop to return the observer's own object {obs.returned[0]!r}, got {result!r}"
+    assert result is obs.returned[0], (
+        f"expected pop to return the observer's own object {obs.returned[0]!r}, got {result!r}"
+    )
     assert_same_objects(obs.snapshots[0], payload)
     assert_same_dict(d, snap)
 
@@ -65,5 +67,7 @@ def test_observer_changing_its_dict_does_not_change_the_pp_dict(ppaux_impl, data
     keep = [(k, v) for k, v in d.items() if not (isinstance(k, str) and k.startswith(t.prefix))]
     obs = RecordingObserver(mode)
     result = t.pop(d, obs)
-    assert result is obs.returned[0], f"expected pop to return the observer's own object {obs.returned[0]!r}, got {result!r}"
+    assert result is obs.returned[0], (
+        f"expected pop to return the observer's own object {obs.returned[0]!r}, got {result!r}"
+    )
     assert_same_dict(d, keep)

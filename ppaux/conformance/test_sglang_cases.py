@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from ppaux_strategies import PPOutput, RecordingObserver
 
 from ppaux.conformance.support import assert_same_dict, assert_same_objects, raises_documented, snapshot
-from ppaux_strategies import PPOutput, RecordingObserver
 
 pytestmark = pytest.mark.contract
 
@@ -62,8 +62,12 @@ def test_add_rejects_reserved_key_collision_without_overwriting(t):
     tensors = {t.prefix + "scores": existing}
     with raises_documented(t, "A5", "scores"):
         t.add(tensors, PPOutput({"scores": torch.tensor([1.0])}))
-    assert list(tensors) == [t.prefix + "scores"], f"expected only the key {t.prefix + 'scores'!r}, got {list(tensors)!r}"
-    assert tensors[t.prefix + "scores"] is existing, f"expected the existing tensor {existing!r} kept, got {tensors[t.prefix + 'scores']!r}"
+    assert list(tensors) == [t.prefix + "scores"], (
+        f"expected only the key {t.prefix + 'scores'!r}, got {list(tensors)!r}"
+    )
+    assert tensors[t.prefix + "scores"] is existing, (
+        f"expected the existing tensor {existing!r} kept, got {tensors[t.prefix + 'scores']!r}"
+    )
 
 
 @pytest.mark.clause("pop.2")

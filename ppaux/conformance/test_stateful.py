@@ -7,17 +7,18 @@ the few calls that show the bug, values in each call (``state.add(output=PPOutpu
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 import torch
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
+from ppaux_strategies import NotPPObserver, NotPPOutput, ObserverFailure, PPOutput, RaisingPPOutput, RecordingObserver
 
 from ppaux.conformance.support import Oracle, assert_documented, assert_same_objects, verdict
 from ppaux.testing.impl import Implementation
-from ppaux_strategies import NotPPObserver, NotPPOutput, ObserverFailure, PPOutput, RaisingPPOutput, RecordingObserver
 
 # A small name pool so that adds collide and pops find several outputs.
 NAMES = st.sampled_from(["scores", "ids", "top.k"])
@@ -41,7 +42,8 @@ def outputs(max_items: int) -> st.SearchStrategy[Any]:
 def observers(modes: Sequence[str]) -> st.SearchStrategy[Any]:
     """A recording observer in one of ``modes``, no observer, or one without PP support: one choice each."""
     return st.sampled_from([*modes, None, "not PP"]).map(
-        lambda mode: None if mode is None else NotPPObserver() if mode == "not PP" else RecordingObserver(mode))
+        lambda mode: None if mode is None else NotPPObserver() if mode == "not PP" else RecordingObserver(mode)
+    )
 
 
 def machine(max_items: int, observer_modes: Sequence[str]) -> type:
@@ -62,14 +64,17 @@ def machine(max_items: int, observer_modes: Sequence[str]) -> type:
             try:
                 self.t.add(self.d, output)
             except ObserverFailure as exc:
-                assert isinstance(output, RaisingPPOutput), f"expected add({output!r}) to raise no ObserverFailure, got {exc!r}"
+                assert isinstance(output, RaisingPPOutput), (
+                    f"expected add({output!r}) to raise no ObserverFailure, got {exc!r}"
+                )
             except RuntimeError as exc:
                 assert expected is not None, f"expected add({output!r}) to succeed, got {exc!r}"
                 assert_documented(self.t, exc, *expected)
             else:
                 assert expected is None, f"expected add({output!r}) to raise {verdict(expected)}, got no exception"
                 assert not isinstance(output, RaisingPPOutput), (
-                    f"expected add({output!r}) to propagate the ObserverFailure of to_pp_tensors(), got no exception")
+                    f"expected add({output!r}) to propagate the ObserverFailure of to_pp_tensors(), got no exception"
+                )
                 self.model += [(self.t.prefix + n, v) for n, v in output.payload.items()]
             self.no_leaked_keys()
 
@@ -80,16 +85,21 @@ def machine(max_items: int, observer_modes: Sequence[str]) -> type:
             try:
                 result = self.t.pop(self.d, observer)
             except ObserverFailure as exc:
-                assert observer.mode == "raise", f"expected pop with {observer!r} to raise no ObserverFailure, got {exc!r}"
+                assert observer.mode == "raise", (
+                    f"expected pop with {observer!r} to raise no ObserverFailure, got {exc!r}"
+                )
             except RuntimeError as exc:
                 assert_documented(self.t, exc, *(expected or ("P4",)))
             else:
                 if not aux:
-                    assert result is None, f"expected pop with {observer!r} and no aux keys to return None, got {result!r}"
+                    assert result is None, (
+                        f"expected pop with {observer!r} and no aux keys to return None, got {result!r}"
+                    )
                 else:
                     assert result is observer.returned[0], (
-                        f"expected pop to return the observer's own object {observer.returned[0]!r}, got {result!r}")
-                    assert_same_objects(observer.snapshots[0], {k[len(self.t.prefix):]: v for k, v in aux})
+                        f"expected pop to return the observer's own object {observer.returned[0]!r}, got {result!r}"
+                    )
+                    assert_same_objects(observer.snapshots[0], {k[len(self.t.prefix) :]: v for k, v in aux})
                     self.model = [(k, v) for k, v in self.model if (k, v) not in aux]
             self.no_leaked_keys()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -19,7 +18,7 @@ class CatalogEntry:
     template: str
     when: str
     meaning: str
-    fixes: Tuple[str, ...]
+    fixes: tuple[str, ...]
 
     @property
     def takes_name(self) -> bool:
@@ -44,7 +43,7 @@ class CatalogEntry:
         return ast.literal_eval(match.group(1)) if self.takes_name else None
 
 
-def _message_pattern(entry: CatalogEntry) -> "re.Pattern[str]":
+def _message_pattern(entry: CatalogEntry) -> re.Pattern[str]:
     # A pasted message carries the repr of a real name: accept any text in its place.
     head, sep, tail = entry.template.partition("{name!r}")
     body = re.escape(head) + ("(.+)" + re.escape(tail) if sep else "")
@@ -147,9 +146,7 @@ _ENTRIES = (
         template="auxiliary PP tensor {name!r} is not contiguous",
         when="integrity mode is on and a tensor of `to_pp_tensors()` is a non-contiguous view.",
         meaning="gloo refuses non-contiguous tensors (`input tensor has to be contiguous`) and SGLang's relay does not fix them: the send would fail mid-dict and leave the receiving stage waiting.",
-        fixes=(
-            "return `tensor.contiguous()` from `to_pp_tensors()`",
-        ),
+        fixes=("return `tensor.contiguous()` from `to_pp_tensors()`",),
     ),
     CatalogEntry(
         code="I2",
@@ -219,7 +216,7 @@ _ENTRIES = (
     ),
 )
 
-CATALOG: Dict[str, CatalogEntry] = {entry.code: entry for entry in _ENTRIES}
+CATALOG: dict[str, CatalogEntry] = {entry.code: entry for entry in _ENTRIES}
 
 
 class AuxiliaryPPError(RuntimeError):
@@ -231,7 +228,7 @@ class AuxiliaryPPError(RuntimeError):
         super().__init__(self.entry.message(name))
 
 
-def lookup(query: str) -> Optional[CatalogEntry]:
+def lookup(query: str) -> CatalogEntry | None:
     """The entry for a code (``p1``) or for a pasted message, names filled in; else ``None``."""
     text = query.strip()
     by_code = CATALOG.get(text.upper())

@@ -11,7 +11,8 @@ every way the wire can alter an aux output becomes a documented error (I1..I7).
 from __future__ import annotations
 
 import zlib
-from typing import Any, Dict, List, MutableMapping, Optional, Tuple
+from collections.abc import MutableMapping
+from typing import Any
 
 import torch
 
@@ -21,10 +22,10 @@ from ppaux.core.transport import SGLANG_TRANSPORT, PPAuxTransport
 
 MANIFEST_KEY = "__sampling_observer_integrity__"
 
-Entry = Tuple[str, str, Tuple[int, ...], Optional[int]]
+Entry = tuple[str, str, tuple[int, ...], int | None]
 
 
-def checksum(tensor: torch.Tensor) -> Optional[int]:
+def checksum(tensor: torch.Tensor) -> int | None:
     """CRC32 of the tensor's bytes in row-major order; ``None`` for ``meta`` (no data)."""
     if tensor.device.type == "meta":
         return None
@@ -46,7 +47,7 @@ class IntegrityTransport:
         self.prefix = base.prefix
         self.manifest_key = manifest_key
 
-    def _aux_keys(self, tensors: MutableMapping[Any, Any]) -> List[str]:
+    def _aux_keys(self, tensors: MutableMapping[Any, Any]) -> list[str]:
         return [k for k in tensors if isinstance(k, str) and k.startswith(self.prefix)]
 
     def add(self, tensors: MutableMapping[Any, Any], output: Any, *, batch: Any = None) -> None:
@@ -60,13 +61,13 @@ class IntegrityTransport:
             if not tensors[key].is_contiguous():
                 for k in added:  # add only appended these keys: removing them restores the dict
                     del tensors[k]
-                raise AuxiliaryPPError("I1", key[len(self.prefix):])
-        manifest = tuple(describe(k[len(self.prefix):], tensors[k]) for k in added)
+                raise AuxiliaryPPError("I1", key[len(self.prefix) :])
+        manifest = tuple(describe(k[len(self.prefix) :], tensors[k]) for k in added)
         tensors[self.manifest_key] = {"batch": batch, "tensors": manifest}
 
     def verify(self, tensors: MutableMapping[Any, Any], *, batch: Any = None) -> bool:
         """Raise the first I-error the received dict shows; whether it carries a manifest."""
-        received: Dict[str, Any] = {k[len(self.prefix):]: tensors[k] for k in self._aux_keys(tensors)}
+        received: dict[str, Any] = {k[len(self.prefix) :]: tensors[k] for k in self._aux_keys(tensors)}
         manifest = tensors.get(self.manifest_key)
         if manifest is None:
             if received:

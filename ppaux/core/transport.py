@@ -7,7 +7,8 @@ all-or-nothing on every error and ignores non-``str`` keys (see the contract).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, MutableMapping, Protocol, runtime_checkable
+from collections.abc import Mapping, MutableMapping
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
@@ -51,7 +52,7 @@ class PPAuxTransport:
         if not payload:
             raise AuxiliaryPPError("A2")
         # Validate every item before writing any: a half-written dict would be relayed.
-        staged: Dict[str, torch.Tensor] = {}
+        staged: dict[str, torch.Tensor] = {}
         for name, tensor in payload.items():
             if not isinstance(name, str) or not name:
                 raise AuxiliaryPPError("A3")
@@ -65,16 +66,14 @@ class PPAuxTransport:
 
     def pop(self, tensors: MutableMapping[Any, Any], observer: Any) -> Any:
         """Take every reserved key out of ``tensors`` and return what ``observer`` rebuilds from them."""
-        aux_keys: List[str] = [
-            key for key in tensors if isinstance(key, str) and key.startswith(self.prefix)
-        ]
+        aux_keys: list[str] = [key for key in tensors if isinstance(key, str) and key.startswith(self.prefix)]
         if not aux_keys:
             return None
         if observer is None:
             raise AuxiliaryPPError("P1")
         if not isinstance(observer, PipelineParallelSamplingObserver):
             raise AuxiliaryPPError("P2")
-        received = {key[len(self.prefix):]: tensors[key] for key in aux_keys}
+        received = {key[len(self.prefix) :]: tensors[key] for key in aux_keys}
         if not all(torch.is_tensor(value) for value in received.values()):
             raise AuxiliaryPPError("P3")
         output = observer.from_pp_tensors(received)

@@ -12,8 +12,8 @@ import struct
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional, Tuple
 
 from ppaux.isolation.status import describe_status
 
@@ -36,7 +36,7 @@ def can_fork() -> bool:
 class ChildOutcome:
     """What became of the child: ``answer`` when it finished its work and sent it."""
 
-    answer: Optional[bytes]
+    answer: bytes | None
     status: int
     stopped: bool
     dump: str
@@ -55,8 +55,9 @@ class ChildOutcome:
         return describe_status(self.status)
 
 
-def run_forked(work: Callable[[], bytes], *, deadline: Callable[[], Optional[float]],
-               dump_after: Optional[float] = None) -> ChildOutcome:
+def run_forked(
+    work: Callable[[], bytes], *, deadline: Callable[[], float | None], dump_after: float | None = None
+) -> ChildOutcome:
     """``work()`` in a forked child, in a process group of its own; its return value comes back.
 
     ``deadline()`` is read again every quarter second: the :func:`time.monotonic` time at which
@@ -74,8 +75,9 @@ def run_forked(work: Callable[[], bytes], *, deadline: Callable[[], Optional[flo
         with _owned(pid):
             _set_group(pid)
             wants_dump = dump_after is not None
-            stopped, received, status = _supervise(read_end, deadline, pid,
-                                                   lambda: not wants_dump or os.fstat(dump.fileno()).st_size > 0)
+            stopped, received, status = _supervise(
+                read_end, deadline, pid, lambda: not wants_dump or os.fstat(dump.fileno()).st_size > 0
+            )
         seconds = time.monotonic() - start
         dump.seek(0)
         text = dump.read().decode("utf-8", "replace")
@@ -97,7 +99,7 @@ def _fork() -> int:
     return pid
 
 
-def _child(work: Callable[[], bytes], read_end: int, write_end: int, dump: object, dump_after: Optional[float]) -> None:
+def _child(work: Callable[[], bytes], read_end: int, write_end: int, dump: object, dump_after: float | None) -> None:
     status = _WORK_RAISED
     try:
         os.close(read_end)
@@ -116,7 +118,7 @@ def _child(work: Callable[[], bytes], read_end: int, write_end: int, dump: objec
         faulthandler.cancel_dump_traceback_later()
         data = _LENGTH.pack(len(answer)) + answer
         while data:
-            data = data[os.write(write_end, data):]
+            data = data[os.write(write_end, data) :]
         status = 0
     except BaseException:
         import traceback
@@ -155,8 +157,9 @@ class _owned:
                 pass
 
 
-def _supervise(read_end: int, deadline: Callable[[], Optional[float]], pid: int,
-               dumped: Callable[[], bool]) -> Tuple[bool, bytes, int]:
+def _supervise(
+    read_end: int, deadline: Callable[[], float | None], pid: int, dumped: Callable[[], bool]
+) -> tuple[bool, bytes, int]:
     """Read the child's answer until it has all of it or the child is gone (a process it started
     may hold the pipe open), or kill the group at the deadline (once it wrote its stack, if asked)."""
     received = b""
@@ -181,9 +184,9 @@ def _supervise(read_end: int, deadline: Callable[[], Optional[float]], pid: int,
         return False, received, status
 
 
-def _answer(received: bytes) -> Optional[bytes]:
+def _answer(received: bytes) -> bytes | None:
     if len(received) < _LENGTH.size:
         return None
     (length,) = _LENGTH.unpack_from(received)
-    body = received[_LENGTH.size:]
+    body = received[_LENGTH.size :]
     return body if len(body) == length else None

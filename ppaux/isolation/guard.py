@@ -19,8 +19,9 @@ import signal
 import struct
 import threading
 import time
+from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any
 
 import pytest
 
@@ -86,10 +87,10 @@ class Crash(_Failed):  # type: ignore[misc,valid-type]
         super().__init__(text + (f"\nwhere (most recent call last):\n{stack}" if stack else ""))
 
 
-_current: List["Guard"] = []
+_current: list[Guard] = []
 
 
-def current() -> Optional["Guard"]:
+def current() -> Guard | None:
     """The guard installed for the test running in this process (:meth:`Guard.installed`), if any."""
     return _current[-1] if _current else None
 
@@ -101,7 +102,7 @@ class Guard:
         self.timeout = parse_timeout(timeout)
         self.isolated = False
         self.hangs = 0
-        self.slowest: Dict[str, float] = {}
+        self.slowest: dict[str, float] = {}
         self._depth = 0
         self._in_child = False
         # (deadline of the call in progress or 0, monotonic time the last call ended): shared with
@@ -113,7 +114,7 @@ class Guard:
         return f"Guard(timeout={self.timeout:g})"
 
     @contextlib.contextmanager
-    def installed(self) -> Iterator["Guard"]:
+    def installed(self) -> Iterator[Guard]:
         """This guard as :func:`current` for what runs inside."""
         _current.append(self)
         try:
@@ -121,21 +122,23 @@ class Guard:
         finally:
             _current.remove(self)
 
-    def limit(self, call: str) -> Tuple[float, str]:
+    def limit(self, call: str) -> tuple[float, str]:
         """The limit for the next ``call`` and why it is that."""
         if not self.hangs:
             return self.timeout, "the per-call time limit"
         adaptive = max(ADAPTIVE_FLOOR, ADAPTIVE_FACTOR * self.slowest.get(call, 0.0))
         if adaptive >= self.timeout:
             return self.timeout, "the per-call time limit"
-        return adaptive, (f"after a first hang, {ADAPTIVE_FACTOR:g}x the slowest {call} that returned, at least "
-                          f"{ADAPTIVE_FLOOR:g} s; the per-call limit is {self.timeout:g} s")
+        return adaptive, (
+            f"after a first hang, {ADAPTIVE_FACTOR:g}x the slowest {call} that returned, at least "
+            f"{ADAPTIVE_FLOOR:g} s; the per-call limit is {self.timeout:g} s"
+        )
 
-    def state(self) -> Dict[str, Any]:
+    def state(self) -> dict[str, Any]:
         """What this guard has seen, for the process that forked it (:meth:`merge`)."""
         return {"hangs": self.hangs, "slowest": self.slowest}
 
-    def merge(self, state: Dict[str, Any]) -> None:
+    def merge(self, state: dict[str, Any]) -> None:
         """Take in what a forked child's guard saw: a hang there shortens the limits here too."""
         # A child starts from this guard's state: its counts include what this one had.
         self.hangs = max(self.hangs, int(state.get("hangs", 0)))
@@ -147,20 +150,21 @@ class Guard:
         (a process killed in a call leaves its deadline behind)."""
         self._write_mark(0.0)
 
-    def kill_deadline(self) -> Optional[float]:
+    def kill_deadline(self) -> float | None:
         """When a supervisor kills the process this guard runs in: past the call's deadline, or idle too long."""
         deadline, idle_since = _MARK.unpack(self._mark[:])
         if deadline:
             return deadline + KILL_GRACE
         return idle_since + max(IDLE_FLOOR, IDLE_FACTOR * self.timeout)
 
-    def supervised(self, work: Callable[[], Any]) -> Tuple[ChildOutcome, Any]:
+    def supervised(self, work: Callable[[], Any]) -> tuple[ChildOutcome, Any]:
         """``work()`` (a JSON value) in a forked child, killed at this guard's deadlines; the outcome
         and the value. What the child's guard saw comes back into this one (a hang there shortens the
         limits here), and a child stopped at its deadline counts as a hang."""
         self.idle()
-        outcome = run_forked(lambda: json.dumps({"value": work(), "guard": self.state()}).encode(),
-                             deadline=self.kill_deadline)
+        outcome = run_forked(
+            lambda: json.dumps({"value": work(), "guard": self.state()}).encode(), deadline=self.kill_deadline
+        )
         if outcome.finished:
             answer = json.loads(outcome.answer or b"")
             self.merge(answer["guard"])
@@ -249,7 +253,7 @@ class _Alarm:
 
     def __init__(self, call: str, limit: float, why: str) -> None:
         self.call, self.limit, self.why = call, limit, why
-        self.fired: Optional[List[Frame]] = None
+        self.fired: list[Frame] | None = None
         self._active = False
         self._previous: Any = None
 
@@ -270,7 +274,7 @@ class _Alarm:
         frames = under_guard(self.fired or [])
         return Hang(call_name(frames, self.call), self.limit, self.why, render(frames))
 
-    def _handler(self, signum: int, frame: Optional[FrameType]) -> None:
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
         if not self._active:  # pragma: no cover - a signal already pending when the timer was cancelled
             return
         if self.fired is None:

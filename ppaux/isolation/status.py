@@ -7,9 +7,9 @@ import linecache
 import os
 import re
 import signal
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import List, Optional, Sequence
 
 # The calls of the contract and of an observer plugin a finding names, by function name.
 KNOWN_CALLS = {
@@ -57,7 +57,7 @@ class Frame:
         return head + (f"\n    {source}" if source else "")
 
 
-def frames_of(frame: Optional[FrameType]) -> List[Frame]:
+def frames_of(frame: FrameType | None) -> list[Frame]:
     """A live stack, innermost frame first."""
     out = []
     while frame is not None:
@@ -66,10 +66,10 @@ def frames_of(frame: Optional[FrameType]) -> List[Frame]:
     return out
 
 
-def frames_in_dump(text: str) -> List[Frame]:
+def frames_in_dump(text: str) -> list[Frame]:
     """The frames of the thread a faulthandler dump shows first that ran code under a guard
     (any thread with frames, failing that), innermost first, as faulthandler lists them."""
-    threads: List[List[Frame]] = []
+    threads: list[list[Frame]] = []
     for line in text.splitlines():
         if "(most recent call first)" in line:
             threads.append([])
@@ -86,7 +86,7 @@ def _ours(frame: Frame) -> bool:
     return os.path.dirname(os.path.abspath(frame.path)) == _HERE
 
 
-def under_guard(frames: Sequence[Frame]) -> List[Frame]:
+def under_guard(frames: Sequence[Frame]) -> list[Frame]:
     """The innermost frames up to (not including) the first frame of this package: the code under test."""
     out = []
     for frame in frames:

@@ -28,7 +28,7 @@ from ppaux.testing.scenario import Unwritable
 __all__ = ["MARKER", "check_directory", "module_search_path", "stale_files", "write_regressions"]
 
 
-def check_directory(directory: Path) -> Optional[str]:
+def check_directory(directory: Path) -> str | None:
     """Why ``directory`` cannot hold regression files (created if missing), or ``None``."""
     if directory.exists() and not directory.is_dir():
         return f"{directory} is not a directory"
@@ -41,14 +41,14 @@ def check_directory(directory: Path) -> Optional[str]:
     return None
 
 
-def module_search_path(spec: str, cwd: Path) -> List[str]:
+def module_search_path(spec: str, cwd: Path) -> list[str]:
     """Where the proofs find the implementation's module: a file's own directory, the user's
     directory, then their PYTHONPATH (as the module was imported for the run)."""
     own = [str(Path(spec).parent)] if Path(spec).is_file() else []
     return own + [str(cwd), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
 
 
-def stale_files(directory: Path) -> List[Path]:
+def stale_files(directory: Path) -> list[Path]:
     """The regression files an earlier run wrote in ``directory`` (they start with :data:`MARKER`)."""
     found = []
     for path in sorted(directory.glob("test_*.py")):
@@ -58,15 +58,21 @@ def stale_files(directory: Path) -> List[Path]:
     return found
 
 
-def _finding(row: Dict[str, Any], taken: set) -> Finding:
+def _finding(row: dict[str, Any], taken: set) -> Finding:
     scenario = row.get("scenario")
     if not scenario:
         raise Unwritable(row.get("scenario_error") or "the test's calls were not recorded")
-    return Finding(row["nodeid"], row["clause"], row.get("finding"), expected_steps(scenario),
-                   scenario["doubles"], method=method_name(row["nodeid"], taken))
+    return Finding(
+        row["nodeid"],
+        row["clause"],
+        row.get("finding"),
+        expected_steps(scenario),
+        scenario["doubles"],
+        method=method_name(row["nodeid"], taken),
+    )
 
 
-def _clause_findings(clause: Dict[str, Any], refused: List[Dict[str, Any]]) -> List[Tuple[Finding, Dict[str, Any]]]:
+def _clause_findings(clause: dict[str, Any], refused: list[dict[str, Any]]) -> list[tuple[Finding, dict[str, Any]]]:
     taken: set = set()
     found = []
     for row in clause["tests"]:
@@ -80,17 +86,23 @@ def _clause_findings(clause: Dict[str, Any], refused: List[Dict[str, Any]]) -> L
     return found
 
 
-def _prove_rounds(broken: Dict[str, List[Tuple[Finding, Dict[str, Any]]]], spec: str, timeout: float,
-                  user_path: List[str], refused: List[Dict[str, Any]]) -> Dict[str, str]:
+def _prove_rounds(
+    broken: dict[str, list[tuple[Finding, dict[str, Any]]]],
+    spec: str,
+    timeout: float,
+    user_path: list[str],
+    refused: list[dict[str, Any]],
+) -> dict[str, str]:
     """Each clause's file, holding the findings whose tests discriminate; a finding whose test does
     not is dropped (and said why), and the clause's file is proven again without it."""
     module, _ = module_of(spec)
-    proven: Dict[str, str] = {}
+    proven: dict[str, str] = {}
     while broken:
         sources = {clause: render(clause, [f for f, _ in found], spec, timeout) for clause, found in broken.items()}
         hangs = sum(1 for found in broken.values() for f, _ in found if f.kind)
-        verdicts = prove_files({file_name(c): source for c, source in sources.items()}, module, user_path,
-                         PROOF_SECONDS + timeout * hangs)
+        verdicts = prove_files(
+            {file_name(c): source for c, source in sources.items()}, module, user_path, PROOF_SECONDS + timeout * hangs
+        )
         again = {}
         for clause, found in broken.items():
             verdict = verdicts[file_name(clause)]
@@ -108,8 +120,9 @@ def _prove_rounds(broken: Dict[str, List[Tuple[Finding, Dict[str, Any]]]], spec:
     return proven
 
 
-def write_regressions(report: Dict[str, Any], spec: str, directory: Path, timeout: float,
-                      user_path: List[str]) -> Dict[str, Any]:
+def write_regressions(
+    report: dict[str, Any], spec: str, directory: Path, timeout: float, user_path: list[str]
+) -> dict[str, Any]:
     """Write one proven regression file per broken clause of ``report`` into ``directory``.
 
     Files an earlier run wrote there are removed first. Each failing test's row gains
@@ -119,7 +132,7 @@ def write_regressions(report: Dict[str, Any], spec: str, directory: Path, timeou
     removed = stale_files(directory)
     for path in removed:
         path.unlink()
-    refused: List[Dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
     broken = {c["clause"]: _clause_findings(c, refused) for c in report["clauses"] if c["verdict"] == "fail"}
     findings = {clause: found for clause, found in broken.items() if found}
     proven = _prove_rounds(dict(findings), spec, timeout, user_path, refused)

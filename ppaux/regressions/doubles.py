@@ -5,15 +5,17 @@ assertion, and the child-process runner of hang and crash tests. Standard librar
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
-
 # name -> (source, the names it needs defined before it)
-SOURCES: Dict[str, Tuple[str, Tuple[str, ...]]] = {
-    "ObserverFailure": ('''
+SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ObserverFailure": (
+        '''
 class ObserverFailure(Exception):
     """Raised on purpose by a double: add and pop must let it through unchanged."""
-''', ()),
-    "PPOutput": ('''
+''',
+        (),
+    ),
+    "PPOutput": (
+        '''
 class PPOutput:
     """An auxiliary output whose to_pp_tensors() returns `payload`, counting its calls."""
 
@@ -24,8 +26,11 @@ class PPOutput:
     def to_pp_tensors(self):
         self.calls += 1
         return self.payload
-''', ()),
-    "RaisingPPOutput": ('''
+''',
+        (),
+    ),
+    "RaisingPPOutput": (
+        '''
 class RaisingPPOutput:
     """An auxiliary output whose to_pp_tensors() raises its `error`."""
 
@@ -36,19 +41,28 @@ class RaisingPPOutput:
     def to_pp_tensors(self):
         self.calls += 1
         raise self.error
-''', ("ObserverFailure",)),
-    "NotPPOutput": ('''
+''',
+        ("ObserverFailure",),
+    ),
+    "NotPPOutput": (
+        '''
 class NotPPOutput:
     """An auxiliary output without to_pp_tensors: it does not support PP transport."""
-''', ()),
-    "Rebuilt": ('''
+''',
+        (),
+    ),
+    "Rebuilt": (
+        '''
 class Rebuilt:
     """What RecordingObserver rebuilds: the names it was handed."""
 
     def __init__(self, names):
         self.names = names
-''', ()),
-    "RecordingObserver": ('''
+''',
+        (),
+    ),
+    "RecordingObserver": (
+        '''
 class RecordingObserver:
     """A sampling observer that keeps a copy of each dict it is handed (`handed`) and what it
     returned. `mode`: "rebuild" returns a new Rebuilt, "return_none" returns None, "raise" raises
@@ -73,12 +87,18 @@ class RecordingObserver:
             tensors.clear()
         self.returned.append(result)
         return result
-''', ("ObserverFailure", "Rebuilt")),
-    "NotPPObserver": ('''
+''',
+        ("ObserverFailure", "Rebuilt"),
+    ),
+    "NotPPObserver": (
+        '''
 class NotPPObserver:
     """A sampling observer without from_pp_tensors: it does not support PP transport."""
-''', ()),
-    "TrapTensor": ('''
+''',
+        (),
+    ),
+    "TrapTensor": (
+        '''
 class TrapTensor(torch.Tensor):
     """A tensor that fails on any torch operation: add and pop must carry it without reading it."""
 
@@ -88,7 +108,9 @@ class TrapTensor(torch.Tensor):
             return super().__torch_function__(func, types, args, kwargs)
         name = getattr(func, "__name__", func)
         raise AssertionError(f"expected add and pop never to touch an aux tensor, got a call of {name}")
-''', ()),
+''',
+        (),
+    ),
 }
 
 TEST_CASE = '''
@@ -126,9 +148,9 @@ def run_in_child(calls, seconds):
 '''
 
 
-def needed(names: List[str]) -> List[str]:
+def needed(names: list[str]) -> list[str]:
     """``names`` with what they need, each once, in an order where every class follows what it uses."""
-    out: List[str] = []
+    out: list[str] = []
 
     def visit(name: str) -> None:
         for dep in SOURCES[name][1]:
@@ -141,6 +163,6 @@ def needed(names: List[str]) -> List[str]:
     return out
 
 
-def source(names: List[str]) -> str:
+def source(names: list[str]) -> str:
     """The classes ``names`` (and what they need) as module-level source."""
     return "\n".join(SOURCES[name][0] for name in needed(names))

@@ -36,8 +36,11 @@ def run_file(path, module_name):
     for test, text in result.failures:
         outcomes[test.id().rsplit(".", 1)[-1]] = {"outcome": "fail", "text": text}
     for test, text in result.errors:
-        outcomes[test.id().rsplit(".", 1)[-1]] = {"outcome": "error", "text": text,
-                                                  "in_implementation": _errored_in(text, implementation)}
+        outcomes[test.id().rsplit(".", 1)[-1]] = {
+            "outcome": "error",
+            "text": text,
+            "in_implementation": _errored_in(text, implementation),
+        }
     for test, why in result.skipped:
         outcomes[test.id().rsplit(".", 1)[-1]] = {"outcome": "skip", "text": why}
     return {"tests": outcomes}
@@ -46,7 +49,7 @@ def run_file(path, module_name):
 def _errored_in(text, files):
     """Whether a formatted traceback passes through one of ``files`` (the implementation's module)."""
     lines = [line.strip() for line in text.splitlines()]
-    frames = [line[len('File "'):].split('"', 1)[0] for line in lines if line.startswith('File "')]
+    frames = [line[len('File "') :].split('"', 1)[0] for line in lines if line.startswith('File "')]
     return any(os.path.realpath(frame) in files for frame in frames)
 
 

@@ -3,7 +3,7 @@ on the very doubles a regression test file defines, and written down as that fil
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import torch
 
@@ -18,18 +18,18 @@ FUNCTIONS = {"add": "add_auxiliary_output_to_pp_tensors", "pop": "pop_auxiliary_
 class _Run:
     """The file's namespace while the reference runs its steps; names values back by identity."""
 
-    def __init__(self, scenario: Dict[str, Any]) -> None:
+    def __init__(self, scenario: dict[str, Any]) -> None:
         self.prefix = scenario["prefix"]
-        self.ns: Dict[str, Any] = {"torch": torch, "_OUTPUT_PREFIX": self.prefix}
+        self.ns: dict[str, Any] = {"torch": torch, "_OUTPUT_PREFIX": self.prefix}
         exec(doubles_source(scenario["doubles"]), self.ns)  # noqa: S102 - the file's own classes
-        self.defined: List[str] = []
+        self.defined: list[str] = []
 
-    def setup(self, lines: List[str]) -> None:
+    def setup(self, lines: list[str]) -> None:
         for line in lines:
             exec(line, self.ns)  # noqa: S102 - code describe() wrote
             self.defined.append(line.split(" = ", 1)[0])
 
-    def name_of(self, value: Any) -> Optional[str]:
+    def name_of(self, value: Any) -> str | None:
         return next((name for name in self.defined if self.ns[name] is value), None)
 
     def value_code(self, value: Any) -> str:
@@ -42,17 +42,19 @@ class _Run:
         return "[" + ", ".join(pairs) + "]"
 
 
-def _raised(run: _Run, exc: BaseException) -> List[str]:
+def _raised(run: _Run, exc: BaseException) -> list[str]:
     for name in run.defined:
         if getattr(run.ns[name], "error", None) is exc:
             return [f"self.assertIs(raised.exception, {name}.error)"]
     # The reference raises its documented errors and lets the doubles' own through: nothing else.
     assert isinstance(exc, AuxiliaryPPError), f"the reference raised {type(exc).__name__}: {exc}"
-    return ["self.assertIsInstance(raised.exception, RuntimeError)",
-            f"self.assertEqual(str(raised.exception), {str(exc)!r})"]
+    return [
+        "self.assertIsInstance(raised.exception, RuntimeError)",
+        f"self.assertEqual(str(raised.exception), {str(exc)!r})",
+    ]
 
 
-def _double_checks(run: _Run, arg: str) -> List[str]:
+def _double_checks(run: _Run, arg: str) -> list[str]:
     """What the contract says about the output's or observer's calls after the step."""
     obj = run.ns.get(arg)
     if hasattr(obj, "handed"):
@@ -65,7 +67,7 @@ def _double_checks(run: _Run, arg: str) -> List[str]:
     return []
 
 
-def expected_steps(scenario: Dict[str, Any]) -> List[Dict[str, Any]]:
+def expected_steps(scenario: dict[str, Any]) -> list[dict[str, Any]]:
     """Each step with the lines that make it and check it as the contract says, from the reference's run.
 
     Step: ``setup`` (definitions), ``call`` (the call's code), ``raised`` (``None`` or the
@@ -78,16 +80,19 @@ def expected_steps(scenario: Dict[str, Any]) -> List[Dict[str, Any]]:
         run.setup(step["setup"])
         tensors, arg = run.ns[step["dict"]], eval(step["arg"], run.ns)  # noqa: S307 - code describe() wrote
         call = f"{FUNCTIONS[step['op']]}({step['dict']}, {step['arg']})"
-        raised: Optional[List[str]] = None
-        checks: List[str] = []
+        raised: list[str] | None = None
+        checks: list[str] = []
         try:
             result = getattr(impl, step["op"])(tensors, arg)
         except Exception as exc:
             raised = _raised(run, exc)
         else:
             if step["op"] == "pop":
-                checks.append("self.assertIsNone(result)" if result is None
-                              else f"self.assertIs(result, {step['arg']}.returned[-1])")
+                checks.append(
+                    "self.assertIsNone(result)"
+                    if result is None
+                    else f"self.assertIs(result, {step['arg']}.returned[-1])"
+                )
         checks += _double_checks(run, step["arg"])
         checks.append(f"self.assertEntries({step['dict']}, {run.entries(tensors)})")
         out.append({"op": step["op"], "setup": step["setup"], "call": call, "raised": raised, "checks": checks})

@@ -3,12 +3,10 @@ per line."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
-
 OPENING = {"(": ")", "[": "]", "{": "}"}
 
 
-def _spans(line: str) -> List[Tuple[int, int, List[int]]]:
+def _spans(line: str) -> list[tuple[int, int, list[int]]]:
     """Each bracket pair of ``line`` (outside string literals): (open, close, its own top-level commas)."""
     spans, stack, quote, i = [], [], "", 0
     while i < len(line):
@@ -31,7 +29,7 @@ def _spans(line: str) -> List[Tuple[int, int, List[int]]]:
     return spans
 
 
-def _widest(line: str) -> Optional[Tuple[int, int, List[int]]]:
+def _widest(line: str) -> tuple[int, int, list[int]] | None:
     # Lists and dicts before calls: `f(x, [a, b])` breaks inside the list.
     found = [s for s in _spans(line) if s[2]]
     if not found:
@@ -39,7 +37,7 @@ def _widest(line: str) -> Optional[Tuple[int, int, List[int]]]:
     return max(found, key=lambda s: (line[s[0]] in "[{", s[1] - s[0]))
 
 
-def wrap(line: str, width: int) -> List[str]:
+def wrap(line: str, width: int) -> list[str]:
     """``line`` as it is when it fits in ``width``, else broken at the widest bracket's commas."""
     if len(line) <= width:
         return [line]
@@ -49,7 +47,7 @@ def wrap(line: str, width: int) -> List[str]:
     start, end, commas = span
     indent = line[: len(line) - len(line.lstrip())]
     cuts = [start, *commas, end]
-    items = [item for item in (line[a + 1:b].strip() for a, b in zip(cuts, cuts[1:])) if item]
+    items = [item for item in (line[a + 1 : b].strip() for a, b in zip(cuts, cuts[1:])) if item]
     out = [line[: start + 1]]
     for item in items:
         out += wrap(f"{indent}    {item},", width)

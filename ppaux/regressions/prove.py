@@ -11,7 +11,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import ppaux.core.transport as reference_module
 from ppaux.testing.impl import REQUIRED_NAMES
@@ -32,12 +32,18 @@ def bind_reference(root: Path, module: str) -> None:
     (folder / f"{parts[-1]}.py").write_text(f"from ppaux.transport import {names}  # noqa: F401\n")
 
 
-def run(paths: List[Path], module: str, python_path: List[str], seconds: float) -> Dict[str, Dict[str, Any]]:
+def run(paths: list[Path], module: str, python_path: list[str], seconds: float) -> dict[str, dict[str, Any]]:
     """The driver's verdict on each file (by name): per test, its outcome; or why there is none."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(python_path), PYTHONDONTWRITEBYTECODE="1")
     try:
-        done = subprocess.run([sys.executable, str(DRIVER), module, *map(str, paths)], capture_output=True,
-                              text=True, env=env, timeout=seconds, cwd=paths[0].parent)
+        done = subprocess.run(
+            [sys.executable, str(DRIVER), module, *map(str, paths)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=seconds,
+            cwd=paths[0].parent,
+        )
     except subprocess.TimeoutExpired:
         return {p.name: {"broken": f"the test run did not finish within {seconds:g} s"} for p in paths}
     lines = done.stdout.strip().splitlines()
@@ -45,11 +51,11 @@ def run(paths: List[Path], module: str, python_path: List[str], seconds: float) 
         said = done.stderr.strip().splitlines()
         why = f"the test run ended with exit status {done.returncode}" + (f": {said[-1]}" if said else "")
         return {p.name: {"broken": why} for p in paths}
-    verdicts: Dict[str, Dict[str, Any]] = json.loads(lines[-1])
+    verdicts: dict[str, dict[str, Any]] = json.loads(lines[-1])
     return verdicts
 
 
-def _run_side(paths: List[Path], module: str, python_path: List[str], seconds: float) -> Dict[str, Dict[str, Any]]:
+def _run_side(paths: list[Path], module: str, python_path: list[str], seconds: float) -> dict[str, dict[str, Any]]:
     verdicts = run(paths, module, python_path, seconds)
     if len(paths) > 1 and any("broken" in v for v in verdicts.values()):
         # One file took the run down with it (a crash outside a child, a hang): each file on its own.
@@ -57,7 +63,7 @@ def _run_side(paths: List[Path], module: str, python_path: List[str], seconds: f
     return verdicts
 
 
-def judge(red: Dict[str, Any], green: Dict[str, Any], method: str) -> Optional[str]:
+def judge(red: dict[str, Any], green: dict[str, Any], method: str) -> str | None:
     """``None`` when ``method`` discriminates (red on the implementation, green on the reference); else why not."""
     for side, verdict in (("the implementation", red), ("the reference", green)):
         if "broken" in verdict or "import_error" in verdict:
@@ -72,13 +78,14 @@ def judge(red: Dict[str, Any], green: Dict[str, Any], method: str) -> Optional[s
     return None
 
 
-def _last_line(outcome: Dict[str, Any]) -> str:
+def _last_line(outcome: dict[str, Any]) -> str:
     lines = (outcome.get("text") or "").strip().splitlines()
     return lines[-1] if lines else "no output"
 
 
-def prove_files(sources: Dict[str, str], module: str, user_path: List[str],
-                seconds: float) -> Dict[str, Dict[str, Any]]:
+def prove_files(
+    sources: dict[str, str], module: str, user_path: list[str], seconds: float
+) -> dict[str, dict[str, Any]]:
     """Run the files ``sources`` (name -> source) against the implementation and, side by side,
     against the reference bound as ``module``. Returns, per file, ``{"red": ..., "green": ...}``."""
     with tempfile.TemporaryDirectory(prefix="ppaux-regression-") as tmp:

@@ -8,10 +8,10 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any
 
-from ppaux.core.clauses import statement
 import ppaux.regressions.doubles as doubles
+from ppaux.core.clauses import statement
 from ppaux.regressions.expect import FUNCTIONS
 from ppaux.regressions.layout import wrap
 
@@ -28,14 +28,14 @@ class Finding:
 
     nodeid: str
     clause: str
-    kind: Optional[str]  # "hang", "crash" or None
-    steps: List[Dict[str, Any]]
-    doubles: List[str]
+    kind: str | None  # "hang", "crash" or None
+    steps: list[dict[str, Any]]
+    doubles: list[str]
     method: str = ""
-    uses: List[str] = field(default_factory=list)
+    uses: list[str] = field(default_factory=list)
 
 
-def module_of(spec: str) -> tuple[str, Optional[str]]:
+def module_of(spec: str) -> tuple[str, str | None]:
     """The module name a regression file imports for ``--impl spec``, and a comment when ``spec`` is a file."""
     if spec.endswith(".py") or Path(spec).is_file():
         stem = Path(spec).stem
@@ -61,7 +61,7 @@ def method_name(nodeid: str, taken: set) -> str:
     return name
 
 
-def _docstring(text: str, indent: str) -> List[str]:
+def _docstring(text: str, indent: str) -> list[str]:
     wrapped = textwrap.wrap(text.replace('"""', "'''"), WIDTH - len(indent) - 3)
     if len(wrapped) == 1 and len(wrapped[0]) + len(indent) + 6 <= WIDTH:
         return [f'{indent}"""{wrapped[0]}"""']
@@ -72,7 +72,7 @@ def clause_line(clause: str) -> str:
     return f"{clause}: {statement(clause) or 'a property of the suite'}"
 
 
-def _step_lines(step: Dict[str, Any], indent: str) -> List[str]:
+def _step_lines(step: dict[str, Any], indent: str) -> list[str]:
     lines = [indent + line for line in step["setup"]] + ([""] if step["setup"] else [])
     if step["raised"] is None:
         call = f"result = {step['call']}" if step["op"] == "pop" else step["call"]
@@ -88,7 +88,7 @@ def calls_function(finding: Finding) -> str:
     return f"{finding.method.removeprefix('test_')}_calls"
 
 
-def _calls_function(finding: Finding) -> List[str]:
+def _calls_function(finding: Finding) -> list[str]:
     """A hang or crash: the counterexample's calls as a module-level function a child process runs."""
     lines = [f"def {calls_function(finding)}():", f'    """The calls of {finding.method}\'s counterexample."""']
     for step in finding.steps:
@@ -97,22 +97,26 @@ def _calls_function(finding: Finding) -> List[str]:
             lines.append(f"    {step['call']}")
         else:
             error = "RuntimeError" if "RuntimeError" in " ".join(step["raised"]) else "ObserverFailure"
-            lines += [f"    with contextlib.suppress({error}):  # the contract's answer here",
-                      f"        {step['call']}"]
+            lines += [
+                f"    with contextlib.suppress({error}):  # the contract's answer here",
+                f"        {step['call']}",
+            ]
     return _wrapped(lines)
 
 
-def _wrapped(lines: List[str]) -> List[str]:
+def _wrapped(lines: list[str]) -> list[str]:
     return [part for line in lines for part in wrap(line, WIDTH)]
 
 
-def method_lines(finding: Finding, timeout: float) -> List[str]:
+def method_lines(finding: Finding, timeout: float) -> list[str]:
     lines = [f"    def {finding.method}(self):", *_docstring(clause_line(finding.clause), "        ")]
     if finding.kind:
         ends = "did not return" if finding.kind == "hang" else "ended its process"
-        lines += [f"        exitcode = run_in_child({calls_function(finding)}, seconds={timeout!r})",
-                  f'        self.assertIsNotNone(exitcode, "the calls did not return within {timeout:g} s")',
-                  f'        self.assertEqual(exitcode, 0, "the process making the calls died")  # here: it {ends}']
+        lines += [
+            f"        exitcode = run_in_child({calls_function(finding)}, seconds={timeout!r})",
+            f'        self.assertIsNotNone(exitcode, "the calls did not return within {timeout:g} s")',
+            f'        self.assertEqual(exitcode, 0, "the process making the calls died")  # here: it {ends}',
+        ]
         return lines
     for i, step in enumerate(finding.steps):
         if i:
@@ -121,20 +125,25 @@ def method_lines(finding: Finding, timeout: float) -> List[str]:
     return _wrapped(lines)
 
 
-def render(clause: str, findings: List[Finding], spec: str, timeout: float) -> str:
+def render(clause: str, findings: list[Finding], spec: str, timeout: float) -> str:
     """The file for ``clause``: its findings as test methods of one TestCase."""
     module, comment = module_of(spec)
     used_functions = sorted({FUNCTIONS[s["op"]] for f in findings for s in f.steps})
     body = "\n".join(line for f in findings for s in f.steps for line in s["setup"] + s["checks"] + [s["call"]])
     names = (["_OUTPUT_PREFIX"] if "_OUTPUT_PREFIX" in body else []) + used_functions
     hangs = any(f.kind for f in findings)
-    out = [f"{MARKER} for {clause}.",
-           "# A later run of ppaux with --regressions on this directory replaces this file.",
-           *_docstring(f"Regression tests for {module}: {clause_line(clause)} Each test is a minimal counterexample "
-                       f"that ppaux's conformance suite found, proven to fail against {module} and to pass "
-                       f"against ppaux's reference transport. Needs only torch: python -m unittest "
-                       f"{file_name(clause)}", ""),
-           ""]
+    out = [
+        f"{MARKER} for {clause}.",
+        "# A later run of ppaux with --regressions on this directory replaces this file.",
+        *_docstring(
+            f"Regression tests for {module}: {clause_line(clause)} Each test is a minimal counterexample "
+            f"that ppaux's conformance suite found, proven to fail against {module} and to pass "
+            f"against ppaux's reference transport. Needs only torch: python -m unittest "
+            f"{file_name(clause)}",
+            "",
+        ),
+        "",
+    ]
     modules = ["contextlib", "multiprocessing", "sys", "unittest"] if hangs else ["unittest"]
     out += [f"import {name}" for name in modules]
     out += ["", "import torch", ""]

@@ -14,7 +14,8 @@ import contextlib
 import queue
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Optional
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -58,11 +59,11 @@ class Stall:
         self.lock = threading.Lock()
         # Threads that may still send: one per rank, plus each rank's background receiver.
         self.alive = alive
-        self.waiters: Dict[int, Optional["queue.Queue"]] = {}
+        self.waiters: dict[int, queue.Queue | None] = {}
         self.failed = threading.Event()
 
     @contextlib.contextmanager
-    def waiting(self, on: Optional["queue.Queue"] = None) -> Iterator[None]:
+    def waiting(self, on: queue.Queue | None = None) -> Iterator[None]:
         """This thread waits on ``on`` (``None``: on another thread of its own rank)."""
         me = threading.get_ident()
         with self.lock:
@@ -80,7 +81,7 @@ class Stall:
             return len(self.waiters) >= self.alive and all(q is None or q.empty() for q in self.waiters.values())
 
 
-def mailbox() -> Dict[str, "queue.Queue"]:
+def mailbox() -> dict[str, queue.Queue]:
     """One direction of an in-process link: a queue per process group, as gloo has a group each."""
     return {CPU_GROUP: queue.Queue(), DEVICE_GROUP: queue.Queue()}
 
@@ -94,7 +95,14 @@ class LoopbackChannel:
     could still send, at most ``timeout`` seconds.
     """
 
-    def __init__(self, outbox: Optional[Dict[str, "queue.Queue"]] = None, inbox: Optional[Dict[str, "queue.Queue"]] = None, *, stall: Optional[Stall] = None, timeout: float = LAST_RESORT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        outbox: dict[str, queue.Queue] | None = None,
+        inbox: dict[str, queue.Queue] | None = None,
+        *,
+        stall: Stall | None = None,
+        timeout: float = LAST_RESORT_TIMEOUT,
+    ) -> None:
         self.outbox = outbox if outbox is not None else mailbox()
         self.inbox = inbox if inbox is not None else self.outbox
         self.stall = stall
@@ -129,7 +137,7 @@ class LoopbackChannel:
         # gloo accepts a shorter message and leaves the rest of the buffer as it was (the
         # receiver's uninitialised memory); zeros here, so that the model is deterministic.
         target = _as_bytes(tensor)
-        target[data.numel():] = 0
+        target[data.numel() :] = 0
         # pragma: no mutate start - equivalent without CUDA: every buffer is on the CPU
         target[: data.numel()].copy_(data.to(tensor.device))
         # pragma: no mutate end
@@ -140,7 +148,7 @@ class LoopbackChannel:
 
 
 # pragma: no mutate start - equivalent: the poll period and the idle count only tune how soon a stuck receive gives up
-def _wait_for(inbox: "queue.Queue", stall: Stall, timeout: float, group: str) -> torch.Tensor:
+def _wait_for(inbox: queue.Queue, stall: Stall, timeout: float, group: str) -> torch.Tensor:
     deadline = time.monotonic() + timeout
     idle = 0
     while True:
@@ -150,7 +158,11 @@ def _wait_for(inbox: "queue.Queue", stall: Stall, timeout: float, group: str) ->
             # Twice in a row: a sender between its put and its own wait is not stuck.
             idle = idle + 1 if stall.stuck() else 0
             if idle >= 2 or time.monotonic() > deadline:
-                raise ChannelHang(f"nothing will arrive on the {group} group: every peer is waiting or has failed") from None
+                raise ChannelHang(
+                    f"nothing will arrive on the {group} group: every peer is waiting or has failed"
+                ) from None
+
+
 # pragma: no mutate end
 
 
@@ -163,9 +175,9 @@ class ThreadAllGather:
     def __init__(self, size: int, *, timeout: float = LAST_RESORT_TIMEOUT) -> None:
         self.size = size
         self._barrier = threading.Barrier(size, timeout=timeout)
-        self._slots: List[Any] = [None] * size
+        self._slots: list[Any] = [None] * size
 
-    def member(self, rank: int) -> "_Member":
+    def member(self, rank: int) -> _Member:
         return _Member(self, rank)
 
     def abort(self) -> None:

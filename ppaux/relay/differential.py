@@ -11,28 +11,28 @@ metadata list compared by what it says). :func:`difference` says where they part
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+from ppaux_strategies import CONTIGUOUS_VIEWS, tensors, transport_dicts
+from ppaux_strategies.tensors import tensors_equal
 
 import ppaux.relay.gloo as gloo
 import ppaux.relay.sglang as sglang
 from ppaux.core.tensors import tensor_bytes
 from ppaux.relay.gloo import Outcome
 from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
-from ppaux_strategies import CONTIGUOUS_VIEWS, tensors, transport_dicts
-from ppaux_strategies.tensors import tensors_equal
 
 SIDES = ("ppaux", "sglang")
-Record = Tuple[str, str, int, torch.Tensor]
+Record = tuple[str, str, int, torch.Tensor]
 
 
 class RecordingChannel:
     """A model channel that records each message as the Boundary records SGLang's."""
 
-    def __init__(self, channel: Any, peer: int, log: List[Any]) -> None:
+    def __init__(self, channel: Any, peer: int, log: list[Any]) -> None:
         self.channel = channel
         self.peer = peer
         self.log = log
@@ -47,7 +47,7 @@ class RecordingChannel:
 
 
 class RecordingAllGather:
-    def __init__(self, group: Any, log: List[Any]) -> None:
+    def __init__(self, group: Any, log: list[Any]) -> None:
         self.group = group
         self.size = group.size
         self.rank = group.rank
@@ -58,11 +58,11 @@ class RecordingAllGather:
         return self.group.all_gather(tensor)
 
 
-def normalize(log: List[Any]) -> List[Tuple[Any, ...]]:
+def normalize(log: list[Any]) -> list[tuple[Any, ...]]:
     """Messages as the two sides can share them: each call's first two messages are a pickled
     object (its size, then its bytes), compared by what the object says; every other message by
     its call, group, peer, dtype and shape."""
-    out: List[Tuple[Any, ...]] = []
+    out: list[tuple[Any, ...]] = []
     pending = 0
     for entry in log:
         if entry[0] == "begin":
@@ -80,22 +80,25 @@ def normalize(log: List[Any]) -> List[Tuple[Any, ...]]:
     return out
 
 
-def ring(ctx: Any, sent: Dict[Any, Any], side: str) -> Dict[str, Any]:
+def ring(ctx: Any, sent: dict[Any, Any], side: str) -> dict[str, Any]:
     """One rank's part of the ring on ``side``; what it received and the messages it exchanged."""
     ag = ctx.ag_size
     stages = ctx.world_size // ag
     stage, member = divmod(ctx.rank, ag)
     if side == "ppaux":
-        log: List[Any] = []
+        log: list[Any] = []
         nxt, prev = ((stage + 1) % stages) * ag + member, ((stage - 1) % stages) * ag + member
-        to_next, from_prev = RecordingChannel(ctx.channel(nxt), nxt, log), RecordingChannel(ctx.channel(prev), prev, log)
+        to_next, from_prev = (
+            RecordingChannel(ctx.channel(nxt), nxt, log),
+            RecordingChannel(ctx.channel(prev), prev, log),
+        )
         gather = RecordingAllGather(ctx.all_gather, log) if ctx.all_gather is not None else None
 
-        def send(d: Dict[Any, Any]) -> None:
+        def send(d: dict[Any, Any]) -> None:
             log.append(("begin", "send"))
             send_tensor_dict(to_next, d, all_gather_group=gather)
 
-        def recv() -> Dict[Any, Any]:
+        def recv() -> dict[Any, Any]:
             log.append(("begin", "recv"))
             return recv_tensor_dict(from_prev, all_gather_group=gather)
     else:  # pragma: no cover - SGLang's side runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
@@ -103,11 +106,11 @@ def ring(ctx: Any, sent: Dict[Any, Any], side: str) -> Dict[str, Any]:
         log = s.boundary.messages
         log.clear()
 
-        def send(d: Dict[Any, Any]) -> None:
+        def send(d: dict[Any, Any]) -> None:
             log.append(("begin", "send"))
             s.pp.send_tensor_dict(d, dst=(stage + 1) % stages, all_gather_group=s.tp)
 
-        def recv() -> Dict[Any, Any]:
+        def recv() -> dict[Any, Any]:
             log.append(("begin", "recv"))
             return s.pp.recv_tensor_dict(src=(stage - 1) % stages, all_gather_group=s.tp)
 
@@ -125,7 +128,7 @@ def world(stages: int, ag: int, version: str, source: str) -> gloo.GlooWorld:
     return gloo.world(stages * ag, ag_size=ag, extension=(sglang.join, (version, source)))
 
 
-def run(w: gloo.GlooWorld, sent: List[Dict[Any, Any]], *, timeout: float = 5.0) -> Dict[str, Dict[int, Outcome]]:
+def run(w: gloo.GlooWorld, sent: list[dict[Any, Any]], *, timeout: float = 5.0) -> dict[str, dict[int, Outcome]]:
     """Both sides' outcomes on every rank; ``sent[member]`` is what the last stage's member sends."""
     ag = w.ag_size
     last = (w.world_size // ag - 1) * ag
@@ -136,7 +139,7 @@ def run(w: gloo.GlooWorld, sent: List[Dict[Any, Any]], *, timeout: float = 5.0) 
     return out
 
 
-def _value_difference(path: str, a: Any, b: Any) -> Optional[str]:
+def _value_difference(path: str, a: Any, b: Any) -> str | None:
     if torch.is_tensor(a) or torch.is_tensor(b):
         if not (torch.is_tensor(a) and torch.is_tensor(b)):
             return f"{path}: {type(a).__name__} vs {type(b).__name__}"
@@ -148,7 +151,7 @@ def _value_difference(path: str, a: Any, b: Any) -> Optional[str]:
     return None if a == b else f"{path}: {a!r} vs {b!r}"
 
 
-def difference(outcomes: Dict[str, Dict[int, Outcome]]) -> Optional[str]:
+def difference(outcomes: dict[str, dict[int, Outcome]]) -> str | None:
     """Where ppaux's model and SGLang's code part, rank by rank; ``None`` where they agree."""
     model, real = outcomes["ppaux"], outcomes["sglang"]
     for rank in sorted(model):
@@ -185,9 +188,10 @@ def _said(o: Outcome) -> str:
 CONFIGS = ((2, 1), (3, 1), (2, 2), (3, 2))
 
 
-def _diverged(d: Dict[Any, Any], member: int) -> Dict[Any, Any]:
+def _diverged(d: dict[Any, Any], member: int) -> dict[Any, Any]:
     """What another attention-TP rank holds when its tensors differ from rank 0's: the same keys,
     dtypes and shapes, the last byte of every tensor changed (any dtype, bool included)."""
+
     def changed(t: torch.Tensor) -> torch.Tensor:
         raw = tensor_bytes(t)
         raw[-1] ^= member
@@ -196,16 +200,19 @@ def _diverged(d: Dict[Any, Any], member: int) -> Dict[Any, Any]:
     return {k: changed(v) if torch.is_tensor(v) and v.numel() else v for k, v in d.items()}
 
 
-def sent_dicts(draw: Any, ag: int) -> List[Dict[Any, Any]]:
+def sent_dicts(draw: Any, ag: int) -> list[dict[Any, Any]]:
     """What each attention-TP rank of the last stage sends: one drawn PP dict (aux keys, empty and
     0-d tensors, every dtype, a size-1 dimension with any stride, str values), the same on every
     rank or, drawn too, different per rank (the all-gather rule mixes those, on both sides alike)."""
-    d = draw(transport_dicts(tensors=tensors(views=CONTIGUOUS_VIEWS, device="cpu", max_dims=2, max_side=4), aux=True), label="sent")
+    d = draw(
+        transport_dicts(tensors=tensors(views=CONTIGUOUS_VIEWS, device="cpu", max_dims=2, max_side=4), aux=True),
+        label="sent",
+    )
     diverge = ag > 1 and draw(st.booleans(), label="differs per attention-TP rank")
     return [d if m == 0 or not diverge else _diverged(d, m) for m in range(ag)]
 
 
-def check(version: str, settings: Any, configs: Tuple[Tuple[int, int], ...] = CONFIGS) -> None:
+def check(version: str, settings: Any, configs: tuple[tuple[int, int], ...] = CONFIGS) -> None:
     """Hypothesis over every configuration: raises AssertionError (with the minimal example and
     Hypothesis's notes) at the first configuration where the two sides part."""
     source = sglang.wire_source(version)
@@ -215,7 +222,9 @@ def check(version: str, settings: Any, configs: Tuple[Tuple[int, int], ...] = CO
         def wire_diff(data: Any) -> None:
             found = difference(run(w, sent_dicts(data.draw, ag)))
             if found is not None:
-                raise AssertionError(f"sglang=={version} and ppaux's model differ (pp={stages}, attention-TP={ag}): {found}")
+                raise AssertionError(
+                    f"sglang=={version} and ppaux's model differ (pp={stages}, attention-TP={ag}): {found}"
+                )
 
         # Named by its configuration: Hypothesis prints the name and keys its example database by it.
         wire_diff.__name__ = wire_diff.__qualname__ = f"wire_diff_sglang_{version.replace('.', '_')}_pp{stages}_tp{ag}"

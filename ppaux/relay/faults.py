@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Tuple
+from typing import Any, ClassVar
 
 import torch
 
@@ -32,10 +33,15 @@ from ppaux.relay.wire import TensorMetadata, send_object, send_split, send_tenso
 OUTCOMES = ("documented error", "other exception", "hang stopped by the watchdog", "silent corruption", "harmless")
 
 # A dtype with the same item size, so that the bytes still fit and are silently reinterpreted.
-SAME_SIZE_DTYPES = {1: (torch.int8, torch.uint8), 2: (torch.int16, torch.float16), 4: (torch.int32, torch.float32), 8: (torch.int64, torch.float64)}
+SAME_SIZE_DTYPES = {
+    1: (torch.int8, torch.uint8),
+    2: (torch.int16, torch.float16),
+    4: (torch.int32, torch.float32),
+    8: (torch.int64, torch.float64),
+}
 
 
-def _default_target(keys: Any) -> Optional[Any]:
+def _default_target(keys: Any) -> Any | None:
     return next((k for k in keys if isinstance(k, str) and k.startswith(_OUTPUT_PREFIX)), None)
 
 
@@ -45,22 +51,30 @@ class Fault:
 
     name: ClassVar[str] = "none"
     doc: ClassVar[str] = "no fault"
-    key: Optional[Any] = None
+    key: Any | None = None
 
-    def target(self, keys: Any) -> Optional[Any]:
+    def target(self, keys: Any) -> Any | None:
         if self.key is not None:
             return self.key if self.key in list(keys) else None
         return _default_target(keys)
 
-    def payload(self, payload: Dict[str, torch.Tensor], member: int) -> Dict[str, torch.Tensor]:
+    def payload(self, payload: dict[str, torch.Tensor], member: int) -> dict[str, torch.Tensor]:
         return payload
 
-    def _change_target(self, payload: Dict[str, torch.Tensor], change: Any) -> Dict[str, torch.Tensor]:
+    def _change_target(self, payload: dict[str, torch.Tensor], change: Any) -> dict[str, torch.Tensor]:
         """``payload`` with ``change`` applied to the one aux tensor this fault targets."""
         name = self.target([_OUTPUT_PREFIX + n for n in payload])
         return {n: change(t) if _OUTPUT_PREFIX + n == name else t for n, t in payload.items()}
 
-    def send(self, channel: Any, tensor_dict: Dict[Any, Any], *, all_gather_group: Any = None, faulty: bool = True, state: Optional[dict] = None) -> None:
+    def send(
+        self,
+        channel: Any,
+        tensor_dict: dict[Any, Any],
+        *,
+        all_gather_group: Any = None,
+        faulty: bool = True,
+        state: dict | None = None,
+    ) -> None:
         """Send ``tensor_dict``; ``faulty`` steps get the fault. ``state`` lives across one
         run's steps (a fault that holds a message back keeps it there)."""
         if not faulty:
@@ -69,11 +83,11 @@ class Fault:
         metadata, tensors = split_tensor_dict(tensor_dict)
         self.mangle(channel, metadata, tensors, all_gather_group)
 
-    def mangle(self, channel: Any, metadata: List[Tuple[Any, Any]], tensors: List[torch.Tensor], group: Any) -> None:
+    def mangle(self, channel: Any, metadata: list[tuple[Any, Any]], tensors: list[torch.Tensor], group: Any) -> None:
         send_split(channel, metadata, tensors, all_gather_group=group)
 
 
-def _tensor_index(metadata: List[Tuple[Any, Any]], key: Any) -> int:
+def _tensor_index(metadata: list[tuple[Any, Any]], key: Any) -> int:
     """Position of ``key``'s tensor in the tensor list (-1 if it is not a tensor)."""
     index = 0
     for k, value in metadata:
@@ -87,14 +101,14 @@ def _tensor_index(metadata: List[Tuple[Any, Any]], key: Any) -> int:
 class _OnTarget(Fault):
     """A fault that rewrites the metadata entry and tensor of its target key."""
 
-    def mangle(self, channel: Any, metadata: List[Tuple[Any, Any]], tensors: List[torch.Tensor], group: Any) -> None:
+    def mangle(self, channel: Any, metadata: list[tuple[Any, Any]], tensors: list[torch.Tensor], group: Any) -> None:
         key = self.target([k for k, _ in metadata])
         if key is not None:
             pos = next(i for i, (k, _) in enumerate(metadata) if k == key)
             self.rewrite(metadata, tensors, pos, _tensor_index(metadata, key))
         send_split(channel, metadata, tensors, all_gather_group=group)
 
-    def rewrite(self, metadata: List[Tuple[Any, Any]], tensors: List[torch.Tensor], pos: int, index: int) -> None:
+    def rewrite(self, metadata: list[tuple[Any, Any]], tensors: list[torch.Tensor], pos: int, index: int) -> None:
         raise NotImplementedError  # pragma: no cover - every subclass overrides
 
 
@@ -137,7 +151,7 @@ class _TensorFault(_OnTarget):
             key, meta = metadata[pos]
             metadata[pos], tensors[index] = self.change(key, meta, tensors[index])
 
-    def change(self, key: Any, meta: TensorMetadata, tensor: torch.Tensor) -> Tuple[Tuple[Any, Any], torch.Tensor]:
+    def change(self, key: Any, meta: TensorMetadata, tensor: torch.Tensor) -> tuple[tuple[Any, Any], torch.Tensor]:
         raise NotImplementedError  # pragma: no cover - every subclass overrides
 
 
@@ -281,11 +295,23 @@ class KillMidSend(Fault):
         raise StageKilled("the sending stage died mid-send")
 
 
-FAULTS: Dict[str, type] = {
+FAULTS: dict[str, type] = {
     cls.name: cls
     for cls in (
-        DropKey, DuplicateKey, RenameKey, BitFlip, Truncate, ChangeDtype, ChangeShape, MoveDevice,
-        Reorder, LoseMessage, Delay, NonContiguous, Diverge, KillMidSend,
+        DropKey,
+        DuplicateKey,
+        RenameKey,
+        BitFlip,
+        Truncate,
+        ChangeDtype,
+        ChangeShape,
+        MoveDevice,
+        Reorder,
+        LoseMessage,
+        Delay,
+        NonContiguous,
+        Diverge,
+        KillMidSend,
     )
 }
 
@@ -295,18 +321,18 @@ class Verdict:
     outcome: str
     detail: str
 
-    def as_dict(self) -> Dict[str, str]:
+    def as_dict(self) -> dict[str, str]:
         return {"outcome": self.outcome, "detail": self.detail}
 
 
-def _documented_code(err: BaseException) -> Optional[str]:
+def _documented_code(err: BaseException) -> str | None:
     code = getattr(err, "code", None)
     if code in CATALOG and CATALOG[code].matches(str(err)):
         return code
     return None
 
 
-def _same(sent: Mapping[str, torch.Tensor], got: Optional[Mapping[str, Any]], device: str) -> Optional[str]:
+def _same(sent: Mapping[str, torch.Tensor], got: Mapping[str, Any] | None, device: str) -> str | None:
     """Why ``got`` is not what was sent (names, dtype, shape, bits, receiver's device), or None."""
     if got is None:
         return "the output was lost: pop returned None"
@@ -336,7 +362,9 @@ def classify(outcomes: Mapping[int, Any], config: Any) -> Verdict:
         return Verdict(OUTCOMES[1], f"rank {rank}: {kind}: {str(err).splitlines()[0] if str(err) else ''}")
     for rank, o in ranked:
         if o.status == "died":
-            return Verdict(OUTCOMES[1], f"rank {rank} died" + ("" if o.exitcode is None else f": {describe_exitcode(o.exitcode)}"))
+            return Verdict(
+                OUTCOMES[1], f"rank {rank} died" + ("" if o.exitcode is None else f": {describe_exitcode(o.exitcode)}")
+            )
     for rank, o in ranked:
         if o.status == "hang":
             return Verdict(OUTCOMES[2], f"rank {rank} never received what it waited for")

@@ -34,8 +34,9 @@ import tempfile
 import threading
 import time
 import types
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any
 
 import torch
 
@@ -65,7 +66,7 @@ IN_WORKER = False
 class RankFailure(RuntimeError):
     """An exception raised in a rank; ``str()`` is the original message."""
 
-    def __init__(self, type_name: str, message: str, code: Optional[str] = None) -> None:
+    def __init__(self, type_name: str, message: str, code: str | None = None) -> None:
         super().__init__(message)
         self.type_name = type_name
         self.code = code
@@ -85,11 +86,11 @@ class Outcome:
 
     status: str
     value: Any = None
-    error: Optional[RankFailure] = None
-    exitcode: Optional[int] = None
-    stack: Optional[str] = None
-    limit: Optional[float] = None
-    after: Optional[int] = None
+    error: RankFailure | None = None
+    exitcode: int | None = None
+    stack: str | None = None
+    limit: float | None = None
+    after: int | None = None
 
 
 class Watchdog:
@@ -100,7 +101,7 @@ class Watchdog:
     def __init__(self, start: float, limit: float) -> None:
         self.deadline = start + limit
         self.limit = limit
-        self.after: Optional[int] = None
+        self.after: int | None = None
 
     def failed(self, rank: int, now: float) -> None:
         """``rank`` was seen failed at ``now``: a peer that failed will not send what the others
@@ -122,8 +123,17 @@ class RankContext:
     """A rank's view of the world: its channels to peers, its all-gather group, and the world's
     shape and rendezvous store (for an extension that joins groups of its own)."""
 
-    def __init__(self, rank: int, cpu: Any, device: Any, all_gather: Optional[GlooAllGather], *,
-                 world_size: int = 0, ag_size: int = 1, store: Any = None) -> None:
+    def __init__(
+        self,
+        rank: int,
+        cpu: Any,
+        device: Any,
+        all_gather: GlooAllGather | None,
+        *,
+        world_size: int = 0,
+        ag_size: int = 1,
+        store: Any = None,
+    ) -> None:
         self.rank = rank
         self.cpu = cpu
         self.device = device
@@ -182,14 +192,21 @@ def serve(conn: Any, ctx: RankContext) -> None:
             if call is None:
                 return
             fn, args = call
-            reply: Tuple[Any, ...] = ("ok", fn(ctx, *args))
+            reply: tuple[Any, ...] = ("ok", fn(ctx, *args))
         except Exception as exc:  # reported to the parent, which classifies it
             reply = ("error", type(exc).__name__, str(exc), getattr(exc, "code", None))
         conn.send_bytes(dumps(reply))
 
 
-def rank_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float, conn: Any,
-              extension: Optional[Tuple[Callable[..., Any], Tuple[Any, ...]]] = None) -> None:
+def rank_main(
+    rank: int,
+    world_size: int,
+    store_path: str,
+    ag_size: int,
+    timeout: float,
+    conn: Any,
+    extension: tuple[Callable[..., Any], tuple[Any, ...]] | None = None,
+) -> None:
     """A worker's whole life (also run in threads by the tests, for coverage). ``extension``,
     ``(fn, args)``, runs ``fn(ctx, *args)`` once the rank has joined its groups."""
     ctx = make_context(rank, world_size, store_path, ag_size, timeout)
@@ -205,8 +222,16 @@ _STACK_FILE: Any = None
 
 
 # pragma: no mutate start - runs only in a worker process, where mutmut cannot see which tests reach it
-def _process_main(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float, conn: Any,  # pragma: no cover - runs in the child; rank_main is covered in-process
-                  extension: Any = None, stack_path: Optional[str] = None) -> None:
+def _process_main(
+    rank: int,
+    world_size: int,
+    store_path: str,
+    ag_size: int,
+    timeout: float,
+    conn: Any,  # pragma: no cover - runs in the child; rank_main is covered in-process
+    extension: Any = None,
+    stack_path: str | None = None,
+) -> None:
     global IN_WORKER, _STACK_FILE
     IN_WORKER = True
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
@@ -220,6 +245,8 @@ def _process_main(rank: int, world_size: int, store_path: str, ag_size: int, tim
             faulthandler.enable(file=_STACK_FILE, all_threads=True)
             faulthandler.register(STACK_SIGNAL, file=_STACK_FILE, all_threads=True, chain=False)
     rank_main(rank, world_size, store_path, ag_size, timeout, conn, extension)
+
+
 # pragma: no mutate end
 
 
@@ -259,18 +286,24 @@ class GlooWorld:
     is set up on every rank as it starts.
     """
 
-    def __init__(self, world_size: int, *, ag_size: int = 1, timeout: float = DEFAULT_TIMEOUT,
-                 extension: Optional[Tuple[Callable[..., Any], Tuple[Any, ...]]] = None) -> None:
+    def __init__(
+        self,
+        world_size: int,
+        *,
+        ag_size: int = 1,
+        timeout: float = DEFAULT_TIMEOUT,
+        extension: tuple[Callable[..., Any], tuple[Any, ...]] | None = None,
+    ) -> None:
         if world_size < 2 or world_size % ag_size:
             raise ValueError(f"world_size={world_size} must be >= 2 and a multiple of ag_size={ag_size}")
         self.world_size = world_size
         self.ag_size = ag_size
         self.timeout = timeout
         self.extension = extension
-        self.procs: List[Any] = []
-        self.conns: List[Any] = []
+        self.procs: list[Any] = []
+        self.conns: list[Any] = []
         # pragma: no mutate start - equivalent: before start() there is no rendezvous directory, and stop() removes none
-        self.tmp: Optional[str] = None
+        self.tmp: str | None = None
         # pragma: no mutate end
         self._lock = threading.Lock()
 
@@ -288,9 +321,20 @@ class GlooWorld:
         # pragma: no mutate end
         for rank in range(self.world_size):
             parent, child = mp.Pipe()
-            p = mp.Process(target=_process_main, args=(rank, self.world_size, store, self.ag_size, self.timeout, child, self.extension,
-                                                       self._stack_path(rank)),
-                           daemon=True)
+            p = mp.Process(
+                target=_process_main,
+                args=(
+                    rank,
+                    self.world_size,
+                    store,
+                    self.ag_size,
+                    self.timeout,
+                    child,
+                    self.extension,
+                    self._stack_path(rank),
+                ),
+                daemon=True,
+            )
             with _bare_main():
                 p.start()
             child.close()
@@ -301,9 +345,9 @@ class GlooWorld:
             self.stop()
             raise RuntimeError(f"gloo ranks failed to start: {ready!r}")
 
-    def _collect(self, ranks: Any, timeout: float) -> Dict[int, Outcome]:
+    def _collect(self, ranks: Any, timeout: float) -> dict[int, Outcome]:
         watchdog = Watchdog(time.monotonic(), timeout)
-        out: Dict[int, Outcome] = {}
+        out: dict[int, Outcome] = {}
         waiting = list(ranks)
         while waiting:
             # Sleep until a waiting rank answers or exits (its pipe or its sentinel), or the watchdog's deadline.
@@ -334,7 +378,7 @@ class GlooWorld:
         return os.path.join(self.tmp, f"rank{rank}.stack")
         # pragma: no mutate end
 
-    def _stacks(self, hung: Sequence[int], dead: Sequence[int]) -> Dict[int, str]:
+    def _stacks(self, hung: Sequence[int], dead: Sequence[int]) -> dict[int, str]:
         """The stacks of the ``hung`` ranks, still running, and of the ``dead`` ones (what a fatal
         signal left); ``""`` for a rank that wrote none. Each hung rank is sent
         :data:`STACK_SIGNAL` and given up to :data:`STACK_WAIT` s to write its frames down to
@@ -348,9 +392,9 @@ class GlooWorld:
         while writing and time.monotonic() < give_up:
             time.sleep(STACK_POLL)
             for rank in list(writing):
-                if _own_frames(self._dump(rank)[start[rank]:]) is not None:
+                if _own_frames(self._dump(rank)[start[rank] :]) is not None:
                     writing.remove(rank)
-        stacks = {rank: rank_stack(self._dump(rank)[start[rank]:]) for rank in hung}
+        stacks = {rank: rank_stack(self._dump(rank)[start[rank] :]) for rank in hung}
         stacks.update({rank: rank_stack(self._dump(rank)) for rank in dead})
         return stacks
 
@@ -362,7 +406,9 @@ class GlooWorld:
         except OSError:  # the rank could not make it (the rendezvous directory is unusable)
             return b""
 
-    def run(self, calls: Dict[int, Tuple[Callable[..., Any], Tuple[Any, ...]]], *, timeout: Optional[float] = None) -> Dict[int, Outcome]:
+    def run(
+        self, calls: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]], *, timeout: float | None = None
+    ) -> dict[int, Outcome]:
         """Run ``fn(ctx, *args)`` on each named rank at once; the outcome of each.
 
         After any outcome other than ``ok`` every rank is killed (the next call restarts them).
@@ -390,7 +436,7 @@ class GlooWorld:
             self.tmp = None
 
 
-def read_reply(conn: Any, proc: Any) -> Optional[Outcome]:
+def read_reply(conn: Any, proc: Any) -> Outcome | None:
     """A rank's reply, ``died`` if it is gone without one, or ``None`` while it still works.
     Never waits: :meth:`GlooWorld._collect` waits on every rank's pipe at once."""
     if conn.poll(0):
@@ -404,16 +450,18 @@ def read_reply(conn: Any, proc: Any) -> Optional[Outcome]:
     return None
 
 
-def _outcome(reply: Tuple[Any, ...]) -> Outcome:
+def _outcome(reply: tuple[Any, ...]) -> Outcome:
     if reply[0] == "error":
         return Outcome("error", error=RankFailure(reply[1], reply[2], reply[3]))
     return Outcome("ok", value=reply[1] if len(reply) > 1 else None)
 
 
-_worlds: Dict[Tuple[Any, ...], GlooWorld] = {}
+_worlds: dict[tuple[Any, ...], GlooWorld] = {}
 
 
-def world(world_size: int, *, ag_size: int = 1, extension: Optional[Tuple[Callable[..., Any], Tuple[Any, ...]]] = None) -> GlooWorld:
+def world(
+    world_size: int, *, ag_size: int = 1, extension: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
+) -> GlooWorld:
     """The shared world of that shape and extension (started on first use, stopped at interpreter exit)."""
     key = (world_size, ag_size, extension)
     if key not in _worlds:
@@ -427,11 +475,11 @@ def stop_all() -> None:
         w.stop()
 
 
-def _send(ctx: RankContext, tensor_dict: Dict[Any, Any], dst: int, async_send: bool = False) -> None:
+def _send(ctx: RankContext, tensor_dict: dict[Any, Any], dst: int, async_send: bool = False) -> None:
     send_tensor_dict(ctx.channel(dst), tensor_dict, all_gather_group=ctx.all_gather, async_send=async_send)
 
 
-def _recv(ctx: RankContext, src: int, device: Any) -> Dict[Any, Any]:
+def _recv(ctx: RankContext, src: int, device: Any) -> dict[Any, Any]:
     return recv_tensor_dict(ctx.channel(src), all_gather_group=ctx.all_gather, device=device)
 
 
@@ -441,7 +489,7 @@ _ENTRIES = ("serve", "rank_main")
 _THREAD = re.compile(r"\n(?=.*\(most recent call first\):)")
 
 
-def _own_frames(dump: bytes) -> Optional[List[Frame]]:
+def _own_frames(dump: bytes) -> list[Frame] | None:
     """The frames of the rank's own work in a faulthandler dump, innermost first: those of the
     thread that runs the rank's calls, below :func:`serve` (or :func:`rank_main`, for an extension
     or a rendezvous); ``None`` when no thread has reached that frame."""
@@ -476,11 +524,14 @@ def describe_failure(rank: int, o: Outcome) -> str:
         return text + f"; stuck at (most recent call last):\n{o.stack}"
     if o.stack is not None:
         asked = signal.Signals(STACK_SIGNAL).name
-        return text + f"; no stack could be obtained (no answer to {asked} within {STACK_WAIT:g} s: the rank blocks, ignores or handles that signal itself)"
+        return (
+            text
+            + f"; no stack could be obtained (no answer to {asked} within {STACK_WAIT:g} s: the rank blocks, ignores or handles that signal itself)"
+        )
     return text
 
 
-def raise_failure(outcomes: Dict[int, Outcome]) -> None:
+def raise_failure(outcomes: dict[int, Outcome]) -> None:
     """Raise the first rank's exception; a hang or death as :class:`ChannelHang`/``RankFailure``
     (:func:`describe_failure`'s words)."""
     for rank in sorted(outcomes):
@@ -495,7 +546,7 @@ def raise_failure(outcomes: Dict[int, Outcome]) -> None:
             raise ChannelHang(describe_failure(rank, o))
 
 
-def relay(tensor_dict: Dict[Any, Any], *, device: Any = None) -> Dict[Any, Any]:
+def relay(tensor_dict: dict[Any, Any], *, device: Any = None) -> dict[Any, Any]:
     """One hop rank 0 -> rank 1 of the shared 2-rank world; the dict rank 1 received."""
     if device is not None:
         device = str(torch.device(device))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any
 
 import torch
 
@@ -24,7 +24,11 @@ class ChannelKind:
     wire: str
 
 
-_KINDS = (ChannelKind("loopback", True, "model"), ChannelKind("gloo", False, "model"), ChannelKind("sglang", False, "sglang"))
+_KINDS = (
+    ChannelKind("loopback", True, "model"),
+    ChannelKind("gloo", False, "model"),
+    ChannelKind("sglang", False, "sglang"),
+)
 CHANNELS = tuple(kind.name for kind in _KINDS)
 
 
@@ -36,7 +40,9 @@ def channel_kind(channel: Any) -> ChannelKind:
     raise ValueError(f"channel={channel!r} must be one of {CHANNELS!r}")
 
 
-def relay(tensor_dict: Dict[Any, Any], *, channel: str = "loopback", device: Optional[torch.device | str] = None) -> Dict[Any, Any]:
+def relay(
+    tensor_dict: dict[Any, Any], *, channel: str = "loopback", device: torch.device | str | None = None
+) -> dict[Any, Any]:
     """The dict the next stage receives after one hop of send/recv_tensor_dict over ``channel``.
 
     ``channel`` is ``"loopback"`` (in process), ``"gloo"`` (a long-lived pair of gloo

@@ -9,7 +9,7 @@ the outcomes the test suite asserts. ``ppaux faults`` (:mod:`ppaux.cli.faults`) 
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any
 
 import torch
 
@@ -23,18 +23,40 @@ D, X, H, S, OK = OUTCOMES
 
 # (channel, integrity) -> fault -> outcome; the loopback models gloo, so both expect the same.
 _SGLANG_WIRE = {
-    "none": OK, "drop_key": S, "duplicate_key": OK, "rename_key": S, "bit_flip": S, "truncate": S,
-    "change_dtype": S, "change_shape": S, "move_device": X, "reorder": S, "lose_message": H,
-    "delay": OK, "non_contiguous": X, "diverge": S, "kill_mid_send": X,
+    "none": OK,
+    "drop_key": S,
+    "duplicate_key": OK,
+    "rename_key": S,
+    "bit_flip": S,
+    "truncate": S,
+    "change_dtype": S,
+    "change_shape": S,
+    "move_device": X,
+    "reorder": S,
+    "lose_message": H,
+    "delay": OK,
+    "non_contiguous": X,
+    "diverge": S,
+    "kill_mid_send": X,
 }
 _INTEGRITY = {
-    "none": OK, "drop_key": D, "duplicate_key": OK, "rename_key": D, "bit_flip": D, "truncate": D,
-    "change_dtype": D, "change_shape": D, "move_device": X, "reorder": D, "lose_message": D,
-    "delay": OK, "non_contiguous": D, "diverge": D, "kill_mid_send": X,
+    "none": OK,
+    "drop_key": D,
+    "duplicate_key": OK,
+    "rename_key": D,
+    "bit_flip": D,
+    "truncate": D,
+    "change_dtype": D,
+    "change_shape": D,
+    "move_device": X,
+    "reorder": D,
+    "lose_message": D,
+    "delay": OK,
+    "non_contiguous": D,
+    "diverge": D,
+    "kill_mid_send": X,
 }
-EXPECTED: Dict[Tuple[str, bool], Dict[str, str]] = {
-    (channel, False): _SGLANG_WIRE for channel in CHANNELS
-}
+EXPECTED: dict[tuple[str, bool], dict[str, str]] = {(channel, False): _SGLANG_WIRE for channel in CHANNELS}
 EXPECTED.update({(channel, True): _INTEGRITY for channel in CHANNELS})
 
 
@@ -72,26 +94,44 @@ def run_fault(name: str, *, channel: str, integrity: bool, timeout: float) -> Ve
         # reused from an earlier run could hold the very bytes that were cut off.
         gloo.world(len(config.stages) * config.ag_size, ag_size=config.ag_size).stop()
     # The loopback detects a stuck ring itself; the watchdog timeout is for gloo's processes.
-    return classify(run_pipeline(config, channel=channel, fault=fault, timeout=timeout if channel == "gloo" else None), config)
+    return classify(
+        run_pipeline(config, channel=channel, fault=fault, timeout=timeout if channel == "gloo" else None), config
+    )
 
 
-def matrix(*, channel: str, integrity: bool, timeout: float) -> Dict[str, Verdict]:
+def matrix(*, channel: str, integrity: bool, timeout: float) -> dict[str, Verdict]:
     return {name: run_fault(name, channel=channel, integrity=integrity, timeout=timeout) for name in ["none", *FAULTS]}
 
 
-def markdown(cells: Dict[str, Verdict], *, channel: str, integrity: bool, expected: Dict[str, str],
-             model: Optional[Dict[str, Verdict]] = None) -> str:
+def markdown(
+    cells: dict[str, Verdict],
+    *,
+    channel: str,
+    integrity: bool,
+    expected: dict[str, str],
+    model: dict[str, Verdict] | None = None,
+) -> str:
     """The matrix as Markdown; ``model``, when given, is ppaux's model's column beside SGLang's code's."""
     mode = "integrity mode" if integrity else "SGLang's wire (integrity off)"
     outcome = "SGLang's own code" if model is not None else "outcome at the popping stage"
     beside = " ppaux's model (gloo) |" if model is not None else ""
-    rows = [f"### Fault matrix: {channel} channel, {mode}", "",
-            f"| fault | what it does | {outcome} |{beside} expected | detail |", "| --- | --- | --- |" + (" --- |" if model else "") + " --- | --- |"]
+    rows = [
+        f"### Fault matrix: {channel} channel, {mode}",
+        "",
+        f"| fault | what it does | {outcome} |{beside} expected | detail |",
+        "| --- | --- | --- |" + (" --- |" if model else "") + " --- | --- |",
+    ]
     for name, v in cells.items():
         doc = FAULTS[name].doc if name in FAULTS else Fault.doc
         mark = "" if expected.get(name) == v.outcome else " **(differs)**"
-        side = f" {model[name].outcome}{'' if model[name].outcome == v.outcome else ' **(differs)**'} |" if model is not None else ""
-        rows.append(f"| {name} | {doc} | {v.outcome}{mark} |{side} {expected.get(name)} | {v.detail.replace('|', '/')} |")
+        side = (
+            f" {model[name].outcome}{'' if model[name].outcome == v.outcome else ' **(differs)**'} |"
+            if model is not None
+            else ""
+        )
+        rows.append(
+            f"| {name} | {doc} | {v.outcome}{mark} |{side} {expected.get(name)} | {v.detail.replace('|', '/')} |"
+        )
     silent = [n for n, v in cells.items() if v.outcome == S]
     rows += ["", f"Silent corruptions: {len(silent)}" + (f" ({', '.join(silent)})" if silent else "")]
     return "\n".join(rows) + "\n"

@@ -23,8 +23,9 @@ import copy
 import functools
 import queue
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any
 
 import torch
 
@@ -33,7 +34,15 @@ import ppaux.relay.sglang as sglang
 from ppaux.core.errors import AuxiliaryPPError
 from ppaux.core.integrity import IntegrityTransport
 from ppaux.core.transport import SGLANG_TRANSPORT, PipelineParallelSamplingObserver
-from ppaux.relay.channels import LAST_RESORT_TIMEOUT, ChannelHang, LoopbackChannel, StageKilled, Stall, ThreadAllGather, mailbox
+from ppaux.relay.channels import (
+    LAST_RESORT_TIMEOUT,
+    ChannelHang,
+    LoopbackChannel,
+    StageKilled,
+    Stall,
+    ThreadAllGather,
+    mailbox,
+)
 from ppaux.relay.gloo import Outcome
 from ppaux.relay.hop import channel_kind
 from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
@@ -55,7 +64,7 @@ class PipelineConfig:
     auxiliary output payload at that step (``{name: tensor}``, or ``None`` for no output)."""
 
     stages: Sequence[Stage]
-    outputs: Sequence[Optional[Mapping[str, torch.Tensor]]] = (None,)
+    outputs: Sequence[Mapping[str, torch.Tensor] | None] = (None,)
     logprobs: bool = False
     batch_size: int = 2
     ag_size: int = 1
@@ -82,7 +91,7 @@ class Witness:
 
     def __init__(self, observer: Any) -> None:
         self.observer = observer
-        self.received: List[Dict[str, torch.Tensor]] = []
+        self.received: list[dict[str, torch.Tensor]] = []
 
     def from_pp_tensors(self, tensors: Mapping[str, torch.Tensor]) -> Any:
         self.received.append(dict(tensors))
@@ -129,10 +138,10 @@ class Plan:
 class StageReport:
     stage: int
     member: int
-    keys: List[List[Any]] = field(default_factory=list)
-    popped: List[Any] = field(default_factory=list)
-    received: List[Optional[Dict[str, torch.Tensor]]] = field(default_factory=list)
-    final: List[Dict[Any, Any]] = field(default_factory=list)
+    keys: list[list[Any]] = field(default_factory=list)
+    popped: list[Any] = field(default_factory=list)
+    received: list[dict[str, torch.Tensor] | None] = field(default_factory=list)
+    final: list[dict[Any, Any]] = field(default_factory=list)
 
 
 class _PopMidway(dict):
@@ -141,7 +150,7 @@ class _PopMidway(dict):
 
     popped: Any
 
-    def __init__(self, data: Dict[Any, Any], pop: Any) -> None:
+    def __init__(self, data: dict[Any, Any], pop: Any) -> None:
         super().__init__(data)
         self._pop = pop
 
@@ -153,9 +162,9 @@ class _PopMidway(dict):
         yield from it
 
 
-def sample(step: int, config: PipelineConfig, device: str) -> Dict[str, Any]:
+def sample(step: int, config: PipelineConfig, device: str) -> dict[str, Any]:
     """The last stage's output dict before add: what it sampled at ``step``."""
-    d: Dict[str, Any] = {"next_token_ids": torch.arange(config.batch_size, device=device) + step}
+    d: dict[str, Any] = {"next_token_ids": torch.arange(config.batch_size, device=device) + step}
     if config.logprobs:
         # True division makes float32 logprobs of the int64 range.
         d["next_token_logprobs"] = -torch.arange(config.batch_size, device=device) / (step + 1)
@@ -166,14 +175,14 @@ def sample(step: int, config: PipelineConfig, device: str) -> Dict[str, Any]:
 _WITH_INTEGRITY = IntegrityTransport(SGLANG_TRANSPORT)
 
 
-def _add(config: PipelineConfig, d: Dict[Any, Any], output: Any, step: int) -> None:
+def _add(config: PipelineConfig, d: dict[Any, Any], output: Any, step: int) -> None:
     if config.integrity:
         _WITH_INTEGRITY.add(d, output, batch=step)
     else:
         SGLANG_TRANSPORT.add(d, output)
 
 
-def _pop(config: PipelineConfig, d: Dict[Any, Any], observer: Any, step: int) -> Any:
+def _pop(config: PipelineConfig, d: dict[Any, Any], observer: Any, step: int) -> Any:
     if config.integrity:
         return _WITH_INTEGRITY.pop(d, observer, batch=step)
     return SGLANG_TRANSPORT.pop(d, observer)
@@ -189,10 +198,10 @@ class _ModelLink:
         self.receive = functools.partial(recv_tensor_dict, device=device)
         # pragma: no mutate end
 
-    def recv(self) -> Dict[Any, Any]:
+    def recv(self) -> dict[Any, Any]:
         return self.receive(self.from_prev, all_gather_group=self.gather)
 
-    def send(self, d: Dict[Any, Any], fault: Any = None, faulty: bool = False, state: Optional[dict] = None) -> None:
+    def send(self, d: dict[Any, Any], fault: Any = None, faulty: bool = False, state: dict | None = None) -> None:
         if fault is None:
             send_tensor_dict(self.to_next, d, all_gather_group=self.gather)
         else:
@@ -222,7 +231,9 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
 def _link(ctx: Any, plan: Plan, stage: int, member: int, device: str) -> Any:
     """The rank's hops of the ring: to the same all-gather member of the next stage, from the previous one's."""
     stage_count, ag_size = len(plan.config.stages), plan.config.ag_size
-    if plan.wire == "sglang":  # pragma: no cover - SGLang's side runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
+    if (
+        plan.wire == "sglang"
+    ):  # pragma: no cover - SGLang's side runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
         # pragma: no mutate start - runs only in gloo worker processes under -m sglang (tests/test_wire_diff.py), which mutmut cannot map
         return sglang.Link(ctx.sglang, (stage - 1) % stage_count, (stage + 1) % stage_count)
         # pragma: no mutate end
@@ -231,14 +242,14 @@ def _link(ctx: Any, plan: Plan, stage: int, member: int, device: str) -> Any:
     return _ModelLink(ctx, prev_rank, next_rank, device)
 
 
-def _run_last_stage(plan: Plan, link: Any, device: str, stall: Optional[Stall], report: StageReport) -> None:
+def _run_last_stage(plan: Plan, link: Any, device: str, stall: Stall | None, report: StageReport) -> None:
     """Every step: sample, add the auxiliary output, send to stage 0; then take the ring's returns."""
     config = plan.config
     # Receive the ring's returns while sending: with two stages, a last stage that sent
     # every step before receiving would deadlock against the first stage's forwards
     # (SGLang breaks the same cycle by ordering send/recv by rank parity).
     returns = _Receiver(link.recv, config.steps, stall)
-    fault_state: Dict[str, Any] = {}
+    fault_state: dict[str, Any] = {}
     for step, payload in enumerate(config.outputs):
         faulty = plan.fault is not None and step == plan.fault_step
         d = _last_stage_output(config, step, payload, device, plan.fault if faulty else None, report.member)
@@ -248,8 +259,9 @@ def _run_last_stage(plan: Plan, link: Any, device: str, stall: Optional[Stall], 
         report.final.append(returned)
 
 
-def _last_stage_output(config: PipelineConfig, step: int, payload: Optional[Mapping[str, torch.Tensor]], device: str,
-                       fault: Any, member: int) -> Dict[Any, Any]:
+def _last_stage_output(
+    config: PipelineConfig, step: int, payload: Mapping[str, torch.Tensor] | None, device: str, fault: Any, member: int
+) -> dict[Any, Any]:
     """The dict the last stage's all-gather ``member`` sends at ``step``: what it sampled, its
     auxiliary output added (``payload`` spoilt by ``fault`` first, unless that is ``None``) and
     ``__msg_type__``."""
@@ -283,7 +295,9 @@ def _run_first_stage(config: PipelineConfig, link: Any, report: StageReport) -> 
         report.final.append(dict(forwarded))
 
 
-def _pop_and_forward(config: PipelineConfig, link: Any, d: Dict[Any, Any], observer: Any, step: int) -> Tuple[Dict[Any, Any], Any]:
+def _pop_and_forward(
+    config: PipelineConfig, link: Any, d: dict[Any, Any], observer: Any, step: int
+) -> tuple[dict[Any, Any], Any]:
     """The first stage's pop of ``d`` and its forward of the same dict, ordered as ``config.order``
     says; the dict as forwarded, and what pop returned."""
     if config.order == "pop_then_forward":
@@ -310,9 +324,9 @@ def _run_middle_stage(config: PipelineConfig, link: Any, report: StageReport) ->
 class _Receiver:
     """``count`` calls of ``recv`` on a thread of their own; :meth:`results` re-raises its error."""
 
-    def __init__(self, recv: Any, count: int, stall: Optional[Stall]) -> None:
-        self.values: List[Any] = []
-        self.error: Optional[BaseException] = None
+    def __init__(self, recv: Any, count: int, stall: Stall | None) -> None:
+        self.values: list[Any] = []
+        self.error: BaseException | None = None
         self.stall = stall
         if stall is not None:
             with stall.lock:
@@ -330,7 +344,7 @@ class _Receiver:
             with self.stall.lock:
                 self.stall.alive -= 1
 
-    def results(self) -> List[Any]:
+    def results(self) -> list[Any]:
         # Joining is waiting too: the rank can do nothing more until its receiver is done.
         with self.stall.waiting() if self.stall is not None else contextlib.nullcontext():
             self.thread.join()
@@ -342,8 +356,17 @@ class _Receiver:
 class LoopbackContext:
     """A rank of an in-process world: loopback channels to every peer, threads for ranks."""
 
-    def __init__(self, rank: int, links: Dict[Any, Dict[str, "queue.Queue"]], all_gather: Any, stall: Stall, timeout: float, *,
-                 world_size: int = 0, ag_size: int = 1) -> None:
+    def __init__(
+        self,
+        rank: int,
+        links: dict[Any, dict[str, queue.Queue]],
+        all_gather: Any,
+        stall: Stall,
+        timeout: float,
+        *,
+        world_size: int = 0,
+        ag_size: int = 1,
+    ) -> None:
         self.rank = rank
         self.world_size = world_size
         self.ag_size = ag_size
@@ -353,10 +376,14 @@ class LoopbackContext:
         self.timeout = timeout
 
     def channel(self, peer: int) -> LoopbackChannel:
-        return LoopbackChannel(self.links[(self.rank, peer)], self.links[(peer, self.rank)], stall=self.stall, timeout=self.timeout)
+        return LoopbackChannel(
+            self.links[(self.rank, peer)], self.links[(peer, self.rank)], stall=self.stall, timeout=self.timeout
+        )
 
 
-def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout: float = LAST_RESORT_TIMEOUT) -> Dict[int, Outcome]:
+def run_loopback(
+    world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout: float = LAST_RESORT_TIMEOUT
+) -> dict[int, Outcome]:
     """Run ``fn(ctx, *args)`` on every rank, each in a thread of this process.
 
     A rank stuck for good (every thread waiting, nothing in flight, or a peer failed) is
@@ -365,7 +392,7 @@ def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout
     links = {(a, b): mailbox() for a in range(world_size) for b in range(world_size)}
     groups = [ThreadAllGather(ag_size, timeout=timeout) for _ in range(world_size // ag_size)]
     stall = Stall(alive=world_size)
-    out: Dict[int, Outcome] = {}
+    out: dict[int, Outcome] = {}
 
     def target(rank: int) -> None:
         gather = groups[rank // ag_size].member(rank % ag_size) if ag_size > 1 else None
@@ -394,8 +421,15 @@ def run_loopback(world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout
     return out
 
 
-def run(config: PipelineConfig, *, channel: str = "loopback", fault: Any = None, fault_step: int = 0, timeout: Optional[float] = None,
-        sglang_version: str = sglang.DEFAULT_VERSION) -> Dict[int, Outcome]:
+def run(
+    config: PipelineConfig,
+    *,
+    channel: str = "loopback",
+    fault: Any = None,
+    fault_step: int = 0,
+    timeout: float | None = None,
+    sglang_version: str = sglang.DEFAULT_VERSION,
+) -> dict[int, Outcome]:
     """Check the wiring, then run every step of ``config`` over ``channel``; each rank's outcome.
 
     ``channel`` is ``loopback`` (threads, ppaux's model), ``gloo`` (processes, ppaux's model) or
@@ -409,7 +443,9 @@ def run(config: PipelineConfig, *, channel: str = "loopback", fault: Any = None,
     plan = Plan(config, fault, fault_step, kind.wire)
     if kind.in_process:
         # Each rank gets its own copy, as each gloo worker unpickles its own.
-        return run_loopback(world_size, config.ag_size, _run_copy, (plan,), **({} if timeout is None else {"timeout": timeout}))
+        return run_loopback(
+            world_size, config.ag_size, _run_copy, (plan,), **({} if timeout is None else {"timeout": timeout})
+        )
     extension = (sglang.join, (sglang_version, sglang.wire_source(sglang_version))) if kind.wire == "sglang" else None
     w = gloo.world(world_size, ag_size=config.ag_size, extension=extension)
     return w.run({rank: (run_rank, (plan,)) for rank in range(world_size)}, timeout=timeout)

@@ -21,8 +21,9 @@ import sys
 import types
 import warnings
 import zipfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -68,9 +69,25 @@ def wheel(version: str) -> Path:
         return found[0]
     folder.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
-         "--retries", "1", "--timeout", "15", f"sglang=={version}", "-d", str(folder)],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--retries",
+            "1",
+            "--timeout",
+            "15",
+            f"sglang=={version}",
+            "-d",
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     found = sorted(folder.glob(f"sglang-{version}-*.whl"))
     if proc.returncode != 0 or not found:
@@ -97,11 +114,12 @@ def wire_source(version: str = DEFAULT_VERSION) -> str:
             raise ReleaseChanged(f"sglang=={version}: the wheel has no {WIRE_FILE}") from None
     tree = ast.parse(text)
     lines = text.splitlines()
+
     # A definition's own lines, decorators included (P2PWork is a @dataclass; without it,
     # P2PWork(work, payload) fails on every async send).
-    def segment(node: ast.stmt) -> List[str]:
+    def segment(node: ast.stmt) -> list[str]:
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        return lines[first - 1:node.end_lineno]
+        return lines[first - 1 : node.end_lineno]
 
     parts = ["\n".join(segment(_definition(tree, name, version))) for name in MODULE_LEVEL]
     coordinator = _definition(tree, "GroupCoordinator", version)
@@ -122,7 +140,7 @@ def wire_source(version: str = DEFAULT_VERSION) -> str:
 class _TorchWithBoundary(types.ModuleType):
     """``torch`` as the cut-out code sees it: the real one, but ``torch.distributed`` is the Boundary."""
 
-    def __init__(self, boundary: "Boundary") -> None:
+    def __init__(self, boundary: Boundary) -> None:
         super().__init__("torch")
         self.distributed = boundary
 
@@ -130,7 +148,7 @@ class _TorchWithBoundary(types.ModuleType):
         return getattr(torch, name)
 
 
-def load_wire(source: str, name: str, boundary: "Boundary") -> types.ModuleType:
+def load_wire(source: str, name: str, boundary: Boundary) -> types.ModuleType:
     """Run the cut-out source as module ``name`` (registered, so that its TensorMetadata pickles)."""
     module = types.ModuleType(name)
     module.__dict__["torch"] = _TorchWithBoundary(boundary)
@@ -147,10 +165,10 @@ class Boundary:
     recorded as ``(op, group, peer, tensor)`` (the tensor itself, read once the call completed)
     and may be changed on the way by ``fault`` (``fault(op, tensor, group) -> tensor or None``)."""
 
-    def __init__(self, groups: Dict[int, str]) -> None:
+    def __init__(self, groups: dict[int, str]) -> None:
         self.groups = groups
-        self.messages: List[Tuple[str, str, int, torch.Tensor]] = []
-        self.fault: Optional[Callable[[str, torch.Tensor, str], Optional[torch.Tensor]]] = None
+        self.messages: list[tuple[str, str, int, torch.Tensor]] = []
+        self.fault: Callable[[str, torch.Tensor, str], torch.Tensor | None] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(dist, name)
@@ -158,7 +176,7 @@ class Boundary:
     def _group(self, group: Any) -> str:
         return self.groups.get(id(group), "other")
 
-    def _outgoing(self, tensor: torch.Tensor, group: Any) -> Optional[torch.Tensor]:
+    def _outgoing(self, tensor: torch.Tensor, group: Any) -> torch.Tensor | None:
         return tensor if self.fault is None else self.fault("send", tensor, self._group(group))
 
     def send(self, tensor: torch.Tensor, dst: int, group: Any = None, tag: int = 0) -> None:
@@ -176,7 +194,7 @@ class Boundary:
         self.messages.append(("recv", self._group(group), src, tensor))
         return dist.irecv(tensor, src, group=group, tag=tag)
 
-    def all_gather(self, outputs: List[torch.Tensor], tensor: torch.Tensor, group: Any = None) -> None:
+    def all_gather(self, outputs: list[torch.Tensor], tensor: torch.Tensor, group: Any = None) -> None:
         self.messages.append(("all_gather", self._group(group), -1, tensor))
         dist.all_gather(outputs, tensor, group=group)
 
@@ -186,7 +204,15 @@ class Coordinator:
     this rank's place in it, its CPU and device process groups. ``all_gather`` is ppaux's (one
     gloo all-gather, concatenated on ``dim``): SGLang's goes through its device communicators."""
 
-    def __init__(self, wire: types.ModuleType, boundary: Boundary, ranks: Sequence[int], rank: int, cpu_group: Any, device_group: Any) -> None:
+    def __init__(
+        self,
+        wire: types.ModuleType,
+        boundary: Boundary,
+        ranks: Sequence[int],
+        rank: int,
+        cpu_group: Any,
+        device_group: Any,
+    ) -> None:
         self.wire = wire
         self.boundary = boundary
         self.ranks = list(ranks)
@@ -201,11 +227,16 @@ class Coordinator:
     def recv_object(self, src: int, tag: int = 0) -> Any:
         return self.wire.recv_object(self, src, tag)
 
-    def send_tensor_dict(self, tensor_dict: Dict[Any, Any], dst: Optional[int] = None, all_gather_group: Any = None,
-                         async_send: bool = False) -> Any:
+    def send_tensor_dict(
+        self,
+        tensor_dict: dict[Any, Any],
+        dst: int | None = None,
+        all_gather_group: Any = None,
+        async_send: bool = False,
+    ) -> Any:
         return self.wire.send_tensor_dict(self, tensor_dict, dst, all_gather_group, async_send)
 
-    def recv_tensor_dict(self, src: Optional[int] = None, all_gather_group: Any = None) -> Any:
+    def recv_tensor_dict(self, src: int | None = None, all_gather_group: Any = None) -> Any:
         return self.wire.recv_tensor_dict(self, src, all_gather_group)
 
     def all_gather(self, tensor: torch.Tensor, dim: int = 0) -> torch.Tensor:
@@ -218,22 +249,26 @@ class SGLangRank:
     """One rank's SGLang side: its PP group (this rank and the same attention-TP rank of every
     stage) and its attention-TP group (``None`` without all-gather)."""
 
-    def __init__(self, pp: Coordinator, tp: Optional[Coordinator], boundary: Boundary, wire: types.ModuleType) -> None:
+    def __init__(self, pp: Coordinator, tp: Coordinator | None, boundary: Boundary, wire: types.ModuleType) -> None:
         self.pp = pp
         self.tp = tp
         self.boundary = boundary
         self.wire = wire
 
 
-def join(ctx: Any, version: str, source: str) -> None:  # pragma: no cover - runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
+def join(
+    ctx: Any, version: str, source: str
+) -> None:  # pragma: no cover - runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
     """Set up SGLang's side on one gloo rank (a :class:`~ppaux.relay.gloo.GlooWorld` extension):
     join the default process group, make SGLang's PP and attention-TP groups, load the wire code."""
     # SGLang's send_object hands torch.frombuffer the pickle's bytes, and torch warns each time.
     warnings.filterwarnings("ignore", message="The given buffer is not writable")
     if not dist.is_initialized():
-        dist.init_process_group("gloo", store=dist.PrefixStore("sglang", ctx.store), rank=ctx.rank, world_size=ctx.world_size)
+        dist.init_process_group(
+            "gloo", store=dist.PrefixStore("sglang", ctx.store), rank=ctx.rank, world_size=ctx.world_size
+        )
     ag, stages = ctx.ag_size, ctx.world_size // ctx.ag_size
-    groups: Dict[int, str] = {}
+    groups: dict[int, str] = {}
     boundary = Boundary(groups)
     wire = load_wire(source, f"ppaux_sglang_wire_{version.replace('.', '_')}", boundary)
     stage, member = divmod(ctx.rank, ag)
@@ -257,6 +292,7 @@ def join(ctx: Any, version: str, source: str) -> None:  # pragma: no cover - run
 
 def metadata_of(payload: torch.Tensor) -> Any:
     """What a pickled metadata list says, with either side's ``TensorMetadata`` as a plain tuple."""
+
     def plain(value: Any) -> Any:
         if type(value).__name__ == "TensorMetadata":
             return ("TensorMetadata", value.device, str(value.dtype), tuple(value.size))
@@ -280,17 +316,17 @@ class Link:
         self.rank = rank
         self.prev = prev
         self.nxt = nxt
-        self.held: List[Tuple[torch.Tensor, str]] = []
+        self.held: list[tuple[torch.Tensor, str]] = []
 
-    def recv(self) -> Dict[Any, Any]:
+    def recv(self) -> dict[Any, Any]:
         return self.rank.pp.recv_tensor_dict(src=self.prev, all_gather_group=self.rank.tp)
 
-    def _send(self, d: Dict[Any, Any]) -> None:
+    def _send(self, d: dict[Any, Any]) -> None:
         self.rank.pp.send_tensor_dict(d, dst=self.nxt, all_gather_group=self.rank.tp)
 
-    def _held_send(self, d: Dict[Any, Any]) -> List[Tuple[torch.Tensor, str]]:
+    def _held_send(self, d: dict[Any, Any]) -> list[tuple[torch.Tensor, str]]:
         """SGLang's messages for ``d``, made and held back."""
-        messages: List[Tuple[torch.Tensor, str]] = []
+        messages: list[tuple[torch.Tensor, str]] = []
         self.rank.boundary.fault = lambda op, tensor, group: messages.append((tensor, group))
         try:
             self._send(d)
@@ -298,12 +334,12 @@ class Link:
             self.rank.boundary.fault = None
         return messages
 
-    def _emit(self, messages: List[Tuple[torch.Tensor, str]]) -> None:
+    def _emit(self, messages: list[tuple[torch.Tensor, str]]) -> None:
         groups = {"cpu": self.rank.pp.cpu_group, "device": self.rank.pp.device_group}
         for tensor, group in messages:
             dist.send(tensor, self.rank.pp.ranks[self.nxt], group=groups[group])
 
-    def send(self, d: Dict[Any, Any], fault: Any = None, faulty: bool = False, state: Optional[dict] = None) -> None:
+    def send(self, d: dict[Any, Any], fault: Any = None, faulty: bool = False, state: dict | None = None) -> None:
         if not faulty:
             self._send(d)
             if self.held:  # a message held back by reorder goes after this one
@@ -318,14 +354,20 @@ class Link:
         fault.mangle(_Emitter(self), metadata, tensors, None)
 
 
-def _read_back(messages: List[Tuple[torch.Tensor, str]]) -> Tuple[List[Tuple[Any, Any]], List[torch.Tensor]]:
+def _read_back(messages: list[tuple[torch.Tensor, str]]) -> tuple[list[tuple[Any, Any]], list[torch.Tensor]]:
     """(metadata list, tensor list) as ppaux's wire splits a dict, from SGLang's messages: the
     pickle's TensorMetadata as ppaux's, and the empty tensors SGLang never sends as placeholders."""
     payload = messages[1][0]
-    metadata = [(k, TensorMetadata(*v) if type(v).__name__ == "TensorMetadata" else v) for k, v in pickle.loads(payload.numpy().tobytes())]
+    metadata = [
+        (k, TensorMetadata(*v) if type(v).__name__ == "TensorMetadata" else v)
+        for k, v in pickle.loads(payload.numpy().tobytes())
+    ]
     sent = iter(t for t, _ in messages[2:])
-    tensors = [torch.empty(v.size, dtype=v.dtype) if torch.Size(v.size).numel() == 0 else next(sent)
-               for _, v in metadata if isinstance(v, TensorMetadata)]
+    tensors = [
+        torch.empty(v.size, dtype=v.dtype) if torch.Size(v.size).numel() == 0 else next(sent)
+        for _, v in metadata
+        if isinstance(v, TensorMetadata)
+    ]
     return metadata, tensors
 
 
@@ -343,22 +385,25 @@ class _Emitter:
             return  # the metadata's size: sent with the metadata, once that is pickled again
         if self.sent == 2:
             wire = self.link.rank.wire
-            obj = [(k, wire.TensorMetadata(*v) if isinstance(v, TensorMetadata) else v) for k, v in pickle.loads(tensor.numpy().tobytes())]
+            obj = [
+                (k, wire.TensorMetadata(*v) if isinstance(v, TensorMetadata) else v)
+                for k, v in pickle.loads(tensor.numpy().tobytes())
+            ]
             payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
             self.link._emit([(torch.tensor([payload.numel()]), "cpu"), (payload, "cpu")])
             return
         self.link._emit([(tensor, group)])
 
 
-def _send_one(ctx: Any, tensor_dict: Dict[Any, Any]) -> None:  # pragma: no cover - runs in a gloo worker process
+def _send_one(ctx: Any, tensor_dict: dict[Any, Any]) -> None:  # pragma: no cover - runs in a gloo worker process
     ctx.sglang.pp.send_tensor_dict(tensor_dict, dst=0)
 
 
-def _recv_one(ctx: Any) -> Dict[Any, Any]:  # pragma: no cover - runs in a gloo worker process
+def _recv_one(ctx: Any) -> dict[Any, Any]:  # pragma: no cover - runs in a gloo worker process
     return ctx.sglang.pp.recv_tensor_dict(src=1)
 
 
-def relay(tensor_dict: Dict[Any, Any], *, version: str = DEFAULT_VERSION) -> Dict[Any, Any]:
+def relay(tensor_dict: dict[Any, Any], *, version: str = DEFAULT_VERSION) -> dict[Any, Any]:
     """One hop rank 1 -> rank 0 with SGLang's own send_tensor_dict / recv_tensor_dict; what rank 0 received.
     The receiver allocates as SGLang does, on its current device of each tensor's type."""
     w = gloo.world(2, extension=(join, (version, wire_source(version))))

@@ -4,13 +4,14 @@ depends on the contract core only."""
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
+from ppaux_strategies.validation import check_range, check_type
 
 from ppaux.relay.faults import FAULTS, BitFlip, Delay, Fault
-from ppaux_strategies.validation import check_range, check_type
 
 # Faults that need a real worker process, or a group of all-gather ranks, to mean anything.
 PROCESS_FAULTS = ("kill_mid_send",)
@@ -25,7 +26,7 @@ class FaultSchedule(NamedTuple):
     steps: int
 
 
-def _check_names(names: Optional[Sequence[str]]) -> tuple:
+def _check_names(names: Sequence[str] | None) -> tuple:
     if names is None:
         return tuple(FAULTS)
     names = tuple(names)
@@ -35,7 +36,9 @@ def _check_names(names: Optional[Sequence[str]]) -> tuple:
     return names
 
 
-def faults(*, names: Optional[Sequence[str]] = None, keys: Optional[Sequence[str]] = None, include_none: bool = False) -> st.SearchStrategy[Fault]:
+def faults(
+    *, names: Sequence[str] | None = None, keys: Sequence[str] | None = None, include_none: bool = False
+) -> st.SearchStrategy[Fault]:
     """Draw a named fault (:data:`ppaux.relay.faults.FAULTS`), aimed at the first aux key or at one of
     ``keys``; ``bit_flip`` draws which bit, ``delay`` how long (at most 20 ms).
 
@@ -62,7 +65,9 @@ def faults(*, names: Optional[Sequence[str]] = None, keys: Optional[Sequence[str
     return st.one_of(kinds, st.just(Fault())) if include_none else kinds
 
 
-def fault_schedules(*, steps: int = 2, names: Optional[Sequence[str]] = None, keys: Optional[Sequence[str]] = None) -> st.SearchStrategy[FaultSchedule]:
+def fault_schedules(
+    *, steps: int = 2, names: Sequence[str] | None = None, keys: Sequence[str] | None = None
+) -> st.SearchStrategy[FaultSchedule]:
     """Draw a :class:`FaultSchedule`: a fault from :func:`faults` and the step (of ``steps``,
     two by default) it strikes. ``reorder`` needs a later step to swap with, so it is only drawn before the last.
 

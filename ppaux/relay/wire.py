@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import pickle
 from collections import namedtuple
-from typing import Any, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Protocol
 
 import torch
 
@@ -50,10 +50,10 @@ class AllGatherGroup(Protocol):
     def all_gather(self, tensor: torch.Tensor) -> torch.Tensor: ...  # pragma: no cover
 
 
-def split_tensor_dict(tensor_dict: Dict[Any, Any]) -> Tuple[List[Tuple[Any, Any]], List[torch.Tensor]]:
+def split_tensor_dict(tensor_dict: dict[Any, Any]) -> tuple[list[tuple[Any, Any]], list[torch.Tensor]]:
     """(metadata list in key order, tensors): SGLang's ``_split_tensor_dict``."""
-    metadata_list: List[Tuple[Any, Any]] = []
-    tensor_list: List[torch.Tensor] = []
+    metadata_list: list[tuple[Any, Any]] = []
+    tensor_list: list[torch.Tensor] = []
     for key, value in tensor_dict.items():
         if isinstance(value, torch.Tensor):
             # Only the device *type*: the receiver picks its own index.
@@ -70,7 +70,7 @@ class _Sender:
     def __init__(self, channel: Channel, async_send: bool = False) -> None:
         self.channel = channel
         self.isend = getattr(channel, "isend", None) if async_send else None
-        self.works: List[Any] = []
+        self.works: list[Any] = []
 
     def __call__(self, tensor: torch.Tensor, group: str) -> None:
         if self.isend is None:
@@ -104,11 +104,17 @@ def recv_object(channel: Channel) -> Any:
     return pickle.loads(payload.numpy().tobytes())
 
 
-def _use_all_gather(group: Optional[AllGatherGroup], numel: int) -> bool:
+def _use_all_gather(group: AllGatherGroup | None, numel: int) -> bool:
     return group is not None and numel % group.size == 0
 
 
-def send_tensor_dict(channel: Channel, tensor_dict: Dict[Any, Any], *, all_gather_group: Optional[AllGatherGroup] = None, async_send: bool = False) -> None:
+def send_tensor_dict(
+    channel: Channel,
+    tensor_dict: dict[Any, Any],
+    *,
+    all_gather_group: AllGatherGroup | None = None,
+    async_send: bool = False,
+) -> None:
     """Send ``tensor_dict`` to the peer behind ``channel`` the way SGLang's PP group does.
 
     ``async_send`` starts every send before waiting for any (SGLang's PP output relay passes
@@ -120,7 +126,14 @@ def send_tensor_dict(channel: Channel, tensor_dict: Dict[Any, Any], *, all_gathe
     send_split(channel, metadata_list, tensor_list, all_gather_group=all_gather_group, async_send=async_send)
 
 
-def send_split(channel: Channel, metadata_list: List[Tuple[Any, Any]], tensor_list: List[torch.Tensor], *, all_gather_group: Optional[AllGatherGroup] = None, async_send: bool = False) -> None:
+def send_split(
+    channel: Channel,
+    metadata_list: list[tuple[Any, Any]],
+    tensor_list: list[torch.Tensor],
+    *,
+    all_gather_group: AllGatherGroup | None = None,
+    async_send: bool = False,
+) -> None:
     """The sending half after the split: metadata first, then each non-empty tensor (or its slice)."""
     send = _Sender(channel, async_send)
     _send_object(send, metadata_list)
@@ -133,7 +146,7 @@ def send_split(channel: Channel, metadata_list: List[Tuple[Any, Any]], tensor_li
     send.wait()
 
 
-def _receiver_device(meta_device: str, device: Optional[torch.device]) -> Any:
+def _receiver_device(meta_device: str, device: torch.device | None) -> Any:
     # The receiver's own device of the sent type (e.g. cuda:1 for "cuda"); the bare type otherwise.
     if device is not None and device.type == meta_device:
         return device
@@ -143,12 +156,12 @@ def _receiver_device(meta_device: str, device: Optional[torch.device]) -> Any:
 def recv_tensor_dict(
     channel: Channel,
     *,
-    all_gather_group: Optional[AllGatherGroup] = None,
-    device: Optional[torch.device | str] = None,
-) -> Dict[Any, Any]:
+    all_gather_group: AllGatherGroup | None = None,
+    device: torch.device | str | None = None,
+) -> dict[Any, Any]:
     """Receive one dict from the peer behind ``channel``; ``device`` is this stage's own device."""
     own = None if device is None else torch.device(device)
-    tensor_dict: Dict[Any, Any] = {}
+    tensor_dict: dict[Any, Any] = {}
     for key, value in recv_object(channel):
         if not isinstance(value, TensorMetadata):
             tensor_dict[key] = value

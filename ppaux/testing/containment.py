@@ -12,7 +12,7 @@ second run meets the same examples as the first.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any
 
 import pytest
 from _pytest.runner import runtestprotocol
@@ -34,14 +34,14 @@ def is_contained(item: pytest.Item) -> bool:
     return name == SUITE or name.startswith(SUITE + ".") or item.get_closest_marker("isolated") is not None
 
 
-def run_contained(item: pytest.Item, nextitem: Optional[pytest.Item], guard: Guard) -> List[pytest.TestReport]:
+def run_contained(item: pytest.Item, nextitem: pytest.Item | None, guard: Guard) -> list[pytest.TestReport]:
     """The test's reports, from a forked child; a death becomes the test's failure."""
     # The child tears down what it set up, never what this process holds (session fixtures set up
     # by earlier tests here): those the session's own teardown ends.
     upto: Any = nextitem if nextitem is not None else item.session
     config = item.config
 
-    def work(isolated: bool) -> List[Any]:
+    def work(isolated: bool) -> list[Any]:
         guard.isolated = isolated
         with guard.installed():
             reports = runtestprotocol(item, log=False, nextitem=upto)
@@ -58,10 +58,13 @@ def run_contained(item: pytest.Item, nextitem: Optional[pytest.Item], guard: Gua
     for report in reports:
         if report.when == "call" and report.passed:
             report.outcome = "failed"
-            report.longrepr = (f"the test's process {first.describe()}, but it passed when run again with each call "
-                               "isolated: the crash or hang depends on state outside the drawn example")
-            report.ppaux_row = dict(row(item, report), error=f"{kind(first)}: the test's process {first.describe()}",
-                                    finding=kind(first))
+            report.longrepr = (
+                f"the test's process {first.describe()}, but it passed when run again with each call "
+                "isolated: the crash or hang depends on state outside the drawn example"
+            )
+            report.ppaux_row = dict(
+                row(item, report), error=f"{kind(first)}: the test's process {first.describe()}", finding=kind(first)
+            )
     return reports
 
 
@@ -72,19 +75,30 @@ def prime_seed(value: None) -> None:
     on first use: run this before forking, so that both children of a test draw the same seed."""
 
 
-def _reports(config: pytest.Config, answer: List[Any]) -> List[pytest.TestReport]:
+def _reports(config: pytest.Config, answer: list[Any]) -> list[pytest.TestReport]:
     return [config.hook.pytest_report_from_serializable(config=config, data=d) for d in answer]
 
 
 def _died(item: pytest.Item, first: ChildOutcome, second: ChildOutcome) -> pytest.TestReport:
     """The failure of a test whose process died even with every call isolated: outside the calls
     into the implementation (the test's own code, a strategy), so no example could be shrunk."""
-    how = "was stopped: no call into the implementation returned or ended for too long" if second.stopped else second.describe()
+    how = (
+        "was stopped: no call into the implementation returned or ended for too long"
+        if second.stopped
+        else second.describe()
+    )
     text = f"{kind(second)}: the test's process {how}, outside any single call into the implementation under test"
     if second.dump.strip():
         text += "\n" + second.dump.strip()
-    report = pytest.TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed", text, "call",
-                               duration=first.seconds + second.seconds)
+    report = pytest.TestReport(
+        item.nodeid,
+        item.location,
+        {k: 1 for k in item.keywords},
+        "failed",
+        text,
+        "call",
+        duration=first.seconds + second.seconds,
+    )
     head, _, detail = text.partition("\n")
     report.ppaux_row = dict(row(item, report), error=head, finding=kind(second), detail=detail)
     return report

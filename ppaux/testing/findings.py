@@ -8,7 +8,6 @@ README section and the kit's tests are all built from here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
 
 import torch
 
@@ -21,7 +20,7 @@ class Finding:
     kind: str
     template: str
     meaning: str
-    fixes: Tuple[str, ...]
+    fixes: tuple[str, ...]
 
 
 _FINDINGS = (
@@ -29,7 +28,7 @@ _FINDINGS = (
         code="K1",
         kind="non_contiguous",
         template="auxiliary PP tensor {name!r} is not contiguous",
-        meaning="gloo refuses it on the real wire (\"input tensor has to be contiguous\"); the relay does not make payloads contiguous for you.",
+        meaning='gloo refuses it on the real wire ("input tensor has to be contiguous"); the relay does not make payloads contiguous for you.',
         fixes=(
             "return `tensor.contiguous()` from `to_pp_tensors()` (slices, transposes and `expand` make views)",
             "or build the tensor contiguous in `after_sample` (e.g. `topk(k)` instead of slicing a wider `topk`)",
@@ -140,9 +139,7 @@ _FINDINGS = (
         kind="no_consume",
         template="copy_to_host() of the {detail} output returned {host}, which has no consume()",
         meaning="SGLang calls consume(batch, commits) on what copy_to_host() returns, before it streams the response: without it the scheduler crashes.",
-        fixes=(
-            "return a host output with `consume(batch, commits)` from `copy_to_host()`",
-        ),
+        fixes=("return a host output with `consume(batch, commits)` from `copy_to_host()`",),
     ),
     Finding(
         code="K13",
@@ -176,14 +173,16 @@ _FINDINGS = (
     ),
 )
 
-FINDINGS: Dict[str, Finding] = {f.code: f for f in _FINDINGS}
-BY_KIND: Dict[str, Finding] = {f.kind: f for f in _FINDINGS}
+FINDINGS: dict[str, Finding] = {f.code: f for f in _FINDINGS}
+BY_KIND: dict[str, Finding] = {f.kind: f for f in _FINDINGS}
 
 # Measured with a real 2-process gloo send/recv of every torch dtype (torch 2.13, CPU):
 # everything except the quantized dtypes crosses, float8 and uint16-64 included; the
 # test tests/test_kit_gloo_dtypes.py re-measures and pins this.
 GLOO_REJECTED_DTYPES = frozenset(
-    dt for dt in (getattr(torch, n, None) for n in ("qint8", "qint32", "quint8", "quint4x2", "quint2x4")) if dt is not None
+    dt
+    for dt in (getattr(torch, n, None) for n in ("qint8", "qint32", "quint8", "quint4x2", "quint2x4"))
+    if dt is not None
 )
 
 # Keys SGLang's last stage writes into the same PP dict (scheduler_pp_mixin.py and
@@ -206,11 +205,24 @@ SGLANG_KEY_FAMILIES = ("spec_", "draft_")
 # Names so plain that a second output in the same dict (another plugin, a composite
 # output) is likely to use them too; add would then raise A5.
 GENERIC_NAMES = frozenset(
-    ("scores", "values", "indices", "ids", "token_ids", "tokens", "logits", "logprobs", "probs", "mask", "output", "hidden_states")
+    (
+        "scores",
+        "values",
+        "indices",
+        "ids",
+        "token_ids",
+        "tokens",
+        "logits",
+        "logprobs",
+        "probs",
+        "mask",
+        "output",
+        "hidden_states",
+    )
 )
 
 
-def collision(name: str, prefix: str) -> Optional[str]:
+def collision(name: str, prefix: str) -> str | None:
     """What ``name`` collides with, or ``None``: the reserved prefix, SGLang's keys, generic names."""
     if name.startswith(prefix):
         return "the reserved prefix (add would write it twice)"

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import sys
-import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Optional
+from typing import Any
 
 import ppaux.core.transport as reference_module
 from ppaux.core.transport import PPAuxTransport
@@ -29,8 +30,9 @@ REQUIRED_NAMES = (
 
 
 # Said with every missing name: what to provide, and where the contract says it.
-PROVIDES = (f"an implementation provides {', '.join(REQUIRED_NAMES)} (docs/contract.md, "
-            "\"What an implementation provides\")")
+PROVIDES = (
+    f'an implementation provides {", ".join(REQUIRED_NAMES)} (docs/contract.md, "What an implementation provides")'
+)
 
 
 class ImplementationError(Exception):
@@ -49,27 +51,31 @@ class Implementation:
     prefix: str
     add: Callable[[Any, Any], None] = field(repr=False)
     pop: Callable[[Any, Any], Any] = field(repr=False)
-    transport: Optional[PPAuxTransport] = field(default=None, repr=False)
-    guard: Optional[Guard] = field(default=None, repr=False)
+    transport: PPAuxTransport | None = field(default=None, repr=False)
+    guard: Guard | None = field(default=None, repr=False)
 
     @property
     def is_reference(self) -> bool:
         return self.transport is not None
 
-    def with_prefix(self, prefix: str) -> "Implementation":
+    def with_prefix(self, prefix: str) -> Implementation:
         if self.transport is None:
             return self
         bound = reference(prefix)
         return bound if self.guard is None else bound.guarded(self.guard)
 
-    def guarded(self, guard: Guard) -> "Implementation":
+    def guarded(self, guard: Guard) -> Implementation:
         """The same add and pop, each call under ``guard``'s limit (a hang or crash is a finding)."""
         if self.guard is not None:
             return self
-        return replace(self, add=functools.partial(guard.call, "add", self.add),
-                       pop=functools.partial(guard.call, "pop", self.pop), guard=guard)
+        return replace(
+            self,
+            add=functools.partial(guard.call, "add", self.add),
+            pop=functools.partial(guard.call, "pop", self.pop),
+            guard=guard,
+        )
 
-    def recorded(self, recorder: "CallRecorder") -> "Implementation":
+    def recorded(self, recorder: CallRecorder) -> Implementation:
         """The same add and pop, each call kept by ``recorder`` (for regression tests)."""
         return replace(self, add=recorder.wrap("add", self.add), pop=recorder.wrap("pop", self.pop))
 
@@ -81,15 +87,18 @@ class Implementation:
         printer.text(repr(self))
 
 
-def reference(prefix: Optional[str] = None) -> Implementation:
+def reference(prefix: str | None = None) -> Implementation:
     """ppaux's own transport; with SGLang's prefix through its SGLang-named functions, so those are what the suite tests."""
     module = reference_module
     if prefix is not None:
         t = PPAuxTransport(prefix)
         return Implementation("ppaux", prefix, t.add, t.pop, t)
     return Implementation(
-        "ppaux", module._OUTPUT_PREFIX, module.add_auxiliary_output_to_pp_tensors,
-        module.pop_auxiliary_output_from_pp_tensors, module.SGLANG_TRANSPORT,
+        "ppaux",
+        module._OUTPUT_PREFIX,
+        module.add_auxiliary_output_to_pp_tensors,
+        module.pop_auxiliary_output_from_pp_tensors,
+        module.SGLANG_TRANSPORT,
     )
 
 
@@ -115,7 +124,7 @@ def _import_name(name: str) -> ModuleType:
         raise ImplementationError(f"cannot import implementation module {name!r}: {type(exc).__name__}: {exc}") from exc
 
 
-def load(spec: Optional[str] = None) -> Implementation:
+def load(spec: str | None = None) -> Implementation:
     """The implementation named by ``spec`` (module name or ``.py`` path); ppaux's own when empty."""
     if not spec or spec in REFERENCE_NAMES:
         return reference()
@@ -132,4 +141,6 @@ def load(spec: Optional[str] = None) -> Implementation:
     prefix = module._OUTPUT_PREFIX
     if not isinstance(prefix, str) or not prefix:
         raise ImplementationError(f"implementation {spec!r} has _OUTPUT_PREFIX={prefix!r}; expected a non-empty str")
-    return Implementation(spec, prefix, module.add_auxiliary_output_to_pp_tensors, module.pop_auxiliary_output_from_pp_tensors)
+    return Implementation(
+        spec, prefix, module.add_auxiliary_output_to_pp_tensors, module.pop_auxiliary_output_from_pp_tensors
+    )

@@ -11,10 +11,9 @@ compares the host outputs of the original and of the rebuilt output, field by fi
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional, Set, Tuple
+from typing import Any
 
 import torch
-
 from ppaux_strategies.tensors import tensors_equal
 
 
@@ -34,7 +33,7 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _fields(value: Any) -> Optional[Tuple[Tuple[str, Any], ...]]:
+def _fields(value: Any) -> tuple[tuple[str, Any], ...] | None:
     """The named parts of a dataclass, a named tuple or a plain object; ``None`` for anything else."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return tuple((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))
@@ -46,7 +45,7 @@ def _fields(value: Any) -> Optional[Tuple[Tuple[str, Any], ...]]:
     return None
 
 
-def difference(before: Any, after: Any, path: str = "host", _seen: Optional[Set[Tuple[int, int]]] = None) -> Optional[str]:
+def difference(before: Any, after: Any, path: str = "host", _seen: set[tuple[int, int]] | None = None) -> str | None:
     """Where and how ``after`` differs from ``before``, or ``None``: tensors by dtype, shape and
     every bit of value; dataclasses, named tuples and plain objects field by field; tuples, lists
     and dicts item by item; anything else (an object with its own ``__eq__`` too) by ``==``. The answer names the path, e.g.

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Callable, Dict, Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import pytest
 
@@ -75,12 +76,14 @@ def guard(config: pytest.Config) -> Guard:
 
 def pytest_report_header(config: pytest.Config) -> str:
     isolation = "each test of ppaux.conformance in a forked child" if config.stash[ISOLATION_KEY] else "in process"
-    return (f"ppaux: implementation under test {implementation(config)!r}; per-call limit {guard(config).timeout:g} s; "
-            f"isolation: {isolation}")
+    return (
+        f"ppaux: implementation under test {implementation(config)!r}; per-call limit {guard(config).timeout:g} s; "
+        f"isolation: {isolation}"
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) -> Optional[bool]:
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
     if not (item.config.stash[ISOLATION_KEY] and is_contained(item)):
         return None
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
@@ -97,7 +100,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
         recorder.start_test()
 
 
-def recorded_calls(item: pytest.Item) -> Optional[Dict[str, Any]]:
+def recorded_calls(item: pytest.Item) -> dict[str, Any] | None:
     """A failing test's calls into the implementation as code (``scenario``, or ``scenario_error``
     saying why not), when the run records them (``--ppaux-record-calls``); else ``None``."""
     recorder = item.config.stash[RECORDER_KEY]

@@ -14,15 +14,36 @@ _BASE = settings.get_profile("default")
 
 PROFILES = {
     # Same examples every run (derandomize) so that CI gives one verdict; blob printed to replay.
-    "ci": settings(_BASE, derandomize=True, deadline=None, print_blob=True, max_examples=40, report_multiple_bugs=False, phases=_NO_EXPLAIN,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]),
+    "ci": settings(
+        _BASE,
+        derandomize=True,
+        deadline=None,
+        print_blob=True,
+        max_examples=40,
+        report_multiple_bugs=False,
+        phases=_NO_EXPLAIN,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    ),
     "dev": settings(_BASE, deadline=None, print_blob=True, max_examples=100, phases=_NO_EXPLAIN),
-    "nightly": settings(_BASE, deadline=None, print_blob=True, max_examples=2000, phases=_NO_EXPLAIN,
-                        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]),
+    "nightly": settings(
+        _BASE,
+        deadline=None,
+        print_blob=True,
+        max_examples=2000,
+        phases=_NO_EXPLAIN,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    ),
     # Many mutants, each a full run: few examples, no shrinking, no database to carry state across mutants.
-    "mutation": settings(_BASE, derandomize=True, print_blob=False, deadline=None, database=None, max_examples=12,
-                         phases=[Phase.explicit, Phase.generate],
-                         suppress_health_check=list(HealthCheck)),
+    "mutation": settings(
+        _BASE,
+        derandomize=True,
+        print_blob=False,
+        deadline=None,
+        database=None,
+        max_examples=12,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    ),
 }
 
 

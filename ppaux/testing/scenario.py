@@ -12,14 +12,14 @@ from __future__ import annotations
 import keyword
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any
 
+import ppaux_strategies as doubles
 import torch
 from hypothesis.control import current_build_context
 from hypothesis.errors import InvalidArgument
-
-import ppaux_strategies as doubles
 
 # The doubles a regression test may need, by the class the suite drew.
 DOUBLES = {
@@ -33,9 +33,20 @@ DOUBLES = {
 TENSOR_DOUBLES = {"_TrapTensor": "TrapTensor"}
 # What a generated file binds at module level: no value may take one of these names.
 RESERVED = {
-    "torch", "unittest", "multiprocessing", "self", "result", "raised", "exitcode", "_OUTPUT_PREFIX",
-    "add_auxiliary_output_to_pp_tensors", "pop_auxiliary_output_from_pp_tensors",
-    *DOUBLES.values(), *TENSOR_DOUBLES.values(), "Rebuilt", "ObserverFailure",
+    "torch",
+    "unittest",
+    "multiprocessing",
+    "self",
+    "result",
+    "raised",
+    "exitcode",
+    "_OUTPUT_PREFIX",
+    "add_auxiliary_output_to_pp_tensors",
+    "pop_auxiliary_output_from_pp_tensors",
+    *DOUBLES.values(),
+    *TENSOR_DOUBLES.values(),
+    "Rebuilt",
+    "ObserverFailure",
 }
 SMALL = 16
 
@@ -51,8 +62,8 @@ class Call:
     op: str
     tensors: Any
     arg: Any
-    before: List[Tuple[Any, Any]]
-    after: Optional[List[Tuple[Any, Any]]] = None
+    before: list[tuple[Any, Any]]
+    after: list[tuple[Any, Any]] | None = None
 
 
 @dataclass
@@ -60,7 +71,7 @@ class CallRecorder:
     """Keeps the add and pop calls of the current Hypothesis example (of the current test, outside
     Hypothesis): when a test fails, those are its minimal counterexample's calls."""
 
-    calls: List[Call] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
     _example: Any = None
 
     def start_test(self) -> None:
@@ -87,14 +98,14 @@ class CallRecorder:
         return recorded
 
 
-def _items(tensors: Any) -> List[Tuple[Any, Any]]:
+def _items(tensors: Any) -> list[tuple[Any, Any]]:
     try:
         return list(tensors.items())
     except Exception:  # not a mapping: the implementation's own error is the finding
         return []
 
 
-def _same(a: List[Tuple[Any, Any]], b: Optional[List[Tuple[Any, Any]]]) -> bool:
+def _same(a: list[tuple[Any, Any]], b: list[tuple[Any, Any]] | None) -> bool:
     return b is not None and len(a) == len(b) and all(ka == kb and va is vb for (ka, va), (kb, vb) in zip(a, b))
 
 
@@ -120,10 +131,10 @@ class Scenario:
     """Straight-line code of a counterexample: each step's definitions, then its call."""
 
     prefix: str
-    steps: List[Dict[str, Any]] = field(default_factory=list)
-    doubles: List[str] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    doubles: list[str] = field(default_factory=list)
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"prefix": self.prefix, "steps": self.steps, "doubles": self.doubles}
 
 
@@ -131,10 +142,10 @@ class _Writer:
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
         self.names = _Names()
-        self.bound: Dict[int, str] = {}
-        self.keep: List[Any] = []  # ids stay unique while the values live
-        self.lines: List[str] = []
-        self.doubles: List[str] = []
+        self.bound: dict[int, str] = {}
+        self.keep: list[Any] = []  # ids stay unique while the values live
+        self.lines: list[str] = []
+        self.doubles: list[str] = []
 
     def bind(self, value: Any, hint: str, expr: Callable[[], str]) -> str:
         if id(value) in self.bound:
@@ -155,10 +166,10 @@ class _Writer:
 
     def hint(self, key: Any) -> str:
         if isinstance(key, str) and key.startswith(self.prefix):
-            key = key[len(self.prefix):]
+            key = key[len(self.prefix) :]
         return key if isinstance(key, str) and key else "tensor"
 
-    def mapping(self, items: List[Tuple[Any, Any]]) -> str:
+    def mapping(self, items: list[tuple[Any, Any]]) -> str:
         entries = [f"{self.key(k)}: {self.value(v, self.hint(k))}" for k, v in items]
         return "{" + ", ".join(entries) + "}"
 
@@ -181,15 +192,15 @@ class _Writer:
         return f"{double}()"
 
 
-def key_code(key: Any, prefix: str, other: Optional[Callable[[Any], str]] = None) -> str:
+def key_code(key: Any, prefix: str, other: Callable[[Any], str] | None = None) -> str:
     """A PP dict key as code: a reserved key reads ``_OUTPUT_PREFIX + "name"``."""
     if isinstance(key, str) and key.startswith(prefix):
-        rest = key[len(prefix):]
+        rest = key[len(prefix) :]
         return f"_OUTPUT_PREFIX + {rest!r}" if rest else "_OUTPUT_PREFIX"
     return (other or literal)(key)
 
 
-def literal(value: Any, writer: Optional[_Writer] = None) -> str:
+def literal(value: Any, writer: _Writer | None = None) -> str:
     """``value`` as a Python expression: None, bools, numbers, str, and lists, tuples and dicts of them."""
     if value is None or isinstance(value, (bool, int, str)):
         return repr(value)
@@ -201,12 +212,15 @@ def literal(value: Any, writer: Optional[_Writer] = None) -> str:
         inner = ", ".join(_element(v, writer) for v in value)
         return f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"
     if type(value) is dict:
-        return writer.mapping(list(value.items())) if writer else "{" + ", ".join(
-            f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+        return (
+            writer.mapping(list(value.items()))
+            if writer
+            else "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+        )
     raise Unwritable(f"a {type(value).__name__} value ({value!r}) cannot be written as code")
 
 
-def _element(value: Any, writer: Optional[_Writer]) -> str:
+def _element(value: Any, writer: _Writer | None) -> str:
     return writer.value(value, "value") if writer is not None else literal(value)
 
 
@@ -219,7 +233,7 @@ def _plain(t: torch.Tensor) -> torch.Tensor:
         return t.as_subclass(torch.Tensor)
 
 
-def tensor_expr(t: torch.Tensor, writer: Optional[_Writer] = None) -> str:
+def tensor_expr(t: torch.Tensor, writer: _Writer | None = None) -> str:
     """An expression that makes a tensor like ``t``: dtype, shape, strides, storage offset, device
     and values (none on ``meta``); a view stays a view of a storage of the same size."""
     cls = type(t).__name__
@@ -252,7 +266,7 @@ def _strided_expr(t: torch.Tensor) -> str:
     return f"{_filled(whole, (storage,))}.as_strided({tuple(t.shape)}, {tuple(t.stride())}, {t.storage_offset()})"
 
 
-def _row_major(shape: Tuple[int, ...]) -> Tuple[int, ...]:
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
     strides, step = [], 1
     for side in reversed(shape):
         strides.append(step)
@@ -260,7 +274,7 @@ def _row_major(shape: Tuple[int, ...]) -> Tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _filled(t: torch.Tensor, shape: Tuple[int, ...]) -> str:
+def _filled(t: torch.Tensor, shape: tuple[int, ...]) -> str:
     """A contiguous tensor of ``shape`` holding ``t``'s values."""
     device = "" if t.device.type == "cpu" else f", device={str(t.device)!r}"
     dtype = "" if t.dtype == torch.float32 else f", dtype={_dtype(t.dtype)}"
@@ -284,11 +298,14 @@ def _reproduces(expr: str, expected: torch.Tensor) -> bool:
         got = eval(expr, {"torch": torch, "float": float, "complex": complex}).cpu()  # noqa: S307 - our own code
     except Exception:
         return False
-    return (got.dtype == expected.dtype and got.shape == expected.shape
-            and torch.equal(got.reshape(-1).view(torch.uint8), expected.reshape(-1).contiguous().view(torch.uint8)))
+    return (
+        got.dtype == expected.dtype
+        and got.shape == expected.shape
+        and torch.equal(got.reshape(-1).view(torch.uint8), expected.reshape(-1).contiguous().view(torch.uint8))
+    )
 
 
-def describe(calls: List[Call], prefix: str) -> Dict[str, Any]:
+def describe(calls: list[Call], prefix: str) -> dict[str, Any]:
     """The calls as code: per step, the lines that define what it uses, and the call itself.
 
     A step runs on the dict the previous step left when the test passed that same dict on
@@ -296,7 +313,7 @@ def describe(calls: List[Call], prefix: str) -> Dict[str, Any]:
     """
     writer = _Writer(prefix)
     scenario = Scenario(prefix)
-    previous: Optional[Call] = None
+    previous: Call | None = None
     dict_name = ""
     for call in calls:
         writer.lines = []

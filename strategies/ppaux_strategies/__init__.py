@@ -17,7 +17,16 @@ from ppaux_strategies.doubles import (
 )
 from ppaux_strategies.keys import SGLANG_PREFIX, aux_names, near_prefix_keys, prefixes, transport_dicts
 from ppaux_strategies.outputs import aux_outputs, aux_payloads, observers
-from ppaux_strategies.tensors import CONTIGUOUS_VIEWS, MAX_DRAWN_ELEMENTS, devices, dtypes, shapes, tensors, tensors_equal, visible_devices
+from ppaux_strategies.tensors import (
+    CONTIGUOUS_VIEWS,
+    MAX_DRAWN_ELEMENTS,
+    devices,
+    dtypes,
+    shapes,
+    tensors,
+    tensors_equal,
+    visible_devices,
+)
 
 __all__ = [
     "CONTIGUOUS_VIEWS",

@@ -6,7 +6,8 @@ Their reprs are short so that a minimal counterexample reads as one line.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 class ObserverFailure(Exception):
@@ -53,7 +54,7 @@ class NotPPOutput:
 class Rebuilt:
     """What a recording observer returns: the names it was given, and nothing else."""
 
-    def __init__(self, names: List[str]) -> None:
+    def __init__(self, names: list[str]) -> None:
         self.names = names
 
     def __repr__(self) -> str:
@@ -75,9 +76,9 @@ class RecordingObserver:
         if mode not in OBSERVER_MODES:
             raise ValueError(f"mode={mode!r} must be one of {OBSERVER_MODES!r}")
         self.mode = mode
-        self.calls: List[Mapping[str, Any]] = []
-        self.snapshots: List[Dict[str, Any]] = []
-        self.returned: List[Any] = []
+        self.calls: list[Mapping[str, Any]] = []
+        self.snapshots: list[dict[str, Any]] = []
+        self.returned: list[Any] = []
         self.error = ObserverFailure("from_pp_tensors failed")
 
     @property

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import torch
 from hypothesis import strategies as st
@@ -38,7 +38,7 @@ def prefixes(*, sglang_only: bool = False) -> st.SearchStrategy[str]:
     return _prefixes(sglang_only)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _prefixes(sglang_only: bool) -> st.SearchStrategy[str]:
     if sglang_only:
         return st.just(SGLANG_PREFIX)
@@ -66,14 +66,16 @@ def _aux_names(prefix: str) -> st.SearchStrategy[str]:
     return st.one_of(st.text(min_size=1, max_size=6), tricky)
 
 
-def near_prefix_keys(prefix: str) -> Tuple[str, ...]:
+def near_prefix_keys(prefix: str) -> tuple[str, ...]:
     """Ordinary keys that only resemble ``prefix``: no trailing dot, other case, the prefix mid-key."""
     check_prefix(prefix)
     candidates = {prefix[:-1], prefix.upper(), prefix.lower(), prefix.swapcase(), "x" + prefix, "next_" + prefix}
     return tuple(sorted(k for k in candidates if k and not k.startswith(prefix)))
 
 
-NON_STR_KEYS = st.lists(st.one_of(st.integers(-3, 3), st.tuples(st.integers(0, 2)), st.none()), min_size=1, max_size=2, unique=True)
+NON_STR_KEYS = st.lists(
+    st.one_of(st.integers(-3, 3), st.tuples(st.integers(0, 2)), st.none()), min_size=1, max_size=2, unique=True
+)
 MSG_TYPE_VALUES = st.sampled_from(MSG_TYPES)
 
 
@@ -82,7 +84,7 @@ MSG_TYPE_VALUES = st.sampled_from(MSG_TYPES)
 @functools.lru_cache(maxsize=256)
 def _transport_dicts(
     prefix: str, tensors: st.SearchStrategy[torch.Tensor], max_extra: int, aux: bool, non_str_keys: bool
-) -> st.SearchStrategy[Dict[Any, Any]]:
+) -> st.SearchStrategy[dict[Any, Any]]:
     # A prefix like "next_" would claim SGLang's own key; fall back to another first letter.
     base = next(k for k in ("next_token_ids", "hidden_states", "logits") if not k.startswith(prefix))
     extra_keys = SGLANG_TENSOR_KEYS + SGLANG_LIST_KEYS + near_prefix_keys(prefix)
@@ -91,8 +93,8 @@ def _transport_dicts(
     aux_names_st = st.lists(aux_names(prefix=prefix), min_size=1, max_size=2, unique=True)
 
     @st.composite
-    def transport_dict(draw: st.DrawFn) -> Dict[Any, Any]:
-        items: List[Tuple[Any, Any]] = [(base, draw(tensors))]
+    def transport_dict(draw: st.DrawFn) -> dict[Any, Any]:
+        items: list[tuple[Any, Any]] = [(base, draw(tensors))]
         extras = draw(extras_st)
         items += [(k, draw(ordinary_value)) for k in extras if not k.startswith(prefix)]
         if draw(st.booleans()):
@@ -110,11 +112,11 @@ def _transport_dicts(
 def transport_dicts(
     *,
     prefix: str = SGLANG_PREFIX,
-    tensors: Optional[st.SearchStrategy[torch.Tensor]] = None,
+    tensors: st.SearchStrategy[torch.Tensor] | None = None,
     max_extra: int = 3,
     aux: bool = False,
     non_str_keys: bool = False,
-) -> st.SearchStrategy[Dict[Any, Any]]:
+) -> st.SearchStrategy[dict[Any, Any]]:
     """Draw a PP output dict like SGLang's last stage builds: ``next_token_ids``, optional
     logprob/speculative keys (tensors, lists or ``None``), optional ``__msg_type__`` with
     a ``str`` value, and ordinary keys near ``prefix`` (no trailing dot, other case, the

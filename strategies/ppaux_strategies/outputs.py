@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import torch
 from hypothesis import strategies as st
@@ -26,7 +27,7 @@ NON_TENSORS = st.sampled_from([None, 0, 1.5, "tensor", [0.0], (1,)])
 BAD_NAMES = st.sampled_from(["", 0, None, b"name", ("a",)])
 
 
-def _checked(prefix: str, min_size: int, max_size: int, tensors: Optional[st.SearchStrategy]) -> st.SearchStrategy:
+def _checked(prefix: str, min_size: int, max_size: int, tensors: st.SearchStrategy | None) -> st.SearchStrategy:
     check_prefix(prefix)
     check_range(min_size, "min_size", low=1, high=64)
     check_range(max_size, "max_size", low=1, high=64)
@@ -37,12 +38,18 @@ def _checked(prefix: str, min_size: int, max_size: int, tensors: Optional[st.Sea
     return tensors
 
 
-def _taken_names(prefix: str, collide_with: Optional[Mapping[Any, Any]]) -> Tuple[str, ...]:
+def _taken_names(prefix: str, collide_with: Mapping[Any, Any] | None) -> tuple[str, ...]:
     """Names whose reserved key is already in the PP dict ``collide_with``."""
-    return tuple(k[len(prefix):] for k in collide_with or () if isinstance(k, str) and k.startswith(prefix) and len(k) > len(prefix))
+    return tuple(
+        k[len(prefix) :]
+        for k in collide_with or ()
+        if isinstance(k, str) and k.startswith(prefix) and len(k) > len(prefix)
+    )
 
 
-def _malformed_payload(prefix: str, max_size: int, tensors: st.SearchStrategy, taken: Tuple[str, ...]) -> st.SearchStrategy[Any]:
+def _malformed_payload(
+    prefix: str, max_size: int, tensors: st.SearchStrategy, taken: tuple[str, ...]
+) -> st.SearchStrategy[Any]:
     """Valid items, then one defective item, then any items: every draw has a defect, and the
     valid items before it show whether add wrote anything before refusing."""
     names = aux_names(prefix=prefix)
@@ -55,7 +62,7 @@ def _malformed_payload(prefix: str, max_size: int, tensors: st.SearchStrategy, t
     anything = st.tuples(st.one_of(names, BAD_NAMES), st.one_of(tensors, NON_TENSORS))
 
     @st.composite
-    def payload(draw: Any) -> Dict[Any, Any]:
+    def payload(draw: Any) -> dict[Any, Any]:
         out = dict(draw(valid))
         name, value = draw(defect)
         # The defect always lands (replacing a valid item of the same name); later items never undo it.
@@ -73,8 +80,8 @@ def aux_payloads(
     valid: bool = True,
     min_size: int = 1,
     max_size: int = 3,
-    tensors: Optional[st.SearchStrategy[torch.Tensor]] = None,
-    collide_with: Optional[Mapping[Any, Any]] = None,
+    tensors: st.SearchStrategy[torch.Tensor] | None = None,
+    collide_with: Mapping[Any, Any] | None = None,
 ) -> st.SearchStrategy[Any]:
     """Draw what ``to_pp_tensors()`` returns.
 
@@ -91,12 +98,16 @@ def aux_payloads(
     check_type(bool, valid, "valid")
     if collide_with is not None and not isinstance(collide_with, Mapping):
         raise InvalidArgument(f"collide_with={collide_with!r} must be a mapping (a PP dict)")
-    return _aux_payloads(prefix, valid, min_size, max_size, tensors, _taken_names(prefix, collide_with) if not valid else ())
+    return _aux_payloads(
+        prefix, valid, min_size, max_size, tensors, _taken_names(prefix, collide_with) if not valid else ()
+    )
 
 
 # Tests build these in every example, for its prefix and dict: built once, a strategy is validated once.
 @functools.lru_cache(maxsize=256)
-def _aux_payloads(prefix: str, valid: bool, min_size: int, max_size: int, tensors: st.SearchStrategy, taken: Tuple[str, ...]) -> st.SearchStrategy[Any]:
+def _aux_payloads(
+    prefix: str, valid: bool, min_size: int, max_size: int, tensors: st.SearchStrategy, taken: tuple[str, ...]
+) -> st.SearchStrategy[Any]:
     good = st.dictionaries(aux_names(prefix=prefix), tensors, min_size=min_size, max_size=max_size)
     if valid:
         return good
@@ -110,8 +121,8 @@ def aux_outputs(
     allow_none: bool = False,
     min_size: int = 1,
     max_size: int = 3,
-    tensors: Optional[st.SearchStrategy[torch.Tensor]] = None,
-    collide_with: Optional[Mapping[Any, Any]] = None,
+    tensors: st.SearchStrategy[torch.Tensor] | None = None,
+    collide_with: Mapping[Any, Any] | None = None,
 ) -> st.SearchStrategy[Any]:
     """Draw an auxiliary output for add.
 
@@ -122,7 +133,13 @@ def aux_outputs(
     Shrinks towards a valid one-tensor output.
     """
     check_type(bool, allow_none, "allow_none")
-    return _aux_outputs(aux_payloads(prefix=prefix, valid=valid, min_size=min_size, max_size=max_size, tensors=tensors, collide_with=collide_with), valid, allow_none)
+    return _aux_outputs(
+        aux_payloads(
+            prefix=prefix, valid=valid, min_size=min_size, max_size=max_size, tensors=tensors, collide_with=collide_with
+        ),
+        valid,
+        allow_none,
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -133,7 +150,9 @@ def _aux_outputs(payloads: st.SearchStrategy[Any], valid: bool, allow_none: bool
     return st.one_of(st.none(), outputs) if allow_none else outputs
 
 
-def observers(*, modes: Sequence[str] = OBSERVER_MODES, allow_none: bool = True, allow_not_pp: bool = True) -> st.SearchStrategy[Any]:
+def observers(
+    *, modes: Sequence[str] = OBSERVER_MODES, allow_none: bool = True, allow_not_pp: bool = True
+) -> st.SearchStrategy[Any]:
     """Draw a sampling observer for pop: ``None`` (``allow_none``), one that is not
     PP-capable (``allow_not_pp``), or a :class:`RecordingObserver` in one of ``modes``
     (rebuild, return ``None``, raise, or mutate the dict it is given).
@@ -148,9 +167,9 @@ def observers(*, modes: Sequence[str] = OBSERVER_MODES, allow_none: bool = True,
     return _observers(modes, allow_none, allow_not_pp)
 
 
-@functools.lru_cache(maxsize=None)
-def _observers(modes: Tuple[str, ...], allow_none: bool, allow_not_pp: bool) -> st.SearchStrategy[Any]:
-    choices: List[st.SearchStrategy[Any]] = [st.sampled_from(modes).map(RecordingObserver)]
+@functools.cache
+def _observers(modes: tuple[str, ...], allow_none: bool, allow_not_pp: bool) -> st.SearchStrategy[Any]:
+    choices: list[st.SearchStrategy[Any]] = [st.sampled_from(modes).map(RecordingObserver)]
     if allow_none:
         choices.append(st.none())
     if allow_not_pp:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, Literal, Optional, Sequence, Tuple, TypeVar, cast, overload
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar, cast, overload
 
 import torch
 from hypothesis import strategies as st
@@ -14,22 +15,37 @@ from ppaux.core.tensors import tensor_bytes
 from ppaux_strategies.validation import check_order, check_range, check_type
 
 # Ordered simplest first: Hypothesis shrinks sampled_from towards the front.
-ALL_DTYPES: Tuple[torch.dtype, ...] = tuple(
+ALL_DTYPES: tuple[torch.dtype, ...] = tuple(
     dt
     for dt in (
         getattr(torch, name, None)
         for name in (
-            "float32", "int64", "bool", "int32", "int16", "int8", "uint8",
-            "float16", "bfloat16", "float64", "complex64", "complex128",
-            "uint16", "uint32", "uint64",
-            "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+            "float32",
+            "int64",
+            "bool",
+            "int32",
+            "int16",
+            "int8",
+            "uint8",
+            "float16",
+            "bfloat16",
+            "float64",
+            "complex64",
+            "complex128",
+            "uint16",
+            "uint32",
+            "uint64",
+            "float8_e4m3fn",
+            "float8_e5m2",
+            "float8_e4m3fnuz",
+            "float8_e5m2fnuz",
         )
     )
     if isinstance(dt, torch.dtype)
 )
 
 
-def visible_devices(*, include_meta: bool = False) -> Tuple[str, ...]:
+def visible_devices(*, include_meta: bool = False) -> tuple[str, ...]:
     """``cpu``, each visible ``cuda:N``, and ``meta`` when asked: the placements a run can use."""
     found = ["cpu"]
     if torch.cuda.is_available():  # pragma: no cover - only on GPU machines
@@ -50,13 +66,13 @@ def devices(*, include_meta: bool = False) -> st.SearchStrategy[torch.device]:
 
 # functools.lru_cache throughout: Hypothesis has no public way to memoise a strategy built from
 # arguments (its own @cacheable is private), and rebuilding one means validating it again.
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _devices(include_meta: bool) -> st.SearchStrategy[torch.device]:
     return st.sampled_from([torch.device(d) for d in visible_devices(include_meta=include_meta)])
 
 
-@functools.lru_cache(maxsize=None)
-def supported_dtypes(device: str) -> Tuple[torch.dtype, ...]:
+@functools.cache
+def supported_dtypes(device: str) -> tuple[torch.dtype, ...]:
     """The dtypes of :data:`ALL_DTYPES` that can be allocated and filled on ``device``."""
     ok = []
     for dt in ALL_DTYPES:
@@ -78,12 +94,14 @@ def dtypes(*, device: torch.device | str = "cpu") -> st.SearchStrategy[torch.dty
     return _dtypes(str(torch.device(device)))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _dtypes(device: str) -> st.SearchStrategy[torch.dtype]:
     return st.sampled_from(supported_dtypes(device))
 
 
-def shapes(*, min_dims: int = 0, max_dims: int = 3, min_side: int = 0, max_side: int = 4) -> st.SearchStrategy[Tuple[int, ...]]:
+def shapes(
+    *, min_dims: int = 0, max_dims: int = 3, min_side: int = 0, max_side: int = 4
+) -> st.SearchStrategy[tuple[int, ...]]:
     """Draw a tensor shape: 0-d (``()``) and empty (a zero side) included when the bounds allow.
 
     Shrinks towards fewer dimensions and smaller sides.
@@ -97,8 +115,8 @@ def shapes(*, min_dims: int = 0, max_dims: int = 3, min_side: int = 0, max_side:
     return _shapes(min_dims, max_dims, min_side, max_side)
 
 
-@functools.lru_cache(maxsize=None)
-def _shapes(min_dims: int, max_dims: int, min_side: int, max_side: int) -> st.SearchStrategy[Tuple[int, ...]]:
+@functools.cache
+def _shapes(min_dims: int, max_dims: int, min_side: int, max_side: int) -> st.SearchStrategy[tuple[int, ...]]:
     return st.lists(st.integers(min_side, max_side), min_size=min_dims, max_size=max_dims).map(tuple)
 
 
@@ -129,7 +147,7 @@ def _elements(dtype: torch.dtype) -> st.SearchStrategy[Any]:
     return st.integers(info.min, info.max)
 
 
-def _seeded(shape: Tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
+def _seeded(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
     gen = torch.Generator().manual_seed(seed)
     base = torch.randint(-100, 100, shape, generator=gen, dtype=torch.int64).to(torch.float64)
     if dtype.is_floating_point or dtype.is_complex:
@@ -139,7 +157,7 @@ def _seeded(shape: Tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tens
     return base.to(dtype)
 
 
-def _values(draw: Any, shape: Tuple[int, ...], dtype: torch.dtype, device: torch.device, fill: bool) -> torch.Tensor:
+def _values(draw: Any, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, fill: bool) -> torch.Tensor:
     if device.type == "meta":
         return torch.empty(shape, dtype=dtype, device=device)
     numel = math.prod(shape)
@@ -177,11 +195,11 @@ def _checked_dtype(value: Any) -> torch.dtype:
     return cast(torch.dtype, value)
 
 
-def _checked_shape(value: Any) -> Tuple[int, ...]:
+def _checked_shape(value: Any) -> tuple[int, ...]:
     check_type(tuple, value, "shape")
     for side in value:
         check_range(side, "every side of shape", low=0)
-    return cast(Tuple[int, ...], value)
+    return cast(tuple[int, ...], value)
 
 
 def _checked_device(value: Any) -> torch.device:
@@ -192,7 +210,7 @@ def _checked_device(value: Any) -> torch.device:
         raise InvalidArgument(f"device={value!r} is not a device torch knows") from None
 
 
-def _pinned(value: Any, name: str, types: Tuple[type, ...], check: Callable[[Any], Any]) -> Any:
+def _pinned(value: Any, name: str, types: tuple[type, ...], check: Callable[[Any], Any]) -> Any:
     """``None``, a strategy (its draws are checked when drawn), or a value checked now."""
     if value is None or isinstance(value, st.SearchStrategy):
         return value
@@ -206,8 +224,10 @@ T = TypeVar("T")
 @overload
 def _aspect(pinned: Any, check: Callable[[Any], T], default: st.SearchStrategy[T]) -> st.SearchStrategy[T]: ...
 @overload
-def _aspect(pinned: Any, check: Callable[[Any], T], default: None) -> Optional[st.SearchStrategy[T]]: ...
-def _aspect(pinned: Any, check: Callable[[Any], T], default: Optional[st.SearchStrategy[T]]) -> Optional[st.SearchStrategy[T]]:
+def _aspect(pinned: Any, check: Callable[[Any], T], default: None) -> st.SearchStrategy[T] | None: ...
+def _aspect(
+    pinned: Any, check: Callable[[Any], T], default: st.SearchStrategy[T] | None
+) -> st.SearchStrategy[T] | None:
     if pinned is None:
         return default
     if isinstance(pinned, st.SearchStrategy):
@@ -219,7 +239,7 @@ def _aspect(pinned: Any, check: Callable[[Any], T], default: Optional[st.SearchS
 def _tensor(
     draw: st.DrawFn,
     dtype_st: Callable[[torch.device], st.SearchStrategy[torch.dtype]],
-    shape_st: Callable[[torch.device], st.SearchStrategy[Tuple[int, ...]]],
+    shape_st: Callable[[torch.device], st.SearchStrategy[tuple[int, ...]]],
     device_st: st.SearchStrategy[torch.device],
     view_st: st.SearchStrategy[str],
     fill: bool,
@@ -234,7 +254,7 @@ def _tensor(
 def tensors(
     *,
     dtype: torch.dtype | st.SearchStrategy[torch.dtype] | None = None,
-    shape: Tuple[int, ...] | st.SearchStrategy[Tuple[int, ...]] | None = None,
+    shape: tuple[int, ...] | st.SearchStrategy[tuple[int, ...]] | None = None,
     device: torch.device | str | st.SearchStrategy[torch.device | str] | None = None,
     include_meta: bool = False,
     views: Sequence[str] = VIEWS,
@@ -279,8 +299,14 @@ def tensors(
 
 @functools.lru_cache(maxsize=256)
 def _tensors(
-    dtype: Any, shape: Any, device: Any,
-    include_meta: bool, views: Tuple[str, ...], max_dims: int, max_side: int, fill: bool,
+    dtype: Any,
+    shape: Any,
+    device: Any,
+    include_meta: bool,
+    views: tuple[str, ...],
+    max_dims: int,
+    max_side: int,
+    fill: bool,
 ) -> st.SearchStrategy[torch.Tensor]:
     device_st = _aspect(device, _checked_device, devices(include_meta=include_meta))
     pinned_dtype = _aspect(dtype, _checked_dtype, None)
@@ -291,9 +317,13 @@ def _tensors(
 
     small = _aspect(shape, _checked_shape, shapes(max_dims=max_dims, max_side=max_side))
     # Only meta has no storage, so only meta gets shapes far larger than memory.
-    huge = small if shape is not None else st.one_of(small, shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=2**20))
+    huge = (
+        small
+        if shape is not None
+        else st.one_of(small, shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=2**20))
+    )
 
-    def shape_st(dev: torch.device) -> st.SearchStrategy[Tuple[int, ...]]:
+    def shape_st(dev: torch.device) -> st.SearchStrategy[tuple[int, ...]]:
         return huge if dev.type == "meta" else small
 
     return _tensor(dtype_st, shape_st, device_st, st.sampled_from(views), fill)

@@ -9,7 +9,8 @@ tensor objects). Never import it outside tests.
 
 from __future__ import annotations
 
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 from ppaux.transport import (
     _OUTPUT_PREFIX,

@@ -2,7 +2,8 @@
 longer; otherwise ppaux's reference."""
 
 import os
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 from ppaux.core.transport import (  # noqa: F401 - the names an implementation must provide
     _OUTPUT_PREFIX,

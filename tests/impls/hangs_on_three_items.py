@@ -1,7 +1,8 @@
 """A planted hang: pop loops for ever, in pure Python, on three or more aux items; otherwise
 ppaux's reference. A timer signal can interrupt it."""
 
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 from ppaux.core.transport import (  # noqa: F401 - the names an implementation must provide
     _OUTPUT_PREFIX,

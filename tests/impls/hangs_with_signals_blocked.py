@@ -3,7 +3,8 @@ and waits in a system call that never returns; otherwise ppaux's reference."""
 
 import os
 import signal
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 from ppaux.core.transport import (  # noqa: F401 - the names an implementation must provide
     _OUTPUT_PREFIX,

@@ -1,7 +1,8 @@
 """A planted bug for the binding tests: add writes each key as soon as its item passes (as SGLang
 0.5.23 does), so a bad later item leaves the earlier keys behind. Otherwise ppaux's reference."""
 
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 import torch
 

@@ -1,7 +1,8 @@
 """A planted bug for the binding tests: pop deletes the keys named by the dict it handed the
 observer, after the observer ran (as SGLang 0.5.23 does). Otherwise ppaux's reference."""
 
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 import torch
 
@@ -15,7 +16,9 @@ from ppaux.core.transport import (  # noqa: F401 - the names an implementation m
 
 
 def pop_auxiliary_output_from_pp_tensors(tensors: MutableMapping[Any, Any], observer: Any) -> Any:
-    received = {k[len(_OUTPUT_PREFIX):]: v for k, v in tensors.items() if isinstance(k, str) and k.startswith(_OUTPUT_PREFIX)}
+    received = {
+        k[len(_OUTPUT_PREFIX) :]: v for k, v in tensors.items() if isinstance(k, str) and k.startswith(_OUTPUT_PREFIX)
+    }
     if not received:
         return None
     if observer is None:

@@ -1,7 +1,8 @@
 """A planted bug for the counterexample tests: pop takes the aux keys out before it calls the
 observer, so when the observer raises they are lost. Otherwise ppaux's reference."""
 
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 import torch
 
@@ -24,7 +25,7 @@ def pop_auxiliary_output_from_pp_tensors(tensors: MutableMapping[Any, Any], obse
         raise AuxiliaryPPError("P2")
     if not all(torch.is_tensor(tensors[k]) for k in keys):
         raise AuxiliaryPPError("P3")
-    received = {k[len(_OUTPUT_PREFIX):]: tensors.pop(k) for k in keys}
+    received = {k[len(_OUTPUT_PREFIX) :]: tensors.pop(k) for k in keys}
     output = observer.from_pp_tensors(received)
     if output is None:
         raise AuxiliaryPPError("P4")

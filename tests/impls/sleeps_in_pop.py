@@ -2,7 +2,8 @@
 within the default per-call limit. A fuzz round stopped by its budget finds it mid-test."""
 
 import time
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 from ppaux.core.transport import (  # noqa: F401 - the names an implementation must provide
     _OUTPUT_PREFIX,

@@ -2,7 +2,8 @@
 aux items. Within the default per-call limit it must pass every clause."""
 
 import time
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 from ppaux.core.transport import (  # noqa: F401 - the names an implementation must provide
     _OUTPUT_PREFIX,

@@ -2,7 +2,8 @@
 each key as soon as its item passes (add.6) and pop reads every key as a str (pop.1). The
 regression tests written for it must run where neither ppaux nor Hypothesis is installed."""
 
-from typing import Any, Mapping, MutableMapping, Protocol, runtime_checkable
+from collections.abc import Mapping, MutableMapping
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
@@ -45,7 +46,7 @@ def pop_auxiliary_output_from_pp_tensors(tensors: MutableMapping[Any, Any], obse
         raise RuntimeError("received auxiliary PP output without a sampling observer")
     if not isinstance(observer, PipelineParallelSamplingObserver):
         raise RuntimeError("sampling observer does not support pipeline-parallel transport")
-    received = {key[len(_OUTPUT_PREFIX):]: tensors[key] for key in aux_keys}
+    received = {key[len(_OUTPUT_PREFIX) :]: tensors[key] for key in aux_keys}
     if not all(torch.is_tensor(value) for value in received.values()):
         raise RuntimeError("received a non-tensor auxiliary PP output")
     output = observer.from_pp_tensors(received)

@@ -11,7 +11,7 @@ SGLang's scheduler gets from ``copy_to_host()`` holds flat rows.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from collections.abc import Mapping
 
 import torch
 
@@ -19,7 +19,7 @@ from ppaux.examples.topk_logprobs.plugin import TOKEN_IDS, VALUES, TopKLogprobsO
 
 
 class SlicedObserver(TopKLogprobsObserver):
-    def after_sample(self, state: torch.Tensor, token_ids: torch.Tensor) -> Optional[TopKLogprobsOutput]:
+    def after_sample(self, state: torch.Tensor, token_ids: torch.Tensor) -> TopKLogprobsOutput | None:
         k = min(self.k, state.shape[-1])
         values, ids = state.topk(min(k + 1, state.shape[-1]), dim=-1)
         return TopKLogprobsOutput(values[:, :k], ids[:, :k])
@@ -31,7 +31,7 @@ class ForgetfulOutput(TopKLogprobsOutput):
 
 
 class ForgetfulObserver(TopKLogprobsObserver):
-    def after_sample(self, state: torch.Tensor, token_ids: torch.Tensor) -> Optional[TopKLogprobsOutput]:
+    def after_sample(self, state: torch.Tensor, token_ids: torch.Tensor) -> TopKLogprobsOutput | None:
         values, ids = state.topk(min(self.k, state.shape[-1]), dim=-1)
         return ForgetfulOutput(values, ids)
 
@@ -42,7 +42,7 @@ class FlatOutput(TopKLogprobsOutput):
 
 
 class FlatteningObserver(TopKLogprobsObserver):
-    def after_sample(self, state: torch.Tensor, token_ids: torch.Tensor) -> Optional[TopKLogprobsOutput]:
+    def after_sample(self, state: torch.Tensor, token_ids: torch.Tensor) -> TopKLogprobsOutput | None:
         values, ids = state.topk(min(self.k, state.shape[-1]), dim=-1)
         return FlatOutput(values, ids)
 

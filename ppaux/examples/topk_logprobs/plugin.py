@@ -8,8 +8,9 @@ auxiliary output. Under pipeline parallelism the last stage sends that output wi
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any
 
 import torch
 
@@ -24,7 +25,7 @@ class TopKLogprobsHostOutput:
 
     values: torch.Tensor
     token_ids: torch.Tensor
-    per_request: List[List[tuple]] = field(default_factory=list)
+    per_request: list[list[tuple]] = field(default_factory=list)
 
     def consume(self, batch: Any, commits: Sequence[Any]) -> None:
         for row_ids, row_values in zip(self.token_ids.tolist(), self.values.tolist()):
@@ -61,7 +62,7 @@ class TopKLogprobsObserver:
         # Before the grammar mask: the model's own distribution, not the constrained one.
         return torch.log_softmax(logits.float(), dim=-1)
 
-    def after_sample(self, state: torch.Tensor, token_ids: torch.Tensor) -> Optional[TopKLogprobsOutput]:
+    def after_sample(self, state: torch.Tensor, token_ids: torch.Tensor) -> TopKLogprobsOutput | None:
         values, ids = state.topk(min(self.k, state.shape[-1]), dim=-1)
         return TopKLogprobsOutput(values, ids)
 
@@ -75,5 +76,5 @@ def make_output(observer: Any, logits: torch.Tensor) -> Any:
     return observer.after_sample(state, logits.argmax(dim=-1))
 
 
-def as_dict(output: TopKLogprobsOutput) -> Dict[str, list]:
+def as_dict(output: TopKLogprobsOutput) -> dict[str, list]:
     return {name: t.tolist() for name, t in output.to_pp_tensors().items()}

@@ -29,7 +29,10 @@ def test_flat_rows_are_reported_with_the_path_and_the_shapes(channel):
     with pytest.raises(KitFailure) as info:
         check_observer(FlatteningObserver, outputs(FlatteningObserver), channel=channel)
     head = str(info.value).splitlines()[0]
-    assert re.fullmatch(r"K9 mismatch: the rebuilt output differs from the original after the relay: "
-                        r"host\.values: shape \((\d+), (\d+)\) became \((\d+),\)", head), head
+    assert re.fullmatch(
+        r"K9 mismatch: the rebuilt output differs from the original after the relay: "
+        r"host\.values: shape \((\d+), (\d+)\) became \((\d+),\)",
+        head,
+    ), head
     rows, k, flat = map(int, re.search(r"\((\d+), (\d+)\) became \((\d+),\)", head).groups())
     assert rows * k == flat
