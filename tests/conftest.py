@@ -1,4 +1,5 @@
-"""ppaux's own test run: nested sessions, SGLang-release and slow end-to-end tests only when asked, no process left behind."""
+"""ppaux's own test run: nested sessions, SGLang-release and slow end-to-end tests only when asked, no process left
+behind."""
 
 from __future__ import annotations
 

@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 
 
 def loop(tensors: Mapping[str, Any]) -> None:
-    while len(tensors) >= 2:
-        pass  # noqa: E701 - one line, so that the stack points at it wherever the timer strikes
+    while len(tensors) >= 2: pass  # noqa: E701 - one line: the stack points at it wherever a timer strikes  # fmt: skip
 
 
 def wait_unreachable(tensors: Mapping[str, Any]) -> None:
@@ -46,8 +45,7 @@ def dawdle(*_: Any) -> None:
     """Busy in pure Python for 3 s, whatever it is given: past the tests' limits, but it ends, so
     that a step the kit runs without a limit fails its test in bounded time."""
     end = time.monotonic() + 3
-    while time.monotonic() < end:
-        pass  # noqa: E701
+    while time.monotonic() < end: pass  # noqa: E701  # fmt: skip
 
 
 HARMS: dict[str, Callable[[Mapping[str, Any]], None]] = {

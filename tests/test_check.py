@@ -23,12 +23,15 @@ def test_check_help_names_every_option_with_its_metavar(capsys):
         "-h, --help show this help message and exit"
         " --impl MODULE_OR_FILE implementation to check (default: ppaux's own)"
         " --profile PROFILE Hypothesis profile: ci, dev, nightly, mutation (default: ci)"
-        " --report DIR where to write conformance.md and conformance.json (default: .ppaux/check in the current directory)"
+        " --report DIR where to write conformance.md and conformance.json "
+        "(default: .ppaux/check in the current directory)"
         " --marks EXPR which tests (pytest -m expression; default: 'contract or robustness')"
         " --tests EXPR narrow further by test name (pytest -k expression)"
         " --junit PATH also write the suite run's JUnit XML there"
-        " --regressions DIR write one standalone regression test (unittest + torch) per broken clause there, each proven to"
-        " fail against the implementation and to pass against ppaux's reference; files of an earlier run there are replaced"
+        " --regressions DIR write one standalone regression test "
+        "(unittest + torch) per broken clause there, each proven to"
+        " fail against the implementation and to pass against ppaux's "
+        "reference; files of an earlier run there are replaced"
         " --timeout SECONDS per-call time limit: a call into the implementation past it fails as a hang (default: 10)"
     )
 

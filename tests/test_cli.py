@@ -55,7 +55,10 @@ def test_clauses_lists_every_clause_with_its_statement(capsys):
 def _kit_code(code):
     finding = FINDINGS[code]
     fixes = "".join(f"  - {fix}\n" for fix in finding.fixes)
-    return f"{code} {finding.kind} (reported by check_observer): {finding.template}\nMeaning: {finding.meaning}\nFix:\n{fixes}"
+    return (
+        f"{code} {finding.kind} (reported by check_observer): {finding.template}\n"
+        f"Meaning: {finding.meaning}\nFix:\n{fixes}"
+    )
 
 
 def _clause(clause_id, sglang):
@@ -70,7 +73,10 @@ def _clause(clause_id, sglang):
         (["K9", "mismatch"], _kit_code("K9")),
         (
             [
-                "KitFailure: K9 mismatch: the rebuilt output differs from the original after the relay: 'x' values differ"
+                (
+                    "KitFailure: K9 mismatch: the rebuilt output differs "
+                    "from the original after the relay: 'x' values differ"
+                )
             ],
             _kit_code("K9"),
         ),
@@ -123,7 +129,10 @@ def test_explain_a_pasted_traceback_line(capsys):
         (["explain", "KitFailure:"], f"ppaux: error: nothing matches 'KitFailure:': {NOTHING_MATCHES}\n"),
         (
             ["bogus"],
-            "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', 'clauses', 'errors', 'explain', 'faults', 'fuzz', 'mutate', 'wire-diff')\n",
+            (
+                "ppaux: argument command: invalid choice: 'bogus' (choose from 'check', "
+                "'clauses', 'errors', 'explain', 'faults', 'fuzz', 'mutate', 'wire-diff')\n"
+            ),
         ),
         (
             ["check", "--profile", "fast"],
@@ -144,12 +153,17 @@ def test_explain_a_pasted_traceback_line(capsys):
         (["check", "--timeout", "ten"], "ppaux check: argument --timeout: timeout 'ten' is not a number of seconds\n"),
         (
             ["check", "--impl", "no_such_module_xyz"],
-            "ppaux: error: cannot import implementation module 'no_such_module_xyz': ModuleNotFoundError: No module named 'no_such_module_xyz'\n",
+            (
+                "ppaux: error: cannot import implementation module 'no_such_module_xyz': "
+                "ModuleNotFoundError: No module named 'no_such_module_xyz'\n"
+            ),
         ),
         (
             ["check", "--impl", str(IMPLS / "lacks_pop.py")],
-            f"ppaux: error: implementation {str(IMPLS / 'lacks_pop.py')!r} lacks PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, pop_auxiliary_output_from_pp_tensors; "
-            "an implementation provides _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, "
+            f"ppaux: error: implementation {str(IMPLS / 'lacks_pop.py')!r} lacks PipelineParallelAuxiliaryOutput, "
+            "PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, "
+            "pop_auxiliary_output_from_pp_tensors; an implementation provides _OUTPUT_PREFIX, "
+            "PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors, "
             'pop_auxiliary_output_from_pp_tensors (docs/contract.md, "What an implementation provides")\n',
         ),
     ],
@@ -319,8 +333,8 @@ def test_help_says_what_each_command_does(capsys):
         assert help_text in cli_help(capsys, name), name
     assert "--markdown print docs/contract.md's error table" in cli_help(capsys, "errors")
     assert (
-        "query an error code (A1, P1, I1, ...) or the message text from a traceback, a kit code (K1-K15, also as the kit "
-        "prints it: 'K9 mismatch: ...') or a contract clause id (add.5, round-trip; `ppaux clauses` lists them)"
+        "query an error code (A1, P1, I1, ...) or the message text from a traceback, a kit code (K1-K15, also as the "
+        "kit prints it: 'K9 mismatch: ...') or a contract clause id (add.5, round-trip; `ppaux clauses` lists them)"
     ) in cli_help(capsys, "explain")
 
 

@@ -213,7 +213,8 @@ def test_cli_prints_and_writes_the_matrix(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.startswith("### Fault matrix: loopback channel, SGLang's wire (integrity off)")
     assert out.endswith(
-        "Silent corruptions: 8 (drop_key, rename_key, bit_flip, truncate, change_dtype, change_shape, reorder, diverge)\n"
+        "Silent corruptions: 8 (drop_key, rename_key, bit_flip, truncate, change_dtype, change_shape, reorder, "
+        "diverge)\n"
     )
     data = json.loads((tmp_path / "faults-loopback.json").read_text())
     assert data["cells"]["bit_flip"] == {
@@ -252,7 +253,8 @@ def test_matrix_markdown_is_exactly_the_documented_table(integrity, mode):
         "| fault | what it does | outcome at the popping stage | expected | detail |\n"
         "| --- | --- | --- | --- | --- |\n"
         "| none | no fault | harmless | harmless | fine |\n"
-        "| bit_flip | one bit of the tensor's bytes flips on the wire | silent corruption **(differs)** | documented error | 'scores' / other values |\n"
+        "| bit_flip | one bit of the tensor's bytes flips on the wire | silent "
+        "corruption **(differs)** | documented error | 'scores' / other values |\n"
         "| delay | the message is sent late | harmless | harmless |  |\n"
         "\n"
         "Silent corruptions: 1 (bit_flip)\n"
@@ -278,7 +280,8 @@ def test_cli_passes_its_options_to_the_matrix_and_names_the_report_by_mode(tmp_p
 def test_faults_help_names_every_option(capsys):
     assert cli_help(capsys, "faults").endswith(
         "-h, --help show this help message and exit"
-        " --channel {loopback,gloo,sglang} loopback (threads), gloo (processes on 127.0.0.1), or sglang (the same, over SGLang's own wire code)"
+        " --channel {loopback,gloo,sglang} loopback (threads), gloo (processes "
+        "on 127.0.0.1), or sglang (the same, over SGLang's own wire code)"
         " --integrity add/pop with the integrity manifest (off by default, as SGLang)"
         " --report DIR where to write faults-<channel>[-integrity].md/.json (default reports/out/faults)"
         " --timeout S gloo watchdog per run, seconds (default 1)"
@@ -485,8 +488,8 @@ def test_over_sglangs_code_the_models_column_stands_beside_it(tmp_path, capsys, 
     out = capsys.readouterr()
     assert "| fault | what it does | SGLang's own code | ppaux's model (gloo) | expected | detail |" in out.out
     assert (
-        "| delay | the message is sent late | hang stopped by the watchdog **(differs)** | harmless **(differs)** | harmless | waited |"
-        in out.out
+        "| delay | the message is sent late | hang stopped by the watchdog "
+        "**(differs)** | harmless **(differs)** | harmless | waited |" in out.out
     )
     assert out.err == (
         "ppaux faults: none: harmless, expected harmless; ppaux's model (gloo): hang stopped by the watchdog\n"

@@ -78,8 +78,7 @@ def _die(ctx):
 
 def _spin(ctx):
     ctx.store.set(f"rank {ctx.rank} is stuck", "")
-    while True:
-        pass  # noqa: E701 - one line: a stack taken anywhere in the loop names it
+    while True: pass  # noqa: E701 - one line: a stack taken anywhere in the loop names it  # fmt: skip
 
 
 def _deaf(ctx, seconds):
@@ -201,11 +200,12 @@ def test_a_stopped_rank_says_where_it_was_stuck_and_a_dead_one_what_killed_it():
             + _frame(ctypes.string_at, "_string_at(")
         )
         assert gloo.describe_failure(1, out[1]) == (
-            "gloo rank 1 did not finish within 0.5 s of rank 0's failure: stopped by the watchdog; stuck at (most recent call last):\n"
-            + _frame(_spin, "while True")
+            "gloo rank 1 did not finish within 0.5 s of rank 0's failure: "
+            "stopped by the watchdog; stuck at (most recent call last):\n" + _frame(_spin, "while True")
         )
         assert gloo.describe_failure(2, out[2]) == (
-            "gloo rank 2 did not finish within 0.5 s of rank 0's failure: stopped by the watchdog; no stack could be obtained "
+            "gloo rank 2 did not finish within 0.5 s of rank 0's failure: "
+            "stopped by the watchdog; no stack could be obtained "
             "(no answer to SIGUSR1 within 0.5 s: the rank blocks, ignores or handles that signal itself)"
         )
         assert not w.running
@@ -239,7 +239,10 @@ def test_raise_failure_names_the_first_problem():
         (gloo.Outcome("died"), "gloo rank 2 died"),
         (
             gloo.Outcome("died", exitcode=1, stack='  File "x.py", line 3, in f'),
-            'gloo rank 2 died: ended the process with exit status 1; where (most recent call last):\n  File "x.py", line 3, in f',
+            (
+                "gloo rank 2 died: ended the process with exit status 1; where (most recent call last):\n"
+                '  File "x.py", line 3, in f'
+            ),
         ),
         (
             gloo.Outcome("hang", limit=10.0, stack=""),
@@ -248,7 +251,8 @@ def test_raise_failure_names_the_first_problem():
         ),
         (
             gloo.Outcome("hang", limit=0.5, after=0, stack='  File "x.py", line 3, in f'),
-            "gloo rank 2 did not finish within 0.5 s of rank 0's failure: stopped by the watchdog; stuck at (most recent call last):\n"
+            "gloo rank 2 did not finish within 0.5 s of rank 0's failure: "
+            "stopped by the watchdog; stuck at (most recent call last):\n"
             '  File "x.py", line 3, in f',
         ),
     ],

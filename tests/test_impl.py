@@ -56,7 +56,8 @@ def test_each_file_loads_as_a_module_of_its_own(tmp_path):
 
     first, second = tmp_path / "a.py", tmp_path / "b.py"
     source = (
-        "from ppaux.core.transport import _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver\n"
+        "from ppaux.core.transport import _OUTPUT_PREFIX, "
+        "PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver\n"
         "def add_auxiliary_output_to_pp_tensors(tensors, output): pass\n"
         "def pop_auxiliary_output_from_pp_tensors(tensors, observer): pass\n"
     )
@@ -87,7 +88,10 @@ def test_a_module_name_loads_that_module():
         ),
         (
             str(IMPLS / "raises_on_import.py"),
-            f"importing {str(IMPLS / 'raises_on_import.py')!r} failed: ImportError: this implementation needs a GPU runtime",
+            (
+                f"importing {str(IMPLS / 'raises_on_import.py')!r} failed: "
+                "ImportError: this implementation needs a GPU runtime"
+            ),
         ),
         (
             str(IMPLS / "bad_prefix.py"),

@@ -43,8 +43,7 @@ def stack_line(fn, text):
 
 
 def pop_auxiliary_output_from_pp_tensors(n):
-    while n:
-        n = n + 1  # noqa: E701 - one line, so that the interrupted line is this one
+    while n: n = n + 1  # noqa: E701 - one line, so that the interrupted line is this one  # fmt: skip
     return n
 
 
@@ -155,7 +154,7 @@ def test_a_pure_python_hang_is_interrupted_where_it_is_stuck():
         "pop did not return within 0.3 s (the per-call time limit)\nstuck at (most recent call last):\n"
         + stack_line(
             pop_auxiliary_output_from_pp_tensors,
-            "while n: n = n + 1  # noqa: E701 - one line, so that the interrupted line is this one",
+            "while n: n = n + 1  # noqa: E701 - one line, so that the interrupted line is this one  # fmt: skip",
         )
     )
     assert (info.value.call, info.value.limit) == ("pop", 0.3)

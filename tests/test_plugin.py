@@ -117,7 +117,9 @@ def test_ppaux_impl_comes_from_the_environment_too(pytester, monkeypatch):
 
 def test_the_recorder_is_a_plugin_named_ppaux_results(pytester):
     pytester.makepyfile(
-        test_x="def test_x(pytestconfig):\n    assert pytestconfig.pluginmanager.get_plugin('ppaux-results') is not None\n"
+        test_x=(
+            "def test_x(pytestconfig):\n    assert pytestconfig.pluginmanager.get_plugin('ppaux-results') is not None\n"
+        )
     )
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", f"--ppaux-results={pytester.path / 'r.jsonl'}")
     assert result.ret == pytest.ExitCode.OK
@@ -128,7 +130,10 @@ def test_failure_details_without_an_example_or_blob():
 
 
 def test_failure_details_read_exception_groups():
-    text = "    | Falsifying example: test_x(\n    |     x=1,\n    | )\n    | \n    | You can reproduce this example by temporarily adding @reproduce_failure('6', b'AA==')"
+    text = (
+        "    | Falsifying example: test_x(\n    |     x=1,\n    | )\n    | \n    | You can "
+        "reproduce this example by temporarily adding @reproduce_failure('6', b'AA==')"
+    )
     assert failure_details(text) == {
         "example": "Falsifying example: test_x(\n    x=1,\n)",
         "blob": "@reproduce_failure('6', b'AA==')",
@@ -182,7 +187,10 @@ def test_implementations_pretty_print_as_one_line():
     "header", ["Falsifying example", "Falsifying explicit example", "Failing test case", "Failing explicit test case"]
 )
 def test_failure_details_read_both_hypothesis_wordings(header):
-    text = f"E   {header}: test_x(\nE       x=1,\nE   )\nE   \nE   You can reproduce this test case by temporarily adding @reproduce_failure('6', b'AA==')"
+    text = (
+        f"E   {header}: test_x(\nE       x=1,\nE   )\nE   \n"
+        "E   You can reproduce this test case by temporarily adding @reproduce_failure('6', b'AA==')"
+    )
     assert failure_details(text) == {
         "example": f"{header}: test_x(\n    x=1,\n)",
         "blob": "@reproduce_failure('6', b'AA==')",

@@ -91,9 +91,18 @@ def test_a_value_that_is_not_code_says_which():
 
 
 LINES = [
-    "        self.assertEntries(tensors, [('next_token_ids', next_token_ids), ('__msg_type__', 'pp_output'), (_OUTPUT_PREFIX + 'x', x)])",
-    "        tensors = {'next_token_ids': next_token_ids, 'a, b': [1, (2,)], _OUTPUT_PREFIX + 'scores': scores, 7: 'x'}",
-    "        self.assertEqual(str(raised.exception), 'auxiliary PP tensor names must be non-empty strings, said again')",
+    (
+        "        self.assertEntries(tensors, [('next_token_ids', next_token_ids), "
+        "('__msg_type__', 'pp_output'), (_OUTPUT_PREFIX + 'x', x)])"
+    ),
+    (
+        "        tensors = {'next_token_ids': next_token_ids, 'a, b': "
+        "[1, (2,)], _OUTPUT_PREFIX + 'scores': scores, 7: 'x'}"
+    ),
+    (
+        "        self.assertEqual(str(raised.exception), "
+        "'auxiliary PP tensor names must be non-empty strings, said again')"
+    ),
 ]
 
 
@@ -641,7 +650,10 @@ def test_two_tests_of_one_name_get_two_methods():
 @pytest.mark.parametrize(
     "line",
     [
-        "        x = 'a very long string that no bracket could break, with an escaped \\' quote in it, longer than eighty'",
+        (
+            "        x = 'a very long string that no bracket could break, "
+            "with an escaped \\' quote in it, longer than eighty'"
+        ),
         "        self.assertEqual(x_is_a_long_name_for_a_value, y_is_another_long_name_for_another_value_here)",
     ],
 )

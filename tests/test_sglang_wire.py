@@ -34,7 +34,10 @@ class P2PWork:
 
 
 def _split_tensor_dict(tensor_dict):
-    return [(k, TensorMetadata(v.device.type, v.dtype, v.size())) for k, v in tensor_dict.items()], list(tensor_dict.values())
+    return (
+        [(k, TensorMetadata(v.device.type, v.dtype, v.size())) for k, v in tensor_dict.items()],
+        list(tensor_dict.values()),
+    )
 
 
 class GroupCoordinator:
@@ -42,7 +45,9 @@ class GroupCoordinator:
         pass
 
     def send_object(self, obj, dst, async_send=False, tag=0):
-        torch.distributed.send(torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8), self.ranks[dst], group=self.cpu_group)
+        torch.distributed.send(
+            torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8), self.ranks[dst], group=self.cpu_group
+        )
         return ("send_object", obj, dst, async_send, tag)
 
     def recv_object(self, src, tag=0):
@@ -166,7 +171,10 @@ def test_the_boundary_records_every_call_and_lets_a_fault_change_or_drop_a_messa
         ),
         (
             PARALLEL_STATE.replace("class GroupCoordinator", "class Coordinator"),
-            "sglang==9.9.9: sglang/srt/distributed/parallel_state.py no longer defines GroupCoordinator at module level",
+            (
+                "sglang==9.9.9: sglang/srt/distributed/parallel_state.py "
+                "no longer defines GroupCoordinator at module level"
+            ),
         ),
     ],
 )
@@ -293,7 +301,10 @@ def test_a_difference_in_how_it_ended_or_in_the_messages_names_both():
         (
             _ok({}, [("send", "cpu", 1, "object size")]),
             _ok({}, [("send", "device", 1, "object size")]),
-            "rank 0, message 0: ppaux's model ('send', 'cpu', 1, 'object size'), SGLang's code ('send', 'device', 1, 'object size')",
+            (
+                "rank 0, message 0: ppaux's model ('send', 'cpu', 1, 'object size'), "
+                "SGLang's code ('send', 'device', 1, 'object size')"
+            ),
         ),
         (_ok({}, [("x",)]), _ok({}, [("x",), ("y",)]), "rank 0: ppaux's model exchanged 1 messages, SGLang's code 2"),
     ]
@@ -310,7 +321,7 @@ def test_the_ring_on_ppaux_side_relays_around_every_stage_and_records_its_messag
     }
     out = run_loopback(6, 2, lambda ctx: differential.ring(ctx, dict(sent) if ctx.rank >= 4 else {}, "ppaux"), ())
     assert all(o.status == "ok" for o in out.values())
-    for rank, o in out.items():
+    for o in out.values():
         got = o.value["received"]
         assert list(got) == list(sent) and torch.equal(
             got["__sampling_observer_output__.s"], sent["__sampling_observer_output__.s"]
@@ -414,7 +425,9 @@ def test_wire_diff_refuses_an_unknown_profile(capsys):
 # send_object and send_tensor_dict as SGLang 0.5.23 writes them, shortened to the synchronous path.
 FAITHFUL = PARALLEL_STATE.replace(
     """    def send_object(self, obj, dst, async_send=False, tag=0):
-        torch.distributed.send(torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8), self.ranks[dst], group=self.cpu_group)
+        torch.distributed.send(
+            torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8), self.ranks[dst], group=self.cpu_group
+        )
         return ("send_object", obj, dst, async_send, tag)""",
     """    def send_object(self, obj, dst, async_send=False, tag=0):
         object_tensor = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
@@ -431,7 +444,9 @@ FAITHFUL = PARALLEL_STATE.replace(
         for tensor in tensor_list:
             if tensor.numel() == 0:
                 continue
-            torch.distributed.send(tensor, self.ranks[dst], group=self.cpu_group if tensor.is_cpu else self.device_group)
+            torch.distributed.send(
+                tensor, self.ranks[dst], group=self.cpu_group if tensor.is_cpu else self.device_group
+            )
         return []""",
 )
 

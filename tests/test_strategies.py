@@ -34,11 +34,17 @@ FIND = settings(
         (lambda: ps.tensors(shape=(2, -1)), "every side of shape=-1 must be at least 0"),
         (
             lambda: ps.tensors(views=("diagonal",)),
-            "views=('diagonal',) must be a non-empty selection of ('contiguous', 'transpose', 'step_slice', 'expand', 'size1_stride')",
+            (
+                "views=('diagonal',) must be a non-empty selection of "
+                "('contiguous', 'transpose', 'step_slice', 'expand', 'size1_stride')"
+            ),
         ),
         (
             lambda: ps.tensors(views=()),
-            "views=() must be a non-empty selection of ('contiguous', 'transpose', 'step_slice', 'expand', 'size1_stride')",
+            (
+                "views=() must be a non-empty selection of ('contiguous', "
+                "'transpose', 'step_slice', 'expand', 'size1_stride')"
+            ),
         ),
         (lambda: ps.tensors(device=0), "device=0 must be of type str or device or SearchStrategy, not int"),
         (lambda: ps.tensors(device="gpu0"), "device='gpu0' is not a device torch knows"),
@@ -56,7 +62,10 @@ FIND = settings(
         (lambda: ps.aux_outputs(allow_none=None), "allow_none=None must be of type bool, not NoneType"),
         (
             lambda: ps.observers(modes=("explode",)),
-            "modes=('explode',) must be a non-empty selection of ('rebuild', 'return_none', 'raise', 'drop_one', 'add_one', 'clear')",
+            (
+                "modes=('explode',) must be a non-empty selection of ('rebuild', "
+                "'return_none', 'raise', 'drop_one', 'add_one', 'clear')"
+            ),
         ),
         (lambda: ps.observers(allow_not_pp=0), "allow_not_pp=0 must be of type bool, not int"),
     ],

@@ -59,7 +59,8 @@ def test_a_pure_python_hang_is_a_minimal_hang_finding(capsys, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.thorough  # CI: the pure-Python hang's minimal finding, and the kill from outside in tests/test_isolation.py
+# CI: the pure-Python hang's minimal finding, and the kill from outside in tests/test_isolation.py
+@pytest.mark.thorough
 def test_a_hang_no_signal_reaches_is_stopped_from_outside_and_still_shrinks(capsys, tmp_path):
     code, report = check(
         capsys, tmp_path, "hangs_with_signals_blocked.py", "--tests", "test_round_trip", "--timeout", "0.5"
@@ -69,8 +70,9 @@ def test_a_hang_no_signal_reaches_is_stopped_from_outside_and_still_shrinks(caps
     assert HANG.fullmatch(found["error"])["call"] == "pop"
     assert payload_items(found["example"]) == 3
     assert found["detail"] == (
-        f'stuck at (most recent call last):\n  File "{IMPLS / "hangs_with_signals_blocked.py"}", line 21, '
-        "in pop_auxiliary_output_from_pp_tensors\n    os.read(read_end, 1)  # nobody writes: blocks in the kernel for ever"
+        f'stuck at (most recent call last):\n  File "{IMPLS / "hangs_with_signals_blocked.py"}", line 22, '
+        "in pop_auxiliary_output_from_pp_tensors\n"
+        "    os.read(read_end, 1)  # nobody writes: blocks in the kernel for ever"
     )
 
 
@@ -152,10 +154,17 @@ def test_a_test_that_dies_outside_the_calls_or_only_once_still_fails(pytester):
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(
         [
-            "crash: the test's process killed the process with SIGSEGV (signal 11), outside any single call into the implementation under test",
+            (
+                "crash: the test's process killed the process with SIGSEGV (signal 11), "
+                "outside any single call into the implementation under test"
+            ),
             "Fatal Python error: Segmentation fault",
-            "crash: the test's process ended the process with exit status 7, outside any single call into the implementation under test",
-            "the test's process ended the process with exit status 5, but it passed when run again with each call isolated: "
+            (
+                "crash: the test's process ended the process with exit status 7, "
+                "outside any single call into the implementation under test"
+            ),
+            "the test's process ended the process with exit status 5, "
+            "but it passed when run again with each call isolated: "
             "the crash or hang depends on state outside the drawn example",
         ]
     )

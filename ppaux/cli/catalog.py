@@ -26,8 +26,8 @@ def add_explain_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "query",
         nargs="+",
-        help="an error code (A1, P1, I1, ...) or the message text from a traceback, a kit code (K1-K15, also as the kit "
-        "prints it: 'K9 mismatch: ...') or a contract clause id (add.5, round-trip; `ppaux clauses` lists them)",
+        help="an error code (A1, P1, I1, ...) or the message text from a traceback, a kit code (K1-K15, also as the "
+        "kit prints it: 'K9 mismatch: ...') or a contract clause id (add.5, round-trip; `ppaux clauses` lists them)",
     )
 
 
@@ -50,7 +50,10 @@ def run_errors(args: argparse.Namespace) -> int:
 
 def render_finding(finding: Finding) -> str:
     fixes = "\n".join(f"  - {fix}" for fix in finding.fixes)
-    return f"{finding.code} {finding.kind} (reported by check_observer): {finding.template}\nMeaning: {finding.meaning}\nFix:\n{fixes}"
+    return (
+        f"{finding.code} {finding.kind} (reported by check_observer): {finding.template}\n"
+        f"Meaning: {finding.meaning}\nFix:\n{fixes}"
+    )
 
 
 def render_clause(clause: clauses.Clause) -> str:

@@ -71,7 +71,8 @@ def assert_documented(impl: Implementation, exc: BaseException, code: str, name:
     if impl.is_reference:
         # Only ppaux promises the subclass and its code; other implementations need not.
         assert isinstance(exc, AuxiliaryPPError) and exc.code == code, (
-            f"expected ppaux's AuxiliaryPPError with code {code}, got {type(exc).__name__} with code {getattr(exc, 'code', None)!r}"
+            f"expected ppaux's AuxiliaryPPError with code {code}, "
+            f"got {type(exc).__name__} with code {getattr(exc, 'code', None)!r}"
         )
 
 

@@ -99,7 +99,8 @@ def _check_first_failing_item(t, d, out):
 @pytest.mark.clause("add.5")
 @given(data=st.data())
 def test_first_failing_item_decides_the_error(ppaux_impl, data):
-    """add.5: items are checked in order, name (A3) before value (A4) before collision (A5); the first failing item decides."""
+    """add.5: items are checked in order, name (A3) before value (A4) before collision (A5);
+    the first failing item decides."""
     _check_first_failing_item(*data.draw(add_cases(ppaux_impl, valid=False), label="case"))
 
 
@@ -122,7 +123,8 @@ def test_first_failing_item_decides_the_error_in_known_cases(ppaux_impl, d, payl
 @pytest.mark.clause("add.7")
 @given(data=st.data())
 def test_success_adds_one_key_per_item_bound_to_the_same_tensor(ppaux_impl, data):
-    """add.7: success adds exactly prefix+name per item bound to the very tensor; earlier keys keep value and position."""
+    """add.7: success adds exactly prefix+name per item bound to the very tensor;
+    earlier keys keep value and position."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
     payload = data.draw(aux_payloads(prefix=t.prefix), label="payload")

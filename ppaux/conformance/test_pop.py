@@ -49,7 +49,8 @@ def test_name_is_key_with_prefix_removed_once(ppaux_impl, data, tensor):
 @pytest.mark.clause("pop.2")
 @given(data=st.data(), obs=observers())
 def test_no_aux_items_returns_none_without_calling_observer(ppaux_impl, data, obs):
-    """pop.2: without aux items pop returns None, leaves the dict untouched and never calls the observer (any observer)."""
+    """pop.2: without aux items pop returns None, leaves the dict untouched and never calls the observer
+    (any observer)."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
     snap = snapshot(d)
@@ -75,7 +76,8 @@ def _check_precedence(t, d, obs):
 @pytest.mark.clause("pop.3")
 @given(data=st.data())
 def test_observer_checks_precede_value_checks(ppaux_impl, data):
-    """pop.3: with aux items, observer None is P1, else an observer without PP support is P2, else a non-tensor aux value is P3."""
+    """pop.3: with aux items, observer None is P1, else an observer without PP support is P2,
+    else a non-tensor aux value is P3."""
     _check_precedence(*data.draw(pop_cases(ppaux_impl), label="case"))
 
 
@@ -141,7 +143,8 @@ def test_failed_pop_leaves_dict_exactly_as_before(ppaux_impl, data):
 @pytest.mark.clause("pop.7")
 @given(data=st.data())
 def test_success_returns_observer_object_and_removes_exactly_aux_keys(ppaux_impl, data):
-    """pop.7: success returns the observer's own object; the dict loses exactly the aux keys, others keep value and position."""
+    """pop.7: success returns the observer's own object; the dict loses exactly the aux keys,
+    others keep value and position."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix, aux=True), label="d")
     keep = [(k, v) for k, v in d.items() if not (isinstance(k, str) and k.startswith(t.prefix))]

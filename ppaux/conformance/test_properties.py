@@ -25,7 +25,8 @@ pytestmark = pytest.mark.contract
 @pytest.mark.clause("round-trip")
 @given(data=st.data())
 def test_round_trip(ppaux_impl, data):
-    """round-trip: add then pop returns the observer's object, restores the dict, and hands over the identical tensors."""
+    """round-trip: add then pop returns the observer's object, restores the dict,
+    and hands over the identical tensors."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
     payload = data.draw(aux_payloads(prefix=t.prefix), label="payload")
@@ -43,7 +44,8 @@ def test_round_trip(ppaux_impl, data):
 @pytest.mark.clause("composition")
 @given(data=st.data())
 def test_outputs_with_disjoint_names_compose(ppaux_impl, data):
-    """composition: outputs with disjoint names can be added one after the other; one pop hands the observer all of them."""
+    """composition: outputs with disjoint names can be added one after the other;
+    one pop hands the observer all of them."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
     names = data.draw(st.lists(aux_names(prefix=t.prefix), min_size=2, max_size=4, unique=True), label="names")
@@ -114,7 +116,8 @@ class _TrapTensor(torch.Tensor):
 @pytest.mark.clause("values-never-read")
 @given(data=st.data())
 def test_any_dtype_shape_layout_and_device_travels_untouched(ppaux_impl, data):
-    """values-never-read: tensors of any dtype, shape (0-d, empty), view and device (meta too) pass add and pop untouched."""
+    """values-never-read: tensors of any dtype, shape (0-d, empty), view and device
+    (meta too) pass add and pop untouched."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
     payload = data.draw(aux_payloads(prefix=t.prefix, tensors=tensors(include_meta=True)), label="payload")

@@ -60,8 +60,9 @@ def test_non_str_keys_are_ordinary_keys(ppaux_impl, data):
 @pytest.mark.clause("pop.4")
 @given(data=st.data(), mode=st.sampled_from(["drop_one", "add_one", "clear"]))
 def test_observer_changing_its_dict_does_not_change_the_pp_dict(ppaux_impl, data, mode):
-    """pop.4: an observer that changes the dict it was given changes nothing in the PP dict: pop still removes exactly the aux keys (pop.7)
-    (SGLang deletes by the observer's dict: a dropped name leaks its key, an added name raises KeyError mid-deletion)."""
+    """pop.4: an observer that changes the dict it was given changes nothing in the PP dict: pop still removes exactly
+    the aux keys (pop.7) (SGLang deletes by the observer's dict: a dropped name leaks its key, an added name raises
+    KeyError mid-deletion)."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix, aux=True), label="d")
     keep = [(k, v) for k, v in d.items() if not (isinstance(k, str) and k.startswith(t.prefix))]

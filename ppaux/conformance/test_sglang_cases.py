@@ -29,7 +29,8 @@ def test_none_output_leaves_transport_unchanged(t):
 
 @pytest.mark.clause("add.7")
 def test_add_namespaces_multiple_auxiliary_tensors(t):
-    """add.7: two tensors are added under prefix + name, after the ordinary key, the ordinary key untouched (SGLang's case)."""
+    """add.7: two tensors are added under prefix + name, after the ordinary key, the ordinary key untouched
+    (SGLang's case)."""
     hidden, scores, token_ids = torch.tensor([1.0]), torch.tensor([0.2, 0.8]), torch.tensor([3, 7])
     tensors = {"hidden_states": hidden}
     t.add(tensors, PPOutput({"scores": scores, "token_ids": token_ids}))

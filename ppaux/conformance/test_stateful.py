@@ -114,7 +114,8 @@ def machine(max_items: int, observer_modes: Sequence[str]) -> type:
     return TransportMachine
 
 
-# Only failures that the contract and SGLang agree on: one-item payloads fail before any write, observers keep their dict.
+# Only failures that the contract and SGLang agree on: one-item payloads fail before any write,
+# observers keep their dict.
 ContractMachine = machine(max_items=1, observer_modes=("rebuild", "return_none", "raise"))
 RobustMachine = machine(max_items=3, observer_modes=("rebuild", "return_none", "raise", "drop_one", "add_one", "clear"))
 
@@ -130,6 +131,6 @@ def test_interleaved_adds_and_pops_leak_no_key(ppaux_impl):
 @pytest.mark.robustness
 @pytest.mark.clause("no-leaked-keys")
 def test_interleaved_faulty_adds_and_pops_leak_no_key(ppaux_impl):
-    """no-leaked-keys: holds with any output and any observer too; multi-item outputs that fail half-way and observers that change the
-    dict they are handed leave no key behind (SGLang leaks both)."""
+    """no-leaked-keys: holds with any output and any observer too; multi-item outputs that fail half-way and
+    observers that change the dict they are handed leave no key behind (SGLang leaks both)."""
     run_state_machine_as_test(lambda: RobustMachine(ppaux_impl), settings=settings(stateful_step_count=STEPS))

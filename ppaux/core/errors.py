@@ -145,7 +145,10 @@ _ENTRIES = (
         raised_by="integrity add",
         template="auxiliary PP tensor {name!r} is not contiguous",
         when="integrity mode is on and a tensor of `to_pp_tensors()` is a non-contiguous view.",
-        meaning="gloo refuses non-contiguous tensors (`input tensor has to be contiguous`) and SGLang's relay does not fix them: the send would fail mid-dict and leave the receiving stage waiting.",
+        meaning=(
+            "gloo refuses non-contiguous tensors (`input tensor has to be contiguous`) and SGLang's relay does not fix "
+            "them: the send would fail mid-dict and leave the receiving stage waiting."
+        ),
         fixes=("return `tensor.contiguous()` from `to_pp_tensors()`",),
     ),
     CatalogEntry(
@@ -153,7 +156,10 @@ _ENTRIES = (
         raised_by="integrity pop",
         template="auxiliary PP output arrived without its integrity manifest",
         when="integrity mode is on, aux keys arrived, and the manifest key did not.",
-        meaning="The sending stage does not run integrity mode, or the manifest was lost on the way; the aux tensors cannot be trusted.",
+        meaning=(
+            "The sending stage does not run integrity mode, or the manifest was lost on the way; the aux tensors "
+            "cannot be trusted."
+        ),
         fixes=(
             "turn integrity mode on at both ends of the relay (the last stage adds, the first pops)",
             "look for a stage that rewrites the PP dict between them",
@@ -197,9 +203,15 @@ _ENTRIES = (
         raised_by="integrity pop",
         template="auxiliary PP tensor {name!r} failed its checksum",
         when="a received tensor's bytes do not match the checksum the sender computed.",
-        meaning="The values changed on the way: corrupted bytes, a tensor moved off its device, or a tensor that differed across the ranks of the all-gather group (only one rank's slice of each survives).",
+        meaning=(
+            "The values changed on the way: corrupted bytes, a tensor moved off its device, or a tensor that differed "
+            "across the ranks of the all-gather group (only one rank's slice of each survives)."
+        ),
         fixes=(
-            "make aux tensors identical on every rank of the attention-TP group, or relay them without `all_gather_group`",
+            (
+                "make aux tensors identical on every rank of the attention-TP group, or relay them without "
+                "`all_gather_group`"
+            ),
             "check the link between the stages for corruption",
         ),
     ),

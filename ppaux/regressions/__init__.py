@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from ppaux.regressions.expect import expected_steps
 from ppaux.regressions.prove import PROOF_SECONDS, judge, prove_files

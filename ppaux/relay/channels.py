@@ -4,7 +4,8 @@ Both have ``send(tensor, group)`` / ``recv(tensor, group)`` with ``group`` ``"cp
 ``"device"``. The loopback behaves like gloo where the suite depends on it: it refuses
 non-contiguous tensors with gloo's message, it moves raw bytes (so a dtype change of the same
 byte size is reinterpreted, not rejected), a shorter message silently fills only the start of
-the receiving tensor, and a longer one is an error (gloo aborts the receiving process). Where gloo would block forever the loopback raises :class:`ChannelHang`.
+the receiving tensor, and a longer one is an error (gloo aborts the receiving process). Where
+gloo would block forever the loopback raises :class:`ChannelHang`.
 Neither moves anything for a meta tensor: torch.distributed, which SGLang's relay calls, doesn't.
 """
 

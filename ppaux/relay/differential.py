@@ -219,11 +219,14 @@ def check(version: str, settings: Any, configs: tuple[tuple[int, int], ...] = CO
     for stages, ag in configs:
         w = world(stages, ag, version, source)
 
+        # Runs within this iteration (given(...)() below), so the loop's w, stages and ag are this
+        # configuration's; binding them as defaults would add parameters for Hypothesis to see.
         def wire_diff(data: Any) -> None:
-            found = difference(run(w, sent_dicts(data.draw, ag)))
+            found = difference(run(w, sent_dicts(data.draw, ag)))  # noqa: B023 - runs within this iteration
             if found is not None:
                 raise AssertionError(
-                    f"sglang=={version} and ppaux's model differ (pp={stages}, attention-TP={ag}): {found}"
+                    f"sglang=={version} and ppaux's model differ "
+                    f"(pp={stages}, attention-TP={ag}): {found}"  # runs within this iteration  # noqa: B023
                 )
 
         # Named by its configuration: Hypothesis prints the name and keys its example database by it.

@@ -353,7 +353,7 @@ def classify(outcomes: Mapping[int, Any], config: Any) -> Verdict:
     """The verdict of one run at the popping stage (see the module docstring)."""
     ranked = sorted(outcomes.items())
     errors = [(rank, o.error) for rank, o in ranked if o.status == "error"]
-    for rank, err in errors:
+    for _rank, err in errors:
         code = _documented_code(err)
         if code is not None:
             return Verdict(OUTCOMES[0], f"{code}: {err}")

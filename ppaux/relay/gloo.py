@@ -222,13 +222,13 @@ _STACK_FILE: Any = None
 
 
 # pragma: no mutate start - runs only in a worker process, where mutmut cannot see which tests reach it
-def _process_main(
+def _process_main(  # pragma: no cover - runs in the child; rank_main is covered in-process
     rank: int,
     world_size: int,
     store_path: str,
     ag_size: int,
     timeout: float,
-    conn: Any,  # pragma: no cover - runs in the child; rank_main is covered in-process
+    conn: Any,
     extension: Any = None,
     stack_path: str | None = None,
 ) -> None:
@@ -525,8 +525,8 @@ def describe_failure(rank: int, o: Outcome) -> str:
     if o.stack is not None:
         asked = signal.Signals(STACK_SIGNAL).name
         return (
-            text
-            + f"; no stack could be obtained (no answer to {asked} within {STACK_WAIT:g} s: the rank blocks, ignores or handles that signal itself)"
+            text + f"; no stack could be obtained (no answer to {asked} "
+            f"within {STACK_WAIT:g} s: the rank blocks, ignores or handles that signal itself)"
         )
     return text
 

@@ -48,8 +48,9 @@ def relay(
     ``channel`` is ``"loopback"`` (in process), ``"gloo"`` (a long-lived pair of gloo
     processes on 127.0.0.1, started on first use and stopped at interpreter exit, see
     :mod:`ppaux.relay.gloo`) or ``"sglang"`` (the same over SGLang's own wire code,
-    :mod:`ppaux.relay.sglang`, which allocates on the receiver's current device). ``device`` is the receiver's own device (default: each tensor's device
-    type, as SGLang). What the channel rejects is raised here (e.g. gloo's
+    :mod:`ppaux.relay.sglang`, which allocates on the receiver's current device). ``device`` is
+    the receiver's own device (default: each tensor's device type, as SGLang). What the channel
+    rejects is raised here (e.g. gloo's
     ``RuntimeError: input tensor has to be contiguous``); a hop that cannot complete raises
     :class:`ppaux.relay.channels.ChannelHang` instead of blocking.
     """

@@ -231,10 +231,9 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
 def _link(ctx: Any, plan: Plan, stage: int, member: int, device: str) -> Any:
     """The rank's hops of the ring: to the same all-gather member of the next stage, from the previous one's."""
     stage_count, ag_size = len(plan.config.stages), plan.config.ag_size
-    if (
-        plan.wire == "sglang"
-    ):  # pragma: no cover - SGLang's side runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
-        # pragma: no mutate start - runs only in gloo worker processes under -m sglang (tests/test_wire_diff.py), which mutmut cannot map
+    if plan.wire == "sglang":  # pragma: no cover - SGLang's side runs in gloo workers (test_wire_diff.py, -m sglang)
+        # pragma: no mutate start - runs only in gloo worker processes under -m sglang, which mutmut cannot map
+        # (tests/test_wire_diff.py)
         return sglang.Link(ctx.sglang, (stage - 1) % stage_count, (stage + 1) % stage_count)
         # pragma: no mutate end
     prev_rank = ((stage - 1) % stage_count) * ag_size + member
@@ -281,7 +280,8 @@ def _run_first_stage(config: PipelineConfig, link: Any, report: StageReport) -> 
     """Every step: receive from the last stage, pop the auxiliary output with this stage's
     observer and forward the dict to stage 1, in ``config.order``."""
     observer = config.stages[0].observer
-    # pragma: no mutate start - equivalent: check_wiring refused observers without PP support; without aux output pop calls none
+    # pragma: no mutate start - equivalent: check_wiring refused observers without PP support
+    # (and without aux output pop calls none)
     observer = Witness(observer) if isinstance(observer, PipelineParallelSamplingObserver) else observer
     # pragma: no mutate end
     handed = observer.received if isinstance(observer, Witness) else []

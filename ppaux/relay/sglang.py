@@ -256,9 +256,7 @@ class SGLangRank:
         self.wire = wire
 
 
-def join(
-    ctx: Any, version: str, source: str
-) -> None:  # pragma: no cover - runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
+def join(ctx: Any, version: str, source: str) -> None:  # pragma: no cover - runs in gloo workers (test_wire_diff.py)
     """Set up SGLang's side on one gloo rank (a :class:`~ppaux.relay.gloo.GlooWorld` extension):
     join the default process group, make SGLang's PP and attention-TP groups, load the wire code."""
     # SGLang's send_object hands torch.frombuffer the pickle's bytes, and torch warns each time.

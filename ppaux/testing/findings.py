@@ -28,7 +28,10 @@ _FINDINGS = (
         code="K1",
         kind="non_contiguous",
         template="auxiliary PP tensor {name!r} is not contiguous",
-        meaning='gloo refuses it on the real wire ("input tensor has to be contiguous"); the relay does not make payloads contiguous for you.',
+        meaning=(
+            'gloo refuses it on the real wire ("input tensor has to be contiguous"); '
+            "the relay does not make payloads contiguous for you."
+        ),
         fixes=(
             "return `tensor.contiguous()` from `to_pp_tensors()` (slices, transposes and `expand` make views)",
             "or build the tensor contiguous in `after_sample` (e.g. `topk(k)` instead of slicing a wider `topk`)",
@@ -48,9 +51,14 @@ _FINDINGS = (
         code="K3",
         kind="subclass",
         template="auxiliary PP tensor {name!r} is a {detail}; the receiving stage gets a plain torch.Tensor",
-        meaning="Only (device type, dtype, shape) and the bytes cross the wire; the subclass and its attributes are lost.",
+        meaning=(
+            "Only (device type, dtype, shape) and the bytes cross the wire; the subclass and its attributes are lost."
+        ),
         fixes=(
-            "return plain tensors from `to_pp_tensors()` (e.g. `tensor.as_subclass(torch.Tensor)` or `tensor.detach()` for a Parameter)",
+            (
+                "return plain tensors from `to_pp_tensors()` (e.g. `tensor.as_subclass(torch.Tensor)` or "
+                "`tensor.detach()` for a Parameter)"
+            ),
             "send what the subclass carries as tensors of their own and rebuild it in `from_pp_tensors()`",
         ),
     ),
@@ -68,7 +76,10 @@ _FINDINGS = (
         code="K5",
         kind="collision",
         template="auxiliary PP tensor name {name!r} collides with {detail}",
-        meaning="Aux names share the PP dict with SGLang's own keys and with other outputs' names; a shared name means A5 or a confusing dict.",
+        meaning=(
+            "Aux names share the PP dict with SGLang's own keys and with other outputs' names; a shared name means A5 "
+            "or a confusing dict."
+        ),
         fixes=(
             "namespace every name with your plugin's name, e.g. 'my_plugin.scores'",
             "never put the reserved prefix in a name yourself: add writes it",
@@ -97,9 +108,14 @@ _FINDINGS = (
         code="K8",
         kind="observer_raised",
         template="from_pp_tensors() raised {detail} on tensors received on {device}",
-        meaning="The observer cannot rebuild from what arrives: the receiver allocates fresh tensors on its own device.",
+        meaning=(
+            "The observer cannot rebuild from what arrives: the receiver allocates fresh tensors on its own device."
+        ),
         fixes=(
-            "don't assume the sender's device in `from_pp_tensors()`: use `tensors[name].device`, or `.to(device)` explicitly",
+            (
+                "don't assume the sender's device in `from_pp_tensors()`: use `tensors[name].device`, or `.to(device)` "
+                "explicitly"
+            ),
             "rebuild only from the mapping you are given (names, dtypes and shapes as `to_pp_tensors()` sent them)",
         ),
     ),
@@ -110,8 +126,14 @@ _FINDINGS = (
         meaning="The first stage silently gets a different output than the last stage produced.",
         fixes=(
             "make `from_pp_tensors()` the exact inverse of `to_pp_tensors()`: same names, dtypes, shapes and values",
-            "send derived values instead of recomputing them on the first stage; pass `equal=` if your output compares otherwise",
-            "rebuild the structure `copy_to_host()` reads (shapes, nesting), not only the tensors `to_pp_tensors()` sends",
+            (
+                "send derived values instead of recomputing them on the first stage; pass `equal=` if your output "
+                "compares otherwise"
+            ),
+            (
+                "rebuild the structure `copy_to_host()` reads (shapes, nesting), not only the tensors "
+                "`to_pp_tensors()` sends"
+            ),
         ),
     ),
     Finding(
@@ -128,7 +150,10 @@ _FINDINGS = (
         code="K11",
         kind="no_copy_to_host",
         template="the rebuilt {detail} has no copy_to_host(), which SGLang's scheduler calls right after pop",
-        meaning="The original output has copy_to_host(); SGLang calls it on the rebuilt one (copy_auxiliary_output_to_cpu), so the scheduler would crash with an AttributeError one step after pop.",
+        meaning=(
+            "The original output has copy_to_host(); SGLang calls it on the rebuilt one "
+            "(copy_auxiliary_output_to_cpu), so the scheduler would crash with an AttributeError one step after pop."
+        ),
         fixes=(
             "return an object of the output's own class from `from_pp_tensors()`",
             "or implement `copy_to_host(copy_tensor)` on the class `from_pp_tensors()` returns",
@@ -138,16 +163,25 @@ _FINDINGS = (
         code="K12",
         kind="no_consume",
         template="copy_to_host() of the {detail} output returned {host}, which has no consume()",
-        meaning="SGLang calls consume(batch, commits) on what copy_to_host() returns, before it streams the response: without it the scheduler crashes.",
+        meaning=(
+            "SGLang calls consume(batch, commits) on what copy_to_host() returns, before it streams the response: "
+            "without it the scheduler crashes."
+        ),
         fixes=("return a host output with `consume(batch, commits)` from `copy_to_host()`",),
     ),
     Finding(
         code="K13",
         kind="lifecycle_raised",
         template="{detail}",
-        meaning="SGLang copies every rebuilt output to the host with copy_to_host(copy_tensor); the kit does the same, with a copy_tensor that returns a CPU copy, and compares the host outputs field by field.",
+        meaning=(
+            "SGLang copies every rebuilt output to the host with copy_to_host(copy_tensor); the kit does the same, "
+            "with a copy_tensor that returns a CPU copy, and compares the host outputs field by field."
+        ),
         fixes=(
-            "make `copy_to_host()` work on the tensors `from_pp_tensors()` was given (fresh tensors on the receiver's device)",
+            (
+                "make `copy_to_host()` work on the tensors `from_pp_tensors()` was given (fresh tensors on the "
+                "receiver's device)"
+            ),
             "pass `equal=` when your host outputs cannot be compared field by field",
         ),
     ),
@@ -155,20 +189,41 @@ _FINDINGS = (
         code="K14",
         kind="hang",
         template="{detail}",
-        meaning="Every step that runs your code (add calls `to_pp_tensors()`, pop `from_pp_tensors()`, then `copy_to_host()` and the comparison or `equal`) runs under a time limit; this one did not return within it. In SGLang the stage would stall every request in the batch. The message names the call, the limit and where it was stuck.",
+        meaning=(
+            "Every step that runs your code (add calls `to_pp_tensors()`, pop `from_pp_tensors()`, then "
+            "`copy_to_host()` and the comparison or `equal`) runs under a time limit; this one did not return within "
+            "it. In SGLang the stage would stall every request in the batch. The message names the call, the limit and "
+            "where it was stuck."
+        ),
         fixes=(
-            "look for a loop that never ends or a wait that is never woken (a lock, a queue, a CUDA sync, a `recv`) in `to_pp_tensors()`, `from_pp_tensors()` or `copy_to_host()`, at the frame the message shows",
-            "if the step is merely slow, raise the limit: `check_observer(..., timeout=SECONDS)` (or `--ppaux-timeout` for the fixture)",
+            (
+                "look for a loop that never ends or a wait that is never woken (a lock, a queue, a CUDA sync, a "
+                "`recv`) in `to_pp_tensors()`, `from_pp_tensors()` or `copy_to_host()`, at the frame the message shows"
+            ),
+            (
+                "if the step is merely slow, raise the limit: `check_observer(..., timeout=SECONDS)` (or "
+                "`--ppaux-timeout` for the fixture)"
+            ),
         ),
     ),
     Finding(
         code="K15",
         kind="crash",
         template="{detail}",
-        meaning="A step that runs your code ended the process it ran in (a fatal signal such as SIGSEGV, or an exit), in a forked child where the kit runs it. In SGLang the scheduler process would die. The message names the call, the exit status or signal and, for a signal, where it struck.",
+        meaning=(
+            "A step that runs your code ended the process it ran in (a fatal signal such as SIGSEGV, or an exit), in a "
+            "forked child where the kit runs it. In SGLang the scheduler process would die. The message names the "
+            "call, the exit status or signal and, for a signal, where it struck."
+        ),
         fixes=(
-            "a native extension (C++/CUDA) that crashes: run the step under `python -X faulthandler` or `gdb --args python ...` to see where",
-            "don't end the process from plugin code (`os._exit()`, `os.abort()`, a library's fatal-error handler): raise an exception instead",
+            (
+                "a native extension (C++/CUDA) that crashes: run the step under `python -X faulthandler` or "
+                "`gdb --args python ...` to see where"
+            ),
+            (
+                "don't end the process from plugin code (`os._exit()`, `os.abort()`, a library's fatal-error handler): "
+                "raise an exception instead"
+            ),
         ),
     ),
 )

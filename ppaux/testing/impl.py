@@ -88,7 +88,8 @@ class Implementation:
 
 
 def reference(prefix: str | None = None) -> Implementation:
-    """ppaux's own transport; with SGLang's prefix through its SGLang-named functions, so those are what the suite tests."""
+    """ppaux's own transport; with SGLang's prefix through its SGLang-named functions, so those are what the
+    suite tests."""
     module = reference_module
     if prefix is not None:
         t = PPAuxTransport(prefix)

@@ -48,7 +48,8 @@ def _fields(value: Any) -> tuple[tuple[str, Any], ...] | None:
 def difference(before: Any, after: Any, path: str = "host", _seen: set[tuple[int, int]] | None = None) -> str | None:
     """Where and how ``after`` differs from ``before``, or ``None``: tensors by dtype, shape and
     every bit of value; dataclasses, named tuples and plain objects field by field; tuples, lists
-    and dicts item by item; anything else (an object with its own ``__eq__`` too) by ``==``. The answer names the path, e.g.
+    and dicts item by item; anything else (an object with its own ``__eq__`` too) by ``==``. The
+    answer names the path, e.g.
     ``host.values: shape (2, 3) became (6,)`` or ``host.rows[2]: 0.5 became 0.25``."""
     seen = set() if _seen is None else _seen
     if (id(before), id(after)) in seen:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -37,7 +37,7 @@ MARKS = {
 IMPL_KEY = pytest.StashKey[Implementation]()
 GUARD_KEY = pytest.StashKey[Guard]()
 ISOLATION_KEY = pytest.StashKey[bool]()
-RECORDER_KEY = pytest.StashKey[Optional[CallRecorder]]()
+RECORDER_KEY = pytest.StashKey[CallRecorder | None]()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,4 +1,5 @@
-"""A planted broken implementation for the fuzz demo (``python -m fuzz run --impl tests/impls/broken_contiguous_copy.py``).
+"""A planted broken implementation for the fuzz demo
+(``python -m fuzz run --impl tests/impls/broken_contiguous_copy.py``).
 
 It is ppaux's transport except for one subtle bug, the kind a relay "fix" introduces: when an
 output carries three or more tensors, add stores ``tensor.contiguous()`` instead of the tensor.
