@@ -195,7 +195,8 @@ def _execute(run: Callable[[], None], guard: Guard, supervisor: Optional[Guard],
 
 def _add_note(exc: BaseException, note: str) -> None:
     # BaseException.add_note is Python 3.11+; pytest prints ``__notes__`` on any Python, Python itself from 3.11.
-    exc.__notes__ = [*getattr(exc, "__notes__", ()), note]
+    noted: Any = exc  # __notes__ is typed from 3.11 on
+    noted.__notes__ = [*getattr(exc, "__notes__", ()), note]
 
 
 def _contained(run: Callable[[], None], guard: Guard, result: KitResult) -> None:
@@ -373,7 +374,8 @@ def _lifecycle_difference(guard: Guard, original: Any, rebuilt: Any) -> Optional
             raise KitFailure("K12", detail=side, host=f"a {type(host).__name__}")
         hosts.append(host)
     try:
-        return guard.call("the comparison of the host outputs", difference, *hosts)
+        found: str | None = guard.call("the comparison of the host outputs", difference, *hosts)
+        return found
     except Exception as exc:
         raise KitFailure("K13", detail=f"comparing the host outputs raised {type(exc).__name__}: {exc}") from exc
 
@@ -418,7 +420,7 @@ def _holder(observer: Any, cdata: int) -> str:
 def _reaches(value: Any, cdata: int, depth: int) -> bool:
     """Whether ``value`` is, or holds within ``depth`` levels, a tensor on that storage."""
     if torch.is_tensor(value):
-        return value.untyped_storage()._cdata == cdata
+        return bool(value.untyped_storage()._cdata == cdata)
     if depth == 0:
         return False
     if isinstance(value, Mapping):
