@@ -14,7 +14,6 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.database import InMemoryExampleDatabase
-from hypothesis.internal import observability
 
 from ppaux.testing import hypothesis_api
 from ppaux.testing.hypothesis_api import (REQUIRED, HypothesisAPIError, add_to_database_key, check_hypothesis_api,
@@ -123,14 +122,14 @@ def test_observed_test_cases_are_every_case_run_on_any_thread_without_coverage_u
     statuses: List[str] = []
     stop = observe_test_cases(statuses.append)
     try:
-        assert observability.OBSERVABILITY_COLLECT_COVERAGE is False
+        assert hypothesis_api.observability.OBSERVABILITY_COLLECT_COVERAGE is False
         drawn = _draws(derandomize=True)
         other = threading.Thread(target=_draws, kwargs={"derandomize": True})
         other.start()
         other.join()
     finally:
         stop()
-    assert observability.OBSERVABILITY_COLLECT_COVERAGE is True
+    assert hypothesis_api.observability.OBSERVABILITY_COLLECT_COVERAGE is True
     assert len(statuses) == 2 * len(drawn)
     assert statuses[:len(drawn)] == ["passed" if n % 3 else "gave_up" for n in drawn]
     _draws(derandomize=True)
