@@ -15,7 +15,7 @@ import random
 import re
 import signal
 import time
-from typing import Any, Callable, Dict, Iterable, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 import pytest
 from hypothesis import Phase, is_hypothesis_test, settings
@@ -104,7 +104,9 @@ class FuzzRound:
         seed = env.get("PPAUX_FUZZ_SEED")
         # --seed: every test of the round draws its seed from one generator seeded with the round's.
         self._seeds = None if seed is None else random.Random(int(seed))
-        self._undo: list = []
+        self.shard = parse_shard(env.get("PPAUX_FUZZ_SHARD"))
+        # What pytest_unconfigure puts back, last first.
+        self._undo: List[Callable[[], Any]] = []
 
     def _profile(self, env: Dict[str, str]) -> settings:
         db = open_database(env.get("PPAUX_FUZZ_DB"), answer_timeout=ROUND_REDIS_TIMEOUT_S)
@@ -164,10 +166,9 @@ class FuzzRound:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list) -> None:
-        shard = parse_shard(os.environ.get("PPAUX_FUZZ_SHARD"))
         # Plain example tests give the same answer every time: fuzzing them wastes the budget.
         fuzzable = [item for item in items if is_hypothesis_test(getattr(item, "obj", None))]
-        keep = [item for item in fuzzable if in_shard(item.nodeid, shard)]
+        keep = [item for item in fuzzable if in_shard(item.nodeid, self.shard)]
         dropped = [item for item in items if item not in keep]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
