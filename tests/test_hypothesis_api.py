@@ -16,8 +16,14 @@ from hypothesis import strategies as st
 from hypothesis.database import InMemoryExampleDatabase
 
 from ppaux.testing import hypothesis_api
-from ppaux.testing.hypothesis_api import (REQUIRED, HypothesisAPIError, add_to_database_key, check_hypothesis_api,
-                                          observe_test_cases, replace_seed_generator)
+from ppaux.testing.hypothesis_api import (
+    REQUIRED,
+    HypothesisAPIError,
+    add_to_database_key,
+    check_hypothesis_api,
+    observe_test_cases,
+    replace_seed_generator,
+)
 
 MODULES = ("hypothesis.core", "hypothesis.internal.observability", "hypothesis.internal.reflection")
 
@@ -84,9 +90,9 @@ def test_every_name_that_changed_kind_is_named_in_one_message():
         "switch off tracing each example's coverage while counting (it slows a round several times over)",
         "hypothesis.internal.observability.TestCaseObservation is no longer a dataclass with fields type, status: "
         "ppaux needs it to tell a test case's observation (type 'test_case', status passed, failed or gave_up) "
-        "from the others",
+        "from others",
         "hypothesis.core.threadlocal is no longer an object with _hypothesis_global_random: ppaux needs it to seed a "
-        "fuzz round and keep its example database (@seed, --hypothesis-seed and derandomize turn it off)",
+        "fuzz round and keep its example database (@seed, --hypothesis-seed, derandomize drop it)",
         "hypothesis.internal.reflection.function_digest is no longer a function whose digest reads "
         "_hypothesis_internal_add_digest: ppaux needs it to key each plugin's check_observer apart in the example "
         "database (the checks share one source)",

@@ -23,8 +23,12 @@ from hypothesis.database import ExampleDatabase, ReadOnlyDatabase
 
 from ppaux.fuzz.database import ROUND_REDIS_TIMEOUT_S, open_database
 from ppaux.fuzz.options import in_shard, parse_shard
-from ppaux.testing.hypothesis_api import (HypothesisAPIError, check_hypothesis_api, observe_test_cases,
-                                           replace_seed_generator)
+from ppaux.testing.hypothesis_api import (
+    HypothesisAPIError,
+    check_hypothesis_api,
+    observe_test_cases,
+    replace_seed_generator,
+)
 from ppaux.testing.plugin import recorded_calls
 from ppaux.testing.profiles import PROFILES
 from ppaux.testing.results import failure_details

@@ -20,12 +20,11 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import hypothesis
 
-# The seed generator (below) lives there: hypothesis.core, a module no documented API names.
+# core: the generator each test draws its seed from (a module no documented API names).
+# observability: documented (6.137+) in Hypothesis's observability reference, though the path says internal.
+# reflection: only for the check that a test's example-database key still reads the extra bytes.
 from hypothesis import core
-# Documented (since 6.137) under Hypothesis' observability reference, though the path says internal.
-from hypothesis.internal import observability
-# Only for the check: the digest that keys a test in the example database reads the extra bytes.
-from hypothesis.internal import reflection
+from hypothesis.internal import observability, reflection
 
 __all__ = ["HypothesisAPIError", "REQUIRED", "Requirement", "add_to_database_key", "check_hypothesis_api",
            "observe_test_cases", "replace_seed_generator"]
@@ -84,10 +83,10 @@ REQUIRED: List[Requirement] = [
                 "to switch off tracing each example's coverage while counting (it slows a round several times over)",
                 lambda value: isinstance(value, bool)),
     Requirement("hypothesis.internal.observability", "TestCaseObservation", "a dataclass with fields type, status",
-                "to tell a test case's observation (type 'test_case', status passed, failed or gave_up) from the others",
+                "to tell a test case's observation (type 'test_case', status passed, failed or gave_up) from others",
                 _has_fields("type", "status")),
     Requirement("hypothesis.core", "threadlocal", "an object with _hypothesis_global_random",
-                "to seed a fuzz round and keep its example database (@seed, --hypothesis-seed and derandomize turn it off)",
+                "to seed a fuzz round and keep its example database (@seed, --hypothesis-seed, derandomize drop it)",
                 lambda value: hasattr(value, "_hypothesis_global_random")),
     Requirement("hypothesis.internal.reflection", "function_digest", "a function whose digest reads " + _ADD_DIGEST,
                 "to key each plugin's check_observer apart in the example database (the checks share one source)",
