@@ -116,9 +116,10 @@ def observe_test_cases(on_test_case: Callable[[str], None]) -> Callable[[], None
     """Call ``on_test_case(status)`` for each test case any Hypothesis test runs in this process, on
     any thread (``status``: ``passed``, ``failed`` or ``gave_up``), until the returned function is called.
 
-    Hypothesis collects no coverage per test case meanwhile (the documented
-    ``OBSERVABILITY_COLLECT_COVERAGE`` switch: its environment variable would also write every test
-    case to ``.hypothesis/observed/``); the returned function puts the switch back.
+    Hypothesis collects no coverage per test case meanwhile (the ``OBSERVABILITY_COLLECT_COVERAGE``
+    switch its doc comment offers for performance; the environment variable the observability docs
+    name would also write every test case to ``.hypothesis/observed/``); the returned function puts
+    the switch back.
     """
     collect = observability.OBSERVABILITY_COLLECT_COVERAGE
     observability.OBSERVABILITY_COLLECT_COVERAGE = False
