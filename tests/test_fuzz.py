@@ -175,6 +175,54 @@ def test_workers_start_their_rounds_at_different_tests(monkeypatch):
     assert orders == ["abcdefgh", "cdefghab", "fghabcde"]
 
 
+DRAWING_TEST = """
+import os
+from hypothesis import given, strategies as st
+
+@given(st.integers())
+def test_drawn(n):
+    with open(os.environ["DRAWN"], "a") as fh:
+        fh.write(f"{n}\\n")
+"""
+
+
+def test_a_seeded_round_draws_the_same_examples_again_counts_them_and_leaves_the_process_as_it_was(
+        pytester, monkeypatch, tmp_path):
+    from hypothesis import given, strategies as st
+
+    from ppaux.testing import hypothesis_api
+    from ppaux.testing.hypothesis_api import replace_seed_generator
+
+    pytester.makepyfile(test_drawn=DRAWING_TEST)
+    sigint = signal.getsignal(signal.SIGINT)
+    outer = replace_seed_generator(None)
+    replace_seed_generator(outer)
+
+    def fuzz_round(seed: int, run: int) -> list:
+        run_dir = tmp_path / f"seed-{seed}-run-{run}"
+        run_dir.mkdir()
+        for name, value in {"DRAWN": run_dir / "drawn", "PPAUX_FUZZ_SEED": seed, "PPAUX_FUZZ_MAX_EXAMPLES": 20,
+                            "PPAUX_FUZZ_DB": run_dir / "db", "PPAUX_FUZZ_EVENTS": run_dir / "events"}.items():
+            monkeypatch.setenv(name, str(value))
+        result = pytester.runpytest_inprocess("-p", "ppaux.fuzz.pytest_plugin", "--hypothesis-profile=ppaux-fuzz")
+        assert result.ret == 0, result.stdout.str()
+        drawn = (run_dir / "drawn").read_text().splitlines()
+        events = [json.loads(line) for line in (run_dir / "events").read_text().splitlines()]
+        # Every example counted, through Hypothesis' observability callbacks.
+        assert events[-2] == {"kind": "progress", "examples": len(drawn), "time": events[-2]["time"]}
+        return drawn
+
+    first = fuzz_round(5, 1)
+    assert len(first) == 20
+    assert fuzz_round(5, 2) == first != fuzz_round(6, 1)
+    # Nothing of the rounds is left in this process: no seed, no signal handler, no counting.
+    assert signal.getsignal(signal.SIGINT) is sigint and replace_seed_generator(outer) is outer
+    assert hypothesis_api.observability.OBSERVABILITY_COLLECT_COVERAGE is True
+    counted = (tmp_path / "seed-6-run-1" / "events").read_text()
+    given(st.integers())(lambda n: None)()
+    assert (tmp_path / "seed-6-run-1" / "events").read_text() == counted
+
+
 def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_root(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
     installed = Suite(db="redis://h:1", workdir=tmp_path, tests="test_add", impl="mine", timeout=2.0, shard=(2, 3),

@@ -24,6 +24,7 @@ from ppaux.relay.hop import relay as hop_relay
 from ppaux.testing import Implementation, KitFailure, check_observer, load
 from ppaux.testing import kit as testing
 from ppaux.testing.findings import message
+from ppaux.testing.hypothesis_api import replace_seed_generator
 from tests import kit_planted as planted
 
 IMPLS = Path(__file__).resolve().parent / "impls"
@@ -582,13 +583,10 @@ def test_the_check_forks_safely_after_torch_has_used_its_thread_pool():
 @pytest.fixture
 def fresh_seed_generator():
     """As in a process that has run no Hypothesis test yet: Hypothesis creates the generator it
-    draws each run's seed from on first use (hypothesis.core, not a public API)."""
-    from hypothesis.core import threadlocal
-
-    saved = threadlocal._hypothesis_global_random
-    threadlocal._hypothesis_global_random = None
+    draws each run's seed from on first use (not a public API: see ppaux.testing.hypothesis_api)."""
+    saved = replace_seed_generator(None)
     yield
-    threadlocal._hypothesis_global_random = saved
+    replace_seed_generator(saved)
 
 
 def test_the_child_and_this_process_draw_the_same_examples(tmp_path, fresh_seed_generator):

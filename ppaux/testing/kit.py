@@ -39,6 +39,7 @@ from ppaux.isolation import ChildOutcome, Crash, Guard, Hang, can_fork, current,
 from ppaux.relay.hop import channel_kind, relay
 from ppaux.testing.containment import prime_seed
 from ppaux.testing.findings import GLOO_REJECTED_DTYPES, collision, message
+from ppaux.testing.hypothesis_api import add_to_database_key
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.lifecycle import difference, has_lifecycle, to_host
 from ppaux_strategies.tensors import tensors_equal, visible_devices
@@ -161,7 +162,7 @@ def check_observer(
     # with the caller's settings: the first gloo hop starts the worker processes.
     run = Settings(settings, deadline=None, report_multiple_bugs=False)(run)
     # Without this every plugin's check would share one entry in the example database.
-    run.hypothesis.inner_test._hypothesis_internal_add_digest = database_key(observer_factory, outputs).encode()
+    add_to_database_key(run, database_key(observer_factory, outputs).encode())
     isolated = guard.isolated
     try:
         _execute(run, guard, supervisor, in_process, result)

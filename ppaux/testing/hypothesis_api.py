@@ -1,0 +1,154 @@
+"""Every Hypothesis name ppaux relies on beyond ``hypothesis``'s top-level public API, in one place.
+
+Each is listed in :data:`REQUIRED` with why ppaux needs it; :func:`check_hypothesis_api` says, naming
+the installed Hypothesis version and the name, when a release has moved one (the fuzz rounds check at
+start-up; ``tests/test_hypothesis_api.py`` checks in CI). Nothing else in ppaux imports from
+``hypothesis.internal`` or touches a private Hypothesis attribute.
+
+The modules, not the names, are imported here: a moved name is then reported by the check, never
+an ImportError before it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import random
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+import hypothesis
+
+# core: the generator each test draws its seed from (a module no documented API names).
+# observability: documented (6.137+) in Hypothesis's observability reference, though the path says internal.
+# reflection: only for the check that a test's example-database key still reads the extra bytes.
+from hypothesis import core
+from hypothesis.internal import observability, reflection
+
+__all__ = ["HypothesisAPIError", "REQUIRED", "Requirement", "add_to_database_key", "check_hypothesis_api",
+           "observe_test_cases", "replace_seed_generator"]
+
+_MISSING = object()
+# The attribute of a test's inner function whose bytes Hypothesis adds to its example-database key.
+_ADD_DIGEST = "_hypothesis_internal_add_digest"
+
+
+class HypothesisAPIError(RuntimeError):
+    """The installed Hypothesis lacks a name ppaux relies on (see :data:`REQUIRED`)."""
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One name of a Hypothesis module that ppaux relies on, what it must be, and why ppaux needs it."""
+
+    module: str
+    name: str
+    kind: str
+    why: str
+    fits: Callable[[Any], bool]
+
+
+def _takes(*keywords: str) -> Callable[[Any], bool]:
+    def fits(value: Any) -> bool:
+        if not callable(value):
+            return False
+        parameters = inspect.signature(value).parameters
+        return all(keyword in parameters for keyword in keywords)
+    return fits
+
+
+def _has_fields(*names: str) -> Callable[[Any], bool]:
+    def fits(value: Any) -> bool:
+        return dataclasses.is_dataclass(value) and set(names) <= {f.name for f in dataclasses.fields(value)}
+    return fits
+
+
+def _reads_add_digest(function_digest: Any) -> bool:
+    # Behaviour, not source: a function's digest must change with the extra bytes.
+    def probe() -> None:
+        pass  # pragma: no cover - never called, only digested
+    before = function_digest(probe)
+    setattr(probe, _ADD_DIGEST, b"ppaux")
+    return bool(function_digest(probe) != before)
+
+
+REQUIRED: List[Requirement] = [
+    Requirement("hypothesis.internal.observability", "add_observability_callback", "a function (f, /, *, all_threads)",
+                "to count the examples a fuzz round runs (one test_case observation each, on any thread)",
+                _takes("all_threads")),
+    Requirement("hypothesis.internal.observability", "remove_observability_callback", "a function (f, /)",
+                "to stop counting when a round's pytest session ends", _takes()),
+    Requirement("hypothesis.internal.observability", "OBSERVABILITY_COLLECT_COVERAGE", "a bool",
+                "to switch off tracing each example's coverage while counting (it slows a round several times over)",
+                lambda value: isinstance(value, bool)),
+    Requirement("hypothesis.internal.observability", "TestCaseObservation", "a dataclass with fields type, status",
+                "to tell a test case's observation (type 'test_case', status passed, failed or gave_up) from others",
+                _has_fields("type", "status")),
+    Requirement("hypothesis.core", "threadlocal", "an object with _hypothesis_global_random",
+                "to seed a fuzz round and keep its example database (@seed, --hypothesis-seed, derandomize drop it)",
+                lambda value: hasattr(value, "_hypothesis_global_random")),
+    Requirement("hypothesis.internal.reflection", "function_digest", "a function whose digest reads " + _ADD_DIGEST,
+                "to key each plugin's check_observer apart in the example database (the checks share one source)",
+                _reads_add_digest),
+]
+
+_MODULES: Dict[str, ModuleType] = {module.__name__: module for module in (core, observability, reflection)}
+
+
+def check_hypothesis_api(modules: Optional[Mapping[str, Any]] = None, version: str = hypothesis.__version__) -> None:
+    """Raise :class:`HypothesisAPIError` naming the Hypothesis version and every required name that is
+    missing or no longer what ppaux expects; ``modules`` maps a module name to its namespace (default: imported)."""
+    found: Mapping[str, Any] = _MODULES if modules is None else modules
+    problems = []
+    for need in REQUIRED:
+        value = getattr(found[need.module], need.name, _MISSING)
+        if value is _MISSING:
+            problems.append(f"{need.module}.{need.name} is gone: ppaux needs it {need.why}")
+        elif not need.fits(value):
+            problems.append(f"{need.module}.{need.name} is no longer {need.kind}: ppaux needs it {need.why}")
+    if problems:
+        raise HypothesisAPIError(f"Hypothesis {version} moved names ppaux relies on (ppaux/testing/hypothesis_api.py): "
+                                 + "; ".join(problems))
+
+
+def observe_test_cases(on_test_case: Callable[[str], None]) -> Callable[[], None]:
+    """Call ``on_test_case(status)`` for each test case any Hypothesis test runs in this process, on
+    any thread (``status``: ``passed``, ``failed`` or ``gave_up``), until the returned function is called.
+
+    Hypothesis collects no coverage per test case meanwhile (the ``OBSERVABILITY_COLLECT_COVERAGE``
+    switch its doc comment offers for performance; the environment variable the observability docs
+    name would also write every test case to ``.hypothesis/observed/``); the returned function puts
+    the switch back.
+    """
+    collect = observability.OBSERVABILITY_COLLECT_COVERAGE
+    observability.OBSERVABILITY_COLLECT_COVERAGE = False
+
+    def observe(observation: Any, thread_id: int) -> None:
+        if observation.type == "test_case":
+            on_test_case(observation.status)
+
+    observability.add_observability_callback(observe, all_threads=True)
+
+    def stop() -> None:
+        observability.remove_observability_callback(observe)
+        observability.OBSERVABILITY_COLLECT_COVERAGE = collect
+
+    return stop
+
+
+def replace_seed_generator(generator: Optional[random.Random]) -> Optional[random.Random]:
+    """Make ``generator`` the one this thread's Hypothesis tests draw their seeds from; return the old one.
+
+    ``None`` is a process that has run no test yet: Hypothesis makes a fresh one on first use. Seeded,
+    each test of a round gets the same seed on a rerun, and the example database stays on.
+    """
+    old: Optional[random.Random] = core.threadlocal._hypothesis_global_random
+    core.threadlocal._hypothesis_global_random = generator
+    return old
+
+
+def add_to_database_key(test: Any, extra: bytes) -> None:
+    """Add ``extra`` to the key under which the ``@given`` test ``test`` keeps its examples in the
+    example database (Hypothesis derives it from the test's source, which may not tell tests apart)."""
+    setattr(test.hypothesis.inner_test, _ADD_DIGEST, extra)
