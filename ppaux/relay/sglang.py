@@ -270,21 +270,23 @@ def join(ctx: Any, version: str, source: str) -> None:  # pragma: no cover - run
     boundary = Boundary(groups)
     wire = load_wire(source, f"ppaux_sglang_wire_{version.replace('.', '_')}", boundary)
     stage, member = divmod(ctx.rank, ag)
-    pp = tp = None
-    # new_group is collective: every rank makes every group, in the same order.
-    for m in range(ag):
-        ranks = [s * ag + m for s in range(stages)]
-        cpu, device = dist.new_group(ranks, backend="gloo"), dist.new_group(ranks, backend="gloo")
-        if m == member:
-            groups.update({id(cpu): "cpu", id(device): "device"})
-            pp = Coordinator(wire, boundary, ranks, ctx.rank, cpu, device)
-    if ag > 1:
-        for s in range(stages):
-            ranks = [s * ag + i for i in range(ag)]
+
+    def coordinator(rank_sets: list[list[int]], mine: int, cpu_label: str, device_label: str) -> Coordinator:
+        # new_group is collective: every rank makes every group, in the same order, and keeps its own.
+        own = None
+        for i, ranks in enumerate(rank_sets):
             cpu, device = dist.new_group(ranks, backend="gloo"), dist.new_group(ranks, backend="gloo")
-            if s == stage:
-                groups.update({id(cpu): "tp cpu", id(device): "tp"})
-                tp = Coordinator(wire, boundary, ranks, ctx.rank, cpu, device)
+            if i == mine:
+                groups.update({id(cpu): cpu_label, id(device): device_label})
+                own = Coordinator(wire, boundary, ranks, ctx.rank, cpu, device)
+        assert own is not None
+        return own
+
+    # PP: the same attention-TP member of every stage; attention TP: the members of one stage.
+    pp = coordinator([[s * ag + m for s in range(stages)] for m in range(ag)], member, "cpu", "device")
+    tp = (
+        coordinator([[s * ag + i for i in range(ag)] for s in range(stages)], stage, "tp cpu", "tp") if ag > 1 else None
+    )
     ctx.sglang = SGLangRank(pp, tp, boundary, wire)
 
 
