@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--scope",
         choices=("contract", "package"),
         default="contract",
-        help="contract: the modules that carry the contract, gated at 100%% (default); package: all of ppaux/, score reported",
+        help="contract: the modules that carry the contract, gated at 100%% (default); "
+        "package: all of ppaux/, score reported",
     )
     m.add_argument(
         "--out", default="reports/out/mutation", metavar="DIR", help="report directory (default reports/out/mutation)"
@@ -38,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="PATTERN",
-        help="mutate only these mutants (fnmatch, e.g. 'ppaux.core.transport*'; repeatable); the score covers them alone",
+        help="mutate only these mutants (fnmatch, e.g. 'ppaux.core.transport*'; repeatable); "
+        "the score covers them alone",
     )
     m.add_argument(
         "--list",

@@ -77,7 +77,8 @@ def _missing(command: str) -> str:
 def _md(path: Path, summary: str = "full report") -> str:
     if not path.exists():
         return ""
-    return f"<details><summary>{E(summary)}</summary><div class='md'>{to_html(path.read_text(encoding='utf-8'))}</div></details>"
+    html = to_html(path.read_text(encoding="utf-8"))
+    return f"<details><summary>{E(summary)}</summary><div class='md'>{html}</div></details>"
 
 
 def _scalars(data: dict[str, Any]) -> str:
@@ -148,7 +149,8 @@ def section_coverage(page: Page) -> None:
             "Coverage",
             "missing",
             _missing(
-                "pytest --hypothesis-profile=ci --cov-report=xml:reports/out/coverage/coverage.xml --cov-report=html:reports/out/coverage/html"
+                "pytest --hypothesis-profile=ci --cov-report=xml:reports/out/coverage/coverage.xml "
+                "--cov-report=html:reports/out/coverage/html"
             ),
         )
     root = ET.parse(xml).getroot()
@@ -181,7 +183,8 @@ def _bar_chart(modules: dict[str, dict[str, Any]]) -> str:
         rows.append(
             f'<text x="185" y="{y + 14}" text-anchor="end">{E(name)}</text>'
             f'<rect x="190" y="{y}" width="{w:.1f}" height="18" fill="{colour}"/>{gate}'
-            f'<text x="{195 + w:.1f}" y="{y + 14}">{m["score"]}% ({m["killed"]}/{m["total"] - m.get("equivalent", 0)})</text>'
+            f'<text x="{195 + w:.1f}" y="{y + 14}">'
+            f"{m['score']}% ({m['killed']}/{m['total'] - m.get('equivalent', 0)})</text>"
         )
     return (
         f'<svg class="chart" role="img" aria-label="mutation score per module" width="720" height="{h}" '
@@ -200,9 +203,11 @@ def section_mutation(page: Page) -> None:
     counted = data["total"] - data.get("equivalent", 0)
     body = (
         f"<p class='big'>{data['score']}% killed ({data['killed']}/{counted} mutants), {data['wall_s']} s; "
-        f"gate {'pass' if data['passes'] else 'FAIL'} (scope <code>{E(scope)}</code>: {E(data.get('scope_doc', ''))}).</p>"
+        f"gate {'pass' if data['passes'] else 'FAIL'} "
+        f"(scope <code>{E(scope)}</code>: {E(data.get('scope_doc', ''))}).</p>"
         + _bar_chart(data["modules"])
-        + f"<p>{len(surv)} surviving mutants. {page.link(md, 'mutation.md (every diff)')} {page.link(js, 'mutation.json')}</p>"
+        + f"<p>{len(surv)} surviving mutants. "
+        f"{page.link(md, 'mutation.md (every diff)')} {page.link(js, 'mutation.json')}</p>"
         + (
             "<details><summary>surviving mutants</summary>"
             + "".join(
@@ -230,7 +235,8 @@ def _side_by_side_chart(sides: dict[str, int]) -> str:
         )
     h = 26 * len(sides) + 20
     return (
-        f'<svg class="chart" role="img" aria-label="mutants killed by ppaux and by the baseline" width="720" height="{h}" '
+        '<svg class="chart" role="img" aria-label="mutants killed by ppaux and by the baseline" '
+        f'width="720" height="{h}" '
         f'viewBox="0 0 720 {h}" xmlns="http://www.w3.org/2000/svg">{"".join(rows)}</svg>'
     )
 
@@ -245,7 +251,8 @@ def section_mutate(page: Page) -> None:
     counted = data["total"] - data["equivalent"]
     body = (
         f"<p class='big'><code>{E(data['implementation'])}</code>: ppaux's suite kills {data['score']}% "
-        f"({data['killed']}/{counted}); gate {data['gate']}% {'pass' if data['passes'] else 'FAIL'}, {data['wall_s']} s.</p>"
+        f"({data['killed']}/{counted}); gate {data['gate']}% {'pass' if data['passes'] else 'FAIL'}, "
+        f"{data['wall_s']} s.</p>"
     )
     if "baseline" in data:
         b = data["baseline"]
@@ -312,11 +319,14 @@ def _fuzz_chart(
         f'<text x="{left - 5}" y="26" text-anchor="end">{emax:,}</text>'
         f'<text x="{left - 5}" y="{20 + ph}" text-anchor="end">0</text>'
         f'<text x="{left + pw}" y="{h - 8}" text-anchor="end">{tmax:.0f} s</text>'
-        f'<text x="{left}" y="{h - 8}">0 s</text><text x="{left + pw / 2}" y="{h - 8}" text-anchor="middle">elapsed</text>'
-        f'<text x="14" y="{20 + ph / 2}" transform="rotate(-90 14 {20 + ph / 2})" text-anchor="middle">examples run</text>'
+        f'<text x="{left}" y="{h - 8}">0 s</text>'
+        f'<text x="{left + pw / 2}" y="{h - 8}" text-anchor="middle">elapsed</text>'
+        f'<text x="14" y="{20 + ph / 2}" transform="rotate(-90 14 {20 + ph / 2})" '
+        'text-anchor="middle">examples run</text>'
     )
     return (
-        f'<svg class="chart" role="img" aria-label="fuzz run: examples over time and failures" width="{w}" height="{h}" '
+        '<svg class="chart" role="img" aria-label="fuzz run: examples over time and failures" '
+        f'width="{w}" height="{h}" '
         f'viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg">{axes}{"".join(lines)}'
         f"{_polyline(timeline, x, y, '#1565c0', 2)}{''.join(legend)}{''.join(marks)}</svg>"
     )
@@ -328,7 +338,8 @@ def _fuzz_summary(data: dict[str, Any]) -> str:
     who = (f"{len(shards)} shards, " if shards else "") + (f"{len(workers)} workers, " if workers else "")
     dead = data.get("dead_workers") or []
     return (
-        f"<p class='big'>{data['examples']:,} examples in {data['elapsed_s']:.0f} s of a {data['budget_s']:.0f} s budget "
+        f"<p class='big'>{data['examples']:,} examples in {data['elapsed_s']:.0f} s "
+        f"of a {data['budget_s']:.0f} s budget "
         f"({data['examples_per_s']}/s), {who}{len(data['rounds'])} rounds on {', '.join(map(E, data['placements']))}; "
         f"<strong>{len(data['failures'])} failures</strong>.</p>"
         + (
@@ -363,7 +374,8 @@ def section_fuzz(page: Page) -> None:
     replay = _load(d / "replay.json")
     if isinstance(replay, dict):
         body += (
-            f"<h3>Replay</h3><p>{replay['saved_examples']} saved examples in {replay['tests_with_saved_failures']} tests "
+            f"<h3>Replay</h3><p>{replay['saved_examples']} saved examples "
+            f"in {replay['tests_with_saved_failures']} tests "
             f"(implementation <code>{E(replay['impl'])}</code>): {len(replay['still_failing'])} still fail, "
             f"{len(replay['no_longer_failing'])} no longer fail.</p>"
         )
@@ -384,7 +396,8 @@ def section_fuzz(page: Page) -> None:
 
 
 def section_faults(page: Page) -> None:
-    """Every matrix `ppaux faults` wrote (one per channel and mode): outcome per fault against the recorded expectation."""
+    """Every matrix `ppaux faults` wrote (one per channel and mode): outcome per fault against the
+    recorded expectation."""
     matrices = [(p, _load(p)) for p in sorted((page.out / "faults").glob("faults-*.json"))]
     matrices = [(p, m) for p, m in matrices if isinstance(m, dict) and isinstance(m.get("cells"), dict)]
     if not matrices:
@@ -399,15 +412,17 @@ def section_faults(page: Page) -> None:
         all_expected &= not off
         mode = "integrity on" if m.get("integrity") else "SGLang's wire"
         rows = "".join(
-            f"<tr><td>{E(f)}</td><td{' class=warn' if c.get('outcome') == 'silent corruption' else ''}>{E(str(c.get('outcome')))}</td>"
+            f"<tr><td>{E(f)}</td><td{' class=warn' if c.get('outcome') == 'silent corruption' else ''}>"
+            f"{E(str(c.get('outcome')))}</td>"
             f"<td>{E(str(c.get('expected')))}</td><td>{E(str(c.get('detail', ''))[:160])}</td></tr>"
             for f, c in cells.items()
         )
+        links = (page.link(path.with_suffix(".md"), path.stem + ".md"), page.link(path, path.name))
         body += (
             f"<h3>{E(str(m.get('channel')))}, {E(mode)}: {silent} silent corruption{'s' if silent != 1 else ''}"
             f"{', ' + str(len(off)) + ' cells differ from the expectation' if off else ''}</h3>"
             f"<table><tr><th>fault</th><th>outcome</th><th>expected</th><th>detail</th></tr>{rows}</table>"
-            f"<p>{' '.join(x for x in (page.link(path.with_suffix('.md'), path.stem + '.md'), page.link(path, path.name)) if x)}</p>"
+            f"<p>{' '.join(x for x in links if x)}</p>"
         )
     page.add("faults", "Fault matrix", "pass" if all_expected else "fail", body)
 
@@ -453,7 +468,8 @@ def render(page: Page) -> str:
     )
     return (
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ppaux reports</title>"
-        f"<style>{STYLE}</style></head><body><h1>ppaux reports</h1><p>Built {now} by <code>python -m reports build</code>.</p>"
+        f"<style>{STYLE}</style></head><body><h1>ppaux reports</h1>"
+        f"<p>Built {now} by <code>python -m reports build</code>.</p>"
         f"<nav id='summary'>{tiles}</nav>{body}</body></html>\n"
     )
 

@@ -89,11 +89,13 @@ def _free_port() -> int:
         (["replay", "--db", "redis://"], "fuzz: error: --db 'redis://': expected redis://HOST:PORT"),
         (
             ["run", "--devices", "tpu"],
-            "fuzz: error: python -m fuzz run: argument --devices: invalid choice: 'tpu' (choose from 'auto', 'cpu', 'cuda')",
+            "fuzz: error: python -m fuzz run: argument --devices: invalid choice: 'tpu' "
+            "(choose from 'auto', 'cpu', 'cuda')",
         ),
         (
             ["fly"],
-            "fuzz: error: python -m fuzz: argument {run,replay,report}: invalid choice: 'fly' (choose from 'run', 'replay', 'report')",
+            "fuzz: error: python -m fuzz: argument {run,replay,report}: invalid choice: 'fly' "
+            "(choose from 'run', 'replay', 'report')",
         ),
     ],
 )
@@ -191,7 +193,7 @@ def test_a_redis_that_does_not_answer_is_one_line_and_exit_2(capsys):
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
-        url = "redis://127.0.0.1:%d" % silent.getsockname()[1]
+        url = f"redis://127.0.0.1:{silent.getsockname()[1]}"
         assert ppaux_main(["fuzz", "run", "--db", url]) == 2
     assert (
         capsys.readouterr().err

@@ -37,8 +37,8 @@ OWN_POP = """
 import torch
 from ppaux.core.errors import AuxiliaryPPError
 from ppaux.transport import (  # noqa: F401 - the names an implementation must provide
-    _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors,
-)
+    _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver,
+    add_auxiliary_output_to_pp_tensors)
 
 
 def pop_auxiliary_output_from_pp_tensors(tensors, observer):
@@ -157,7 +157,8 @@ def test_a_file_that_only_re_exports_an_implementation_cannot_be_mutated(tmp_pat
     with pytest.raises(ImplementationError) as info:
         resolve(str(path))
     assert str(info.value) == (
-        f"implementation {str(path)!r} defines neither add_auxiliary_output_to_pp_tensors nor pop_auxiliary_output_from_pp_tensors "
+        f"implementation {str(path)!r} defines neither add_auxiliary_output_to_pp_tensors "
+        "nor pop_auxiliary_output_from_pp_tensors "
         "(they come from ppaux.core.transport); point --impl at the module that defines them"
     )
 
@@ -573,8 +574,8 @@ def test_a_real_run_scores_a_weak_suite_below_the_gate_beside_a_baseline(tmp_pat
     ]
     assert "ppaux mutate: 1 robustness test(s) fail on the unmutated module and are left out of the kill set" in err
     assert (
-        "ppaux mutate: stale equivalence entry (killed, or no such mutant): own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_999"
-        in err
+        "ppaux mutate: stale equivalence entry (killed, or no such mutant): "
+        "own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_999" in err
     )
     assert all(
         m["mutant"].startswith("own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_") for m in report["mutants"]
@@ -838,7 +839,8 @@ def test_an_implementation_that_breaks_the_contract_cannot_be_mutation_tested(tm
     )
     assert capsys.readouterr().err == (
         "ppaux: error: the unmutated module fails 2 contract test(s), so they cannot kill mutants: "
-        "tests/test_properties.py::test_round_trip, tests/test_properties.py::test_outputs_with_disjoint_names_compose\n"
+        "tests/test_properties.py::test_round_trip, "
+        "tests/test_properties.py::test_outputs_with_disjoint_names_compose\n"
     )
 
 
@@ -942,7 +944,8 @@ def test_a_command_run_with_a_mutant_keeps_the_users_environment_and_finds_the_c
         sys.executable,
         "-c",
         "import os, sys, mutated_copy, users_module; print('noise'); print('noise', file=sys.stderr); "
-        f"sys.exit(os.environ.get('PPAUX_TEST_USER_SETTING') != 'kept' or os.getcwd() != {str(tmp_path / 'run_here')!r})",
+        "sys.exit(os.environ.get('PPAUX_TEST_USER_SETTING') != 'kept' "
+        f"or os.getcwd() != {str(tmp_path / 'run_here')!r})",
     ]
     monkeypatch.chdir(tmp_path / "run_here")
     status, seconds = project.run_with_mutant(probe, pythonpath=[tmp_path / "copy"], mutant="", timeout=30)
@@ -999,9 +1002,9 @@ def test_without_a_baseline_the_verdicts_make_the_report_and_the_exit_status(tmp
     table = tomllib.loads(_Verdicts.last.table)["tool"]["mutmut"]
     assert (table["source_paths"], table["only_mutate"]) == (["ppaux"], ["ppaux/core/transport.py"])
     err = capsys.readouterr().err
+    wall_s = json.loads((tmp_path / "out" / "mutate.json").read_text())["wall_s"]
     assert err.endswith(
-        f"ppaux mutate: 50.0% (1/2 killed) in {json.loads((tmp_path / 'out' / 'mutate.json').read_text())['wall_s']} s; "
-        f"gate 60.0% FAIL; report {tmp_path / 'out' / 'mutate.md'}\n"
+        f"ppaux mutate: 50.0% (1/2 killed) in {wall_s} s; gate 60.0% FAIL; report {tmp_path / 'out' / 'mutate.md'}\n"
     )
     text = (tmp_path / "out" / "mutate.md").read_text()
     assert "### `ppaux.core.transport.x_f__mutmut_2` (survives ppaux's suite)\n\nChanges `a -> b`" in text

@@ -121,8 +121,8 @@ def test_equivalence_markings_are_listed_with_their_reasons_and_problems(tmp_pat
     write_report(tmp_path / "out", "mutation", report, render_markdown(report, markings_section))
     text = (tmp_path / "out" / "mutation.md").read_text()
     assert (
-        "command: `python -m reports mutation --scope contract`\n- verdicts: killed 3, crashed (SIGABRT) 1\n\n| module |"
-        in text
+        "command: `python -m reports mutation --scope contract`\n"
+        "- verdicts: killed 3, crashed (SIGABRT) 1\n\n| module |" in text
     )
     assert (
         "## Marked equivalent (`# pragma: no mutate`)\n\n"
@@ -263,7 +263,8 @@ def test_the_markdown_twins_render_below_the_page_headings_with_their_tables_and
     (out / "conformance" / "conformance.md").write_text(
         "# Conformance report: `m`\n\nVerdict: **FAIL**\n\n| clause | verdict |\n| --- | --- |\n| add.1 | fail |\n\n"
         "## Counterexamples\n\n### add.1: `t.py::test_b`\n\nError: `<class 'ValueError'>` & <b>raw</b>\n\n"
-        "```\nFalsifying example: f(\n    n=0,\n)\n```\n\nReplay: `ppaux check --tests test_b`.\nBlob: `@reproduce_failure('6', b'AAA=')`\n"
+        "```\nFalsifying example: f(\n    n=0,\n)\n```\n\n"
+        "Replay: `ppaux check --tests test_b`.\nBlob: `@reproduce_failure('6', b'AAA=')`\n"
     )
     (out / "bench.md").write_text("## PP auxiliary relay benchmarks\n\n| op | us |\n| --- | --- |\n| add+pop | 1.5 |\n")
     index = tmp_path / "index.html"

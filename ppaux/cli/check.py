@@ -72,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         type=timeout_seconds,
         default=DEFAULT_TIMEOUT,
-        help=f"per-call time limit: a call into the implementation past it fails as a hang (default: {DEFAULT_TIMEOUT:g})",
+        help=f"per-call time limit: a call into the implementation past it fails as a hang "
+        f"(default: {DEFAULT_TIMEOUT:g})",
     )
 
 
@@ -122,7 +123,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         "",
         f"Verdict: **{report['verdict'].upper()}** (profile `{report['profile']}`, tests `{report['marks']}`, "
         f"per-call limit {report['timeout_s']:g} s; "
-        f"{report['counts']['passed']} passed, {report['counts']['failed']} failed, {report['counts']['skipped']} skipped)",
+        f"{report['counts']['passed']} passed, {report['counts']['failed']} failed, "
+        f"{report['counts']['skipped']} skipped)",
     ]
     found = ", ".join(
         f"{n} {kind}{'es' if n > 1 and kind == 'crash' else 's' if n > 1 else ''}: {FINDING_MEANS[kind]}"

@@ -87,7 +87,8 @@ def write_run(summary: dict[str, Any], report_dir: Path) -> Path:
     lines = [
         "# Fuzz run" + (f" ({len(shards)} shards merged)" if shards else ""),
         "",
-        f"- started: {s['started_at']}; ran {format_duration(s['elapsed_s'])} of a {format_duration(s['budget_s'])} budget"
+        f"- started: {s['started_at']}; ran {format_duration(s['elapsed_s'])} "
+        f"of a {format_duration(s['budget_s'])} budget"
         + ("" if s["complete"] else f" (stopped early by {s['stopped_by']}: partial report)"),
         f"- implementation: `{s['impl']}`; suite: {s.get('suite', 'ppaux.conformance')}; "
         f"tests: `{s['tests'] or 'all Hypothesis tests'}`" + (f"; shard {s['shard']}" if s.get("shard") else ""),
@@ -130,7 +131,8 @@ def write_run(summary: dict[str, Any], report_dir: Path) -> Path:
             "",
         ]
         lines += [
-            f"- `{i['nodeid']}` (worker {i.get('worker', 1)}, round {i['round']}, {i['placement']}; stopped by {i['stopped_by']})"
+            f"- `{i['nodeid']}` (worker {i.get('worker', 1)}, round {i['round']}, {i['placement']}; "
+            f"stopped by {i['stopped_by']})"
             for i in s["interrupted"]
         ]
     lines += ["", "## Failures", ""]

@@ -107,12 +107,12 @@ class Suite:
         if seed is not None:
             env["PPAUX_FUZZ_SEED"] = str(seed)
         if self.shard is not None and mode == "run":
-            env["PPAUX_FUZZ_SHARD"] = "%d/%d" % self.shard
+            env["PPAUX_FUZZ_SHARD"] = f"{self.shard[0]}/{self.shard[1]}"
         env.update(
             PPAUX_FUZZ_MODE=mode,
             PPAUX_FUZZ_DB=self.db,
             PPAUX_FUZZ_EVENTS=str(events),
-            PPAUX_FUZZ_WORKER="%d/%d" % worker,
+            PPAUX_FUZZ_WORKER=f"{worker[0]}/{worker[1]}",
         )
         if max_examples is not None:
             env["PPAUX_FUZZ_MAX_EXAMPLES"] = str(max_examples)

@@ -302,7 +302,7 @@ class FuzzRun:
             "suite": self.suite.what,
             "tests": self.suite.tests,
             "seed": self.seed,
-            "shard": "%d/%d" % self.suite.shard if self.suite.shard else None,
+            "shard": f"{self.suite.shard[0]}/{self.suite.shard[1]}" if self.suite.shard else None,
             "placements": sorted({p for w in self.workers for p in w.placements}),
             "workers": [w.stats() for w in self.workers],
             "dead_workers": self.dead,
