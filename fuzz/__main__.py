@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import List, Optional
 
 from ppaux.cli.usage import USAGE_ERROR, OneLineParser, UsageError
 from ppaux.fuzz import FuzzUsageError, add_arguments, run
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m fuzz", description="ppaux's nightly fuzz job (also: ppaux fuzz)")
     add_arguments(parser)
     try:

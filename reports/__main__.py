@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import List, Optional
 
 from ppaux.cli.usage import OneLineParser, UsageError
 
@@ -15,23 +14,47 @@ def build_parser() -> argparse.ArgumentParser:
     # Subparsers take the parser's own class: their errors are one line too.
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="gather every report under reports/out/ into reports/index.html")
-    b.add_argument("--out", default="reports/out", metavar="DIR", help="where the generated reports are (default reports/out)")
-    b.add_argument("--index", default="reports/index.html", metavar="FILE", help="the page to write (default reports/index.html)")
+    b.add_argument(
+        "--out", default="reports/out", metavar="DIR", help="where the generated reports are (default reports/out)"
+    )
+    b.add_argument(
+        "--index", default="reports/index.html", metavar="FILE", help="the page to write (default reports/index.html)"
+    )
     m = sub.add_parser("mutation", help="mutmut over a scope of ppaux/ in a scratch copy: score per module, gate")
-    m.add_argument("--scope", choices=("contract", "package"), default="contract",
-                   help="contract: the modules that carry the contract, gated at 100%% (default); package: all of ppaux/, score reported")
-    m.add_argument("--out", default="reports/out/mutation", metavar="DIR", help="report directory (default reports/out/mutation)")
-    m.add_argument("--max-children", type=int, default=None, metavar="N", help="mutmut worker processes (default: CPU count)")
-    m.add_argument("--only", action="append", default=[], metavar="PATTERN",
-                   help="mutate only these mutants (fnmatch, e.g. 'ppaux.core.transport*'; repeatable); the score covers them alone")
-    m.add_argument("--list", action="store_true",
-                   help="list the scope's mutants (those --only picks), each with the line it changes, and run no test")
-    c = sub.add_parser("cli-reference", help="write docs/cli.md: every ppaux command's --help, rendered from its parser")
+    m.add_argument(
+        "--scope",
+        choices=("contract", "package"),
+        default="contract",
+        help="contract: the modules that carry the contract, gated at 100%% (default); "
+        "package: all of ppaux/, score reported",
+    )
+    m.add_argument(
+        "--out", default="reports/out/mutation", metavar="DIR", help="report directory (default reports/out/mutation)"
+    )
+    m.add_argument(
+        "--max-children", type=int, default=None, metavar="N", help="mutmut worker processes (default: CPU count)"
+    )
+    m.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="mutate only these mutants (fnmatch, e.g. 'ppaux.core.transport*'; repeatable); "
+        "the score covers them alone",
+    )
+    m.add_argument(
+        "--list",
+        action="store_true",
+        help="list the scope's mutants (those --only picks), each with the line it changes, and run no test",
+    )
+    c = sub.add_parser(
+        "cli-reference", help="write docs/cli.md: every ppaux command's --help, rendered from its parser"
+    )
     c.add_argument("--page", default="docs/cli.md", metavar="FILE", help="the page to write (default docs/cli.md)")
     return parser
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except UsageError as exc:

@@ -11,9 +11,10 @@ import html
 import json
 import os
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
@@ -49,7 +50,7 @@ class Page:
     def __init__(self, out: Path, index: Path) -> None:
         self.out = out
         self.index = index
-        self.sections: List[Tuple[str, str, str, str]] = []  # (id, title, status, body)
+        self.sections: list[tuple[str, str, str, str]] = []  # (id, title, status, body)
 
     def link(self, path: Path, text: str) -> str:
         """A link to a generated file, only when it exists: the page never links to nothing."""
@@ -62,7 +63,7 @@ class Page:
         self.sections.append((sid, title, status, body))
 
 
-def _load(path: Path) -> Optional[Any]:
+def _load(path: Path) -> Any | None:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -76,19 +77,27 @@ def _missing(command: str) -> str:
 def _md(path: Path, summary: str = "full report") -> str:
     if not path.exists():
         return ""
-    return f"<details><summary>{E(summary)}</summary><div class='md'>{to_html(path.read_text(encoding='utf-8'))}</div></details>"
+    html = to_html(path.read_text(encoding="utf-8"))
+    return f"<details><summary>{E(summary)}</summary><div class='md'>{html}</div></details>"
 
 
-def _scalars(data: Dict[str, Any]) -> str:
+def _scalars(data: dict[str, Any]) -> str:
     rows = [(k, v) for k, v in data.items() if isinstance(v, (str, int, float, bool)) or v is None]
-    rows += [(k, ", ".join(f"{a}: {b}" for a, b in v.items())) for k, v in data.items()
-             if isinstance(v, dict) and all(isinstance(b, (str, int, float, bool)) for b in v.values())]
+    rows += [
+        (k, ", ".join(f"{a}: {b}" for a, b in v.items()))
+        for k, v in data.items()
+        if isinstance(v, dict) and all(isinstance(b, (str, int, float, bool)) for b in v.values())
+    ]
     if not rows:
         return ""
-    return "<table class='kv'>" + "".join(f"<tr><th>{E(str(k))}</th><td>{E(str(v))}</td></tr>" for k, v in rows) + "</table>"
+    return (
+        "<table class='kv'>"
+        + "".join(f"<tr><th>{E(str(k))}</th><td>{E(str(v))}</td></tr>" for k, v in rows)
+        + "</table>"
+    )
 
 
-def _verdict(data: Dict[str, Any]) -> str:
+def _verdict(data: dict[str, Any]) -> str:
     v = str(data.get("verdict", data.get("status", ""))).lower()
     return {"pass": "pass", "passed": "pass", "ok": "pass", "fail": "fail", "failed": "fail"}.get(v, "info")
 
@@ -96,16 +105,28 @@ def _verdict(data: Dict[str, Any]) -> str:
 def section_tests(page: Page) -> None:
     path = page.out / "junit.xml"
     if not path.exists():
-        return page.add("tests", "Test suite", "missing", _missing("pytest --hypothesis-profile=ci --junitxml=reports/out/junit.xml"))
+        return page.add(
+            "tests",
+            "Test suite",
+            "missing",
+            _missing("pytest --hypothesis-profile=ci --junitxml=reports/out/junit.xml"),
+        )
     root = ET.parse(path).getroot()
     suites = [root] if root.tag == "testsuite" else list(root)
     counts = {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
     secs = sum(float(s.get("time", 0)) for s in suites)
     bad = counts["failures"] + counts["errors"]
-    failed = [f"{c.get('classname')}::{c.get('name')}" for s in suites for c in s.iter("testcase")
-              if c.find("failure") is not None or c.find("error") is not None]
-    body = (f"<p>{counts['tests']} tests, {bad} failed, {counts['skipped']} skipped in {secs:.1f} s. "
-            f"{page.link(path, 'JUnit XML')}</p>" + ("<ul>" + "".join(f"<li><code>{E(f)}</code></li>" for f in failed) + "</ul>" if failed else ""))
+    failed = [
+        f"{c.get('classname')}::{c.get('name')}"
+        for s in suites
+        for c in s.iter("testcase")
+        if c.find("failure") is not None or c.find("error") is not None
+    ]
+    body = (
+        f"<p>{counts['tests']} tests, {bad} failed, {counts['skipped']} skipped in {secs:.1f} s. "
+        f"{page.link(path, 'JUnit XML')}</p>"
+        + ("<ul>" + "".join(f"<li><code>{E(f)}</code></li>" for f in failed) + "</ul>" if failed else "")
+    )
     page.add("tests", "Test suite", "fail" if bad else "pass", body)
 
 
@@ -123,16 +144,25 @@ def section_json_md(page: Page, sid: str, title: str, sub: str, stem: str, comma
 def section_coverage(page: Page) -> None:
     xml, htmlindex = page.out / "coverage" / "coverage.xml", page.out / "coverage" / "html" / "index.html"
     if not xml.exists():
-        return page.add("coverage", "Coverage", "missing", _missing(
-            "pytest --hypothesis-profile=ci --cov-report=xml:reports/out/coverage/coverage.xml --cov-report=html:reports/out/coverage/html"))
+        return page.add(
+            "coverage",
+            "Coverage",
+            "missing",
+            _missing(
+                "pytest --hypothesis-profile=ci --cov-report=xml:reports/out/coverage/coverage.xml "
+                "--cov-report=html:reports/out/coverage/html"
+            ),
+        )
     root = ET.parse(xml).getroot()
     line, branch = float(root.get("line-rate", 0)) * 100, float(root.get("branch-rate", 0)) * 100
-    body = (f"<p class='big'>{line:.1f}% lines, {branch:.1f}% branches of <code>ppaux/</code> (goal 100%).</p>"
-            f"<p>{page.link(htmlindex, 'HTML report')} {page.link(xml, 'coverage.xml')}</p>")
+    body = (
+        f"<p class='big'>{line:.1f}% lines, {branch:.1f}% branches of <code>ppaux/</code> (goal 100%).</p>"
+        f"<p>{page.link(htmlindex, 'HTML report')} {page.link(xml, 'coverage.xml')}</p>"
+    )
     page.add("coverage", "Coverage", "pass" if line >= 100 and branch >= 100 else "fail", body)
 
 
-def _bar_chart(modules: Dict[str, Dict[str, Any]]) -> str:
+def _bar_chart(modules: dict[str, dict[str, Any]]) -> str:
     names = list(modules)
     h = 26 * len(names) + 30
     rows = []
@@ -142,14 +172,24 @@ def _bar_chart(modules: Dict[str, Dict[str, Any]]) -> str:
         w = 4.2 * m["score"]
         colour = "#2e7d32" if m["passes"] else "#c62828"
         # A module with a gate shows it as a dashed line; a reported-only one has none.
-        gate = "" if m.get("gate") is None else (
-            f'<line x1="{190 + 4.2 * m["gate"]:.1f}" x2="{190 + 4.2 * m["gate"]:.1f}" y1="{y - 2}" y2="{y + 20}" '
-            'stroke="#000" stroke-dasharray="3,2"/>')
-        rows.append(f'<text x="185" y="{y + 14}" text-anchor="end">{E(name)}</text>'
-                    f'<rect x="190" y="{y}" width="{w:.1f}" height="18" fill="{colour}"/>{gate}'
-                    f'<text x="{195 + w:.1f}" y="{y + 14}">{m["score"]}% ({m["killed"]}/{m["total"] - m.get("equivalent", 0)})</text>')
-    return (f'<svg class="chart" role="img" aria-label="mutation score per module" width="720" height="{h}" '
-            f'viewBox="0 0 720 {h}" xmlns="http://www.w3.org/2000/svg">{"".join(rows)}</svg>')
+        gate = (
+            ""
+            if m.get("gate") is None
+            else (
+                f'<line x1="{190 + 4.2 * m["gate"]:.1f}" x2="{190 + 4.2 * m["gate"]:.1f}" y1="{y - 2}" y2="{y + 20}" '
+                'stroke="#000" stroke-dasharray="3,2"/>'
+            )
+        )
+        rows.append(
+            f'<text x="185" y="{y + 14}" text-anchor="end">{E(name)}</text>'
+            f'<rect x="190" y="{y}" width="{w:.1f}" height="18" fill="{colour}"/>{gate}'
+            f'<text x="{195 + w:.1f}" y="{y + 14}">'
+            f"{m['score']}% ({m['killed']}/{m['total'] - m.get('equivalent', 0)})</text>"
+        )
+    return (
+        f'<svg class="chart" role="img" aria-label="mutation score per module" width="720" height="{h}" '
+        f'viewBox="0 0 720 {h}" xmlns="http://www.w3.org/2000/svg">{"".join(rows)}</svg>'
+    )
 
 
 def section_mutation(page: Page) -> None:
@@ -161,41 +201,64 @@ def section_mutation(page: Page) -> None:
     scope = data.get("scope", "contract")
     # Over the counted mutants, as the score: those judged equivalent are left out (absent before 0.3).
     counted = data["total"] - data.get("equivalent", 0)
-    body = (f"<p class='big'>{data['score']}% killed ({data['killed']}/{counted} mutants), {data['wall_s']} s; "
-            f"gate {'pass' if data['passes'] else 'FAIL'} (scope <code>{E(scope)}</code>: {E(data.get('scope_doc', ''))}).</p>"
-            + _bar_chart(data["modules"])
-            + f"<p>{len(surv)} surviving mutants. {page.link(md, 'mutation.md (every diff)')} {page.link(js, 'mutation.json')}</p>"
-            + ("<details><summary>surviving mutants</summary>" + "".join(
-                f"<h4><code>{E(s['mutant'])}</code> ({E(s['status'])})</h4><pre>{E(s['diff'])}</pre>" for s in surv) + "</details>" if surv else ""))
+    body = (
+        f"<p class='big'>{data['score']}% killed ({data['killed']}/{counted} mutants), {data['wall_s']} s; "
+        f"gate {'pass' if data['passes'] else 'FAIL'} "
+        f"(scope <code>{E(scope)}</code>: {E(data.get('scope_doc', ''))}).</p>"
+        + _bar_chart(data["modules"])
+        + f"<p>{len(surv)} surviving mutants. "
+        f"{page.link(md, 'mutation.md (every diff)')} {page.link(js, 'mutation.json')}</p>"
+        + (
+            "<details><summary>surviving mutants</summary>"
+            + "".join(
+                f"<h4><code>{E(s['mutant'])}</code> ({E(s['status'])})</h4><pre>{E(s['diff'])}</pre>" for s in surv
+            )
+            + "</details>"
+            if surv
+            else ""
+        )
+    )
     page.add("mutation", "Mutation testing", "pass" if data["passes"] else "fail", body)
 
 
-def _side_by_side_chart(sides: Dict[str, int]) -> str:
+def _side_by_side_chart(sides: dict[str, int]) -> str:
     """One bar per kind of mutant: killed by both, by ppaux's suite only, by the baseline only, by neither."""
     total = max(sum(sides.values()), 1)
     colours = {"both": "#2e7d32", "only ppaux": "#1565c0", "only the baseline": "#ef6c00", "neither": "#c62828"}
     rows = []
     for i, (kind, n) in enumerate(sides.items()):
         y, w = 10 + 26 * i, 420 * n / total
-        rows.append(f'<text x="185" y="{y + 14}" text-anchor="end">killed by {E(kind)}</text>'
-                    f'<rect x="190" y="{y}" width="{w:.1f}" height="18" fill="{colours.get(kind, "#555")}"/>'
-                    f'<text x="{195 + w:.1f}" y="{y + 14}">{n}</text>')
+        rows.append(
+            f'<text x="185" y="{y + 14}" text-anchor="end">killed by {E(kind)}</text>'
+            f'<rect x="190" y="{y}" width="{w:.1f}" height="18" fill="{colours.get(kind, "#555")}"/>'
+            f'<text x="{195 + w:.1f}" y="{y + 14}">{n}</text>'
+        )
     h = 26 * len(sides) + 20
-    return (f'<svg class="chart" role="img" aria-label="mutants killed by ppaux and by the baseline" width="720" height="{h}" '
-            f'viewBox="0 0 720 {h}" xmlns="http://www.w3.org/2000/svg">{"".join(rows)}</svg>')
+    return (
+        '<svg class="chart" role="img" aria-label="mutants killed by ppaux and by the baseline" '
+        f'width="720" height="{h}" '
+        f'viewBox="0 0 720 {h}" xmlns="http://www.w3.org/2000/svg">{"".join(rows)}</svg>'
+    )
 
 
 def section_mutate(page: Page) -> None:
     js, md = page.out / "mutate" / "mutate.json", page.out / "mutate" / "mutate.md"
     data = _load(js)
     if not isinstance(data, dict):
-        return page.add("mutate", "ppaux mutate", "missing", _missing("ppaux mutate --impl MODULE_OR_FILE [--baseline COMMAND]"))
+        return page.add(
+            "mutate", "ppaux mutate", "missing", _missing("ppaux mutate --impl MODULE_OR_FILE [--baseline COMMAND]")
+        )
     counted = data["total"] - data["equivalent"]
-    body = (f"<p class='big'><code>{E(data['implementation'])}</code>: ppaux's suite kills {data['score']}% "
-            f"({data['killed']}/{counted}); gate {data['gate']}% {'pass' if data['passes'] else 'FAIL'}, {data['wall_s']} s.</p>")
+    body = (
+        f"<p class='big'><code>{E(data['implementation'])}</code>: ppaux's suite kills {data['score']}% "
+        f"({data['killed']}/{counted}); gate {data['gate']}% {'pass' if data['passes'] else 'FAIL'}, "
+        f"{data['wall_s']} s.</p>"
+    )
     if "baseline" in data:
         b = data["baseline"]
-        body += f"<p>Beside <code>{E(b['command'])}</code>, which kills {b['score']}%:</p>" + _side_by_side_chart(b["side_by_side"])
+        body += f"<p>Beside <code>{E(b['command'])}</code>, which kills {b['score']}%:</p>" + _side_by_side_chart(
+            b["side_by_side"]
+        )
     body += f"<p>{page.link(md, 'mutate.md (every survivor with its diff)')} {page.link(js, 'mutate.json')}</p>"
     page.add("mutate", "ppaux mutate", "pass" if data["passes"] else "fail", body)
 
@@ -204,12 +267,12 @@ def section_mutate(page: Page) -> None:
 _SERIES_COLOURS = ("#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#ad1457", "#558b2f", "#4e342e", "#283593")
 
 
-def _polyline(points: List[List[float]], x, y, colour: str, width: float) -> str:
+def _polyline(points: list[list[float]], x, y, colour: str, width: float) -> str:
     pts = " ".join(f"{x(t):.1f},{y(e):.1f}" for t, e, _ in points)
     return f'<polyline fill="none" stroke="{colour}" stroke-width="{width}" points="{pts}"/>'
 
 
-def _fuzz_series(data: Dict[str, Any]) -> List[Tuple[str, List[List[float]]]]:
+def _fuzz_series(data: dict[str, Any]) -> list[tuple[str, list[list[float]]]]:
     """The chart's thin lines: each shard of a merged run, else each worker of a run with several."""
     if data.get("shards"):
         return [(f"shard {s['shard']}", s["timeline"]) for s in data["shards"]]
@@ -217,7 +280,9 @@ def _fuzz_series(data: Dict[str, Any]) -> List[Tuple[str, List[List[float]]]]:
     return [(f"worker {w['worker']}", w["timeline"]) for w in workers] if len(workers) > 1 else []
 
 
-def _fuzz_chart(timeline: List[List[float]], budget: float, series: Sequence[Tuple[str, List[List[float]]]] = ()) -> str:
+def _fuzz_chart(
+    timeline: list[list[float]], budget: float, series: Sequence[tuple[str, list[list[float]]]] = ()
+) -> str:
     w, h, left, bottom = 720, 240, 60, 30
     pw, ph = w - left - 20, h - bottom - 20
     tmax = max([budget] + [p[0] for p in timeline]) or 1
@@ -229,42 +294,66 @@ def _fuzz_chart(timeline: List[List[float]], budget: float, series: Sequence[Tup
     def y(e: float) -> float:
         return 20 + ph - ph * e / emax
 
-    lines = [_polyline(points, x, y, _SERIES_COLOURS[i % len(_SERIES_COLOURS)], 1) for i, (_, points) in enumerate(series)]
-    legend = [f'<text x="{left + 8}" y="{34 + 13 * i}" fill="{_SERIES_COLOURS[i % len(_SERIES_COLOURS)]}">{E(name)}</text>'
-              for i, (name, _) in enumerate(series[:8])]
+    lines = [
+        _polyline(points, x, y, _SERIES_COLOURS[i % len(_SERIES_COLOURS)], 1) for i, (_, points) in enumerate(series)
+    ]
+    legend = [
+        f'<text x="{left + 8}" y="{34 + 13 * i}" fill="{_SERIES_COLOURS[i % len(_SERIES_COLOURS)]}">{E(name)}</text>'
+        for i, (name, _) in enumerate(series[:8])
+    ]
     marks, last, label_x = [], 0, float("-inf")
     for t, _e, f in timeline:
         if f > last:
-            marks.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="20" y2="{20 + ph}" stroke="#c62828" stroke-width="2"/>')
+            marks.append(
+                f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="20" y2="{20 + ph}" stroke="#c62828" stroke-width="2"/>'
+            )
             if x(t) - label_x > 90:  # labels of close failures would overlap: the next one far enough says the count
-                marks.append(f'<text x="{x(t) + 3:.1f}" y="{32 + 14 * (len(marks) % 3)}" fill="#c62828">failure {f}</text>')
+                marks.append(
+                    f'<text x="{x(t) + 3:.1f}" y="{32 + 14 * (len(marks) % 3)}" fill="#c62828">failure {f}</text>'
+                )
                 label_x = x(t)
             last = f
-    axes = (f'<line x1="{left}" y1="{20 + ph}" x2="{left + pw}" y2="{20 + ph}" stroke="#000"/>'
-            f'<line x1="{left}" y1="20" x2="{left}" y2="{20 + ph}" stroke="#000"/>'
-            f'<text x="{left - 5}" y="26" text-anchor="end">{emax:,}</text>'
-            f'<text x="{left - 5}" y="{20 + ph}" text-anchor="end">0</text>'
-            f'<text x="{left + pw}" y="{h - 8}" text-anchor="end">{tmax:.0f} s</text>'
-            f'<text x="{left}" y="{h - 8}">0 s</text><text x="{left + pw / 2}" y="{h - 8}" text-anchor="middle">elapsed</text>'
-            f'<text x="14" y="{20 + ph / 2}" transform="rotate(-90 14 {20 + ph / 2})" text-anchor="middle">examples run</text>')
-    return (f'<svg class="chart" role="img" aria-label="fuzz run: examples over time and failures" width="{w}" height="{h}" '
-            f'viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg">{axes}{"".join(lines)}'
-            f'{_polyline(timeline, x, y, "#1565c0", 2)}{"".join(legend)}{"".join(marks)}</svg>')
+    axes = (
+        f'<line x1="{left}" y1="{20 + ph}" x2="{left + pw}" y2="{20 + ph}" stroke="#000"/>'
+        f'<line x1="{left}" y1="20" x2="{left}" y2="{20 + ph}" stroke="#000"/>'
+        f'<text x="{left - 5}" y="26" text-anchor="end">{emax:,}</text>'
+        f'<text x="{left - 5}" y="{20 + ph}" text-anchor="end">0</text>'
+        f'<text x="{left + pw}" y="{h - 8}" text-anchor="end">{tmax:.0f} s</text>'
+        f'<text x="{left}" y="{h - 8}">0 s</text>'
+        f'<text x="{left + pw / 2}" y="{h - 8}" text-anchor="middle">elapsed</text>'
+        f'<text x="14" y="{20 + ph / 2}" transform="rotate(-90 14 {20 + ph / 2})" '
+        'text-anchor="middle">examples run</text>'
+    )
+    return (
+        '<svg class="chart" role="img" aria-label="fuzz run: examples over time and failures" '
+        f'width="{w}" height="{h}" '
+        f'viewBox="0 0 {w} {h}" xmlns="http://www.w3.org/2000/svg">{axes}{"".join(lines)}'
+        f"{_polyline(timeline, x, y, '#1565c0', 2)}{''.join(legend)}{''.join(marks)}</svg>"
+    )
 
 
-def _fuzz_summary(data: Dict[str, Any]) -> str:
+def _fuzz_summary(data: dict[str, Any]) -> str:
     workers = data.get("workers") or []
     shards = data.get("shards") or []
     who = (f"{len(shards)} shards, " if shards else "") + (f"{len(workers)} workers, " if workers else "")
     dead = data.get("dead_workers") or []
-    return (f"<p class='big'>{data['examples']:,} examples in {data['elapsed_s']:.0f} s of a {data['budget_s']:.0f} s budget "
-            f"({data['examples_per_s']}/s), {who}{len(data['rounds'])} rounds on {', '.join(map(E, data['placements']))}; "
-            f"<strong>{len(data['failures'])} failures</strong>.</p>"
-            + ("" if data["complete"] else f"<p class='warn'>Stopped early by {E(str(data['stopped_by']))}: partial report.</p>")
-            + "".join(f"<p class='warn'>Worker {d['worker']}{' of shard ' + E(d['shard']) if d.get('shard') else ''} died in "
-                      f"round {d['round']} running <code>{E(str(d['test']))}</code> (exit status {d['exit_status']}).</p>"
-                      for d in dead)
-            + f"<p>Implementation <code>{E(data['impl'])}</code>, database <code>{E(data['db'])}</code>.</p>")
+    return (
+        f"<p class='big'>{data['examples']:,} examples in {data['elapsed_s']:.0f} s "
+        f"of a {data['budget_s']:.0f} s budget "
+        f"({data['examples_per_s']}/s), {who}{len(data['rounds'])} rounds on {', '.join(map(E, data['placements']))}; "
+        f"<strong>{len(data['failures'])} failures</strong>.</p>"
+        + (
+            ""
+            if data["complete"]
+            else f"<p class='warn'>Stopped early by {E(str(data['stopped_by']))}: partial report.</p>"
+        )
+        + "".join(
+            f"<p class='warn'>Worker {d['worker']}{' of shard ' + E(d['shard']) if d.get('shard') else ''} died in "
+            f"round {d['round']} running <code>{E(str(d['test']))}</code> (exit status {d['exit_status']}).</p>"
+            for d in dead
+        )
+        + f"<p>Implementation <code>{E(data['impl'])}</code>, database <code>{E(data['db'])}</code>.</p>"
+    )
 
 
 def section_fuzz(page: Page) -> None:
@@ -276,26 +365,45 @@ def section_fuzz(page: Page) -> None:
     body = _fuzz_summary(data) + _fuzz_chart(data["timeline"], data["budget_s"], _fuzz_series(data))
     for f in fails:
         where = f"shard {f['shard']}, " if f.get("shard") else ""
-        body += (f"<h4><code>{E(f['nodeid'])}</code></h4><p>{inline(str(f.get('error') or ''))} "
-                 f"({where}round {f['round']}, {E(', '.join(f['placements']))}, after {f['found_after_s']} s)</p>"
-                 f"<pre>{E(f.get('example') or '(see the report)')}</pre>"
-                 + (f"<pre>{E(f['blob'])}</pre>" if f.get("blob") else ""))
+        body += (
+            f"<h4><code>{E(f['nodeid'])}</code></h4><p>{inline(str(f.get('error') or ''))} "
+            f"({where}round {f['round']}, {E(', '.join(f['placements']))}, after {f['found_after_s']} s)</p>"
+            f"<pre>{E(f.get('example') or '(see the report)')}</pre>"
+            + (f"<pre>{E(f['blob'])}</pre>" if f.get("blob") else "")
+        )
     replay = _load(d / "replay.json")
     if isinstance(replay, dict):
-        body += (f"<h3>Replay</h3><p>{replay['saved_examples']} saved examples in {replay['tests_with_saved_failures']} tests "
-                 f"(implementation <code>{E(replay['impl'])}</code>): {len(replay['still_failing'])} still fail, "
-                 f"{len(replay['no_longer_failing'])} no longer fail.</p>")
-    body += "<p>" + " ".join(x for x in (page.link(d / "fuzz.md", "fuzz.md"), page.link(d / "fuzz.json", "fuzz.json"),
-                                         page.link(d / "replay.md", "replay.md")) if x) + "</p>"
+        body += (
+            f"<h3>Replay</h3><p>{replay['saved_examples']} saved examples "
+            f"in {replay['tests_with_saved_failures']} tests "
+            f"(implementation <code>{E(replay['impl'])}</code>): {len(replay['still_failing'])} still fail, "
+            f"{len(replay['no_longer_failing'])} no longer fail.</p>"
+        )
+    body += (
+        "<p>"
+        + " ".join(
+            x
+            for x in (
+                page.link(d / "fuzz.md", "fuzz.md"),
+                page.link(d / "fuzz.json", "fuzz.json"),
+                page.link(d / "replay.md", "replay.md"),
+            )
+            if x
+        )
+        + "</p>"
+    )
     page.add("fuzz", "Fuzz run", "fail" if fails or data.get("dead_workers") else "pass", body)
 
 
 def section_faults(page: Page) -> None:
-    """Every matrix `ppaux faults` wrote (one per channel and mode): outcome per fault against the recorded expectation."""
+    """Every matrix `ppaux faults` wrote (one per channel and mode): outcome per fault against the
+    recorded expectation."""
     matrices = [(p, _load(p)) for p in sorted((page.out / "faults").glob("faults-*.json"))]
     matrices = [(p, m) for p, m in matrices if isinstance(m, dict) and isinstance(m.get("cells"), dict)]
     if not matrices:
-        return page.add("faults", "Fault matrix", "missing", _missing("python -m ppaux faults --channel gloo --integrity"))
+        return page.add(
+            "faults", "Fault matrix", "missing", _missing("python -m ppaux faults --channel gloo --integrity")
+        )
     body, all_expected = "", True
     for path, m in matrices:
         cells = m["cells"]
@@ -304,14 +412,18 @@ def section_faults(page: Page) -> None:
         all_expected &= not off
         mode = "integrity on" if m.get("integrity") else "SGLang's wire"
         rows = "".join(
-            f"<tr><td>{E(f)}</td><td{' class=warn' if c.get('outcome') == 'silent corruption' else ''}>{E(str(c.get('outcome')))}</td>"
+            f"<tr><td>{E(f)}</td><td{' class=warn' if c.get('outcome') == 'silent corruption' else ''}>"
+            f"{E(str(c.get('outcome')))}</td>"
             f"<td>{E(str(c.get('expected')))}</td><td>{E(str(c.get('detail', ''))[:160])}</td></tr>"
             for f, c in cells.items()
         )
-        body += (f"<h3>{E(str(m.get('channel')))}, {E(mode)}: {silent} silent corruption{'s' if silent != 1 else ''}"
-                 f"{', ' + str(len(off)) + ' cells differ from the expectation' if off else ''}</h3>"
-                 f"<table><tr><th>fault</th><th>outcome</th><th>expected</th><th>detail</th></tr>{rows}</table>"
-                 f"<p>{' '.join(x for x in (page.link(path.with_suffix('.md'), path.stem + '.md'), page.link(path, path.name)) if x)}</p>")
+        links = (page.link(path.with_suffix(".md"), path.stem + ".md"), page.link(path, path.name))
+        body += (
+            f"<h3>{E(str(m.get('channel')))}, {E(mode)}: {silent} silent corruption{'s' if silent != 1 else ''}"
+            f"{', ' + str(len(off)) + ' cells differ from the expectation' if off else ''}</h3>"
+            f"<table><tr><th>fault</th><th>outcome</th><th>expected</th><th>detail</th></tr>{rows}</table>"
+            f"<p>{' '.join(x for x in links if x)}</p>"
+        )
     page.add("faults", "Fault matrix", "pass" if all_expected else "fail", body)
 
 
@@ -326,12 +438,17 @@ def section_bench(page: Page) -> None:
     page.add("benchmarks", "Benchmarks", "info", body)
 
 
-SECTIONS: List[Callable[[Page], None]] = [
+SECTIONS: list[Callable[[Page], None]] = [
     section_tests,
-    lambda p: section_json_md(p, "conformance", "Conformance", "conformance", "conformance",
-                              "ppaux check --report reports/out/conformance"),
+    lambda p: section_json_md(
+        p, "conformance", "Conformance", "conformance", "conformance", "ppaux check --report reports/out/conformance"
+    ),
     section_faults,
-    section_coverage, section_mutation, section_mutate, section_fuzz, section_bench,
+    section_coverage,
+    section_mutation,
+    section_mutate,
+    section_fuzz,
+    section_bench,
 ]
 STYLE = """body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:980px;padding:1em 2em;color:#222}
 nav a{margin-right:.8em}.tile{display:inline-block;padding:.3em .7em;margin:.2em;border-radius:4px;color:#fff}
@@ -345,15 +462,22 @@ svg.chart text{font-size:12px}h2 .tile{font-size:13px;vertical-align:middle}"""
 def render(page: Page) -> str:
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     tiles = "".join(f'<a class="tile {s}" href="#{sid}">{E(t)}: {s}</a>' for sid, t, s, _ in page.sections)
-    body = "".join(f'<section id="{sid}"><h2>{E(t)} <span class="tile {s}">{s}</span></h2>{b}</section>'
-                   for sid, t, s, b in page.sections)
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ppaux reports</title>"
-            f"<style>{STYLE}</style></head><body><h1>ppaux reports</h1><p>Built {now} by <code>python -m reports build</code>.</p>"
-            f"<nav id='summary'>{tiles}</nav>{body}</body></html>\n")
+    body = "".join(
+        f'<section id="{sid}"><h2>{E(t)} <span class="tile {s}">{s}</span></h2>{b}</section>'
+        for sid, t, s, b in page.sections
+    )
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>ppaux reports</title>"
+        f"<style>{STYLE}</style></head><body><h1>ppaux reports</h1>"
+        f"<p>Built {now} by <code>python -m reports build</code>.</p>"
+        f"<nav id='summary'>{tiles}</nav>{body}</body></html>\n"
+    )
 
 
-def junit(name: str, cases: List[Tuple[str, Optional[str]]], path: Path) -> None:
-    suite = ET.Element("testsuite", name=name, tests=str(len(cases)), failures=str(sum(m is not None for _, m in cases)))
+def junit(name: str, cases: list[tuple[str, str | None]], path: Path) -> None:
+    suite = ET.Element(
+        "testsuite", name=name, tests=str(len(cases)), failures=str(sum(m is not None for _, m in cases))
+    )
     for case, failure in cases:
         tc = ET.SubElement(suite, "testcase", classname=name, name=case)
         if failure is not None:
@@ -365,13 +489,26 @@ def junit(name: str, cases: List[Tuple[str, Optional[str]]], path: Path) -> None
 def write_junit(out: Path) -> None:
     fuzz = _load(out / "fuzz" / "fuzz.json")
     if isinstance(fuzz, dict):
-        cases = [(f["nodeid"], f"{f.get('error')}\n{f.get('example') or ''}\n{f.get('blob') or ''}") for f in fuzz["failures"]]
+        cases = [
+            (f["nodeid"], f"{f.get('error')}\n{f.get('example') or ''}\n{f.get('blob') or ''}")
+            for f in fuzz["failures"]
+        ]
         junit("fuzz", cases or [("fuzz run", None)], out / "junit-fuzz.xml")
     mutation = _load(out / "mutation" / "mutation.json")
     if isinstance(mutation, dict):
-        junit("mutation", [(mod, None if m["passes"] else f"{m['score']}% < gate {m['gate']}%: "
-                            + ", ".join(s["mutant"] for s in m["survivors"])) for mod, m in mutation["modules"].items()],
-              out / "junit-mutation.xml")
+        junit(
+            "mutation",
+            [
+                (
+                    mod,
+                    None
+                    if m["passes"]
+                    else f"{m['score']}% < gate {m['gate']}%: " + ", ".join(s["mutant"] for s in m["survivors"]),
+                )
+                for mod, m in mutation["modules"].items()
+            ],
+            out / "junit-mutation.xml",
+        )
 
 
 def build(out_dir: str, index_path: str) -> int:

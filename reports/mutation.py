@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional
 
 from ppaux.mutation.own import CLEAN_RUN_FAILED, Checkout, Scope, list_mutants, run_scope
 from ppaux.mutation.pragmas import markings, markings_section
@@ -60,7 +59,7 @@ CHECKOUT = Checkout(
     always_gated=CONTRACT_MODULES,
 )
 
-SCOPES: Dict[str, Scope] = {
+SCOPES: dict[str, Scope] = {
     "contract": Scope(
         name="contract",
         mutate=CONTRACT_MODULES,
@@ -96,8 +95,8 @@ SCOPES: Dict[str, Scope] = {
 
 def run(
     out_dir: str,
-    max_children: Optional[int],
-    only: Optional[List[str]] = None,
+    max_children: int | None,
+    only: list[str] | None = None,
     scope_name: str = "contract",
     *,
     list_only: bool = False,

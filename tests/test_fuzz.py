@@ -15,20 +15,26 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Tuple
 
 import pytest
 
 from fuzz.__main__ import main
 from ppaux.cli.main import main as ppaux_main
 from ppaux.fuzz import failure_rows
-from ppaux.fuzz.options import cpu_count, in_shard, parse_shard, parse_workers
-from ppaux.fuzz.report import merge_runs
+from ppaux.fuzz.options import FuzzUsageError as UsageError
+from ppaux.fuzz.options import (
+    cpu_count,
+    format_duration,
+    in_shard,
+    parse_budget,
+    parse_shard,
+    parse_workers,
+    placements,
+)
+from ppaux.fuzz.report import merge_runs, write_run
 from ppaux.fuzz.rounds import Suite, from_checkout
-from ppaux.fuzz.report import write_run
 from ppaux.fuzz.runner import FuzzRun, Replay, RunError, Worker, describe_status, progress_line, verdict
 from ppaux.fuzz.timeline import Timeline, add_up, thin
-from ppaux.fuzz.options import FuzzUsageError as UsageError, format_duration, parse_budget, placements
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import EXAMPLE_HEADER
 
@@ -70,15 +76,29 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["run", "--budget", "soon"], "fuzz: error: --budget 'soon': expected a duration such as 30m, 1h30m, 90s"),
-    (["run", "--max-failures", "0"], "fuzz: error: --max-failures must be at least 1"),
-    (["run", "--progress-every", "0"], "fuzz: error: --progress-every must be a positive number of seconds"),
-    (["run", "--impl", "no/such/impl.py"], "fuzz: error: --impl: implementation file 'no/such/impl.py' does not exist"),
-    (["replay", "--db", "redis://"], "fuzz: error: --db 'redis://': expected redis://HOST:PORT"),
-    (["run", "--devices", "tpu"], "fuzz: error: python -m fuzz run: argument --devices: invalid choice: 'tpu' (choose from 'auto', 'cpu', 'cuda')"),
-    (["fly"], "fuzz: error: python -m fuzz: argument {run,replay,report}: invalid choice: 'fly' (choose from 'run', 'replay', 'report')"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "--budget", "soon"], "fuzz: error: --budget 'soon': expected a duration such as 30m, 1h30m, 90s"),
+        (["run", "--max-failures", "0"], "fuzz: error: --max-failures must be at least 1"),
+        (["run", "--progress-every", "0"], "fuzz: error: --progress-every must be a positive number of seconds"),
+        (
+            ["run", "--impl", "no/such/impl.py"],
+            "fuzz: error: --impl: implementation file 'no/such/impl.py' does not exist",
+        ),
+        (["replay", "--db", "redis://"], "fuzz: error: --db 'redis://': expected redis://HOST:PORT"),
+        (
+            ["run", "--devices", "tpu"],
+            "fuzz: error: python -m fuzz run: argument --devices: invalid choice: 'tpu' "
+            "(choose from 'auto', 'cpu', 'cuda')",
+        ),
+        (
+            ["fly"],
+            "fuzz: error: python -m fuzz: argument {run,replay,report}: invalid choice: 'fly' "
+            "(choose from 'run', 'replay', 'report')",
+        ),
+    ],
+)
 def test_bad_arguments_are_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -96,20 +116,35 @@ def test_unreachable_redis_is_a_usage_error(capsys):
 def test_db_that_is_a_file_is_a_usage_error(tmp_path, capsys):
     (tmp_path / "db").write_text("")
     assert main(["replay", "--db", str(tmp_path / "db")]) == 2
-    assert capsys.readouterr().err == f"fuzz: error: --db {str(tmp_path / 'db')!r} is a file; expected a directory or redis://HOST:PORT\n"
+    assert (
+        capsys.readouterr().err
+        == f"fuzz: error: --db {str(tmp_path / 'db')!r} is a file; expected a directory or redis://HOST:PORT\n"
+    )
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["run", "--workers", "0"], "ppaux: error: --workers '0': expected a number of worker processes, 1 or more, or auto"),
-    (["run", "--workers", "many"], "ppaux: error: --workers 'many': expected a number of worker processes, 1 or more, or auto"),
-    (["run", "--shard", "3/2"], "ppaux: error: --shard '3/2': K must be between 1 and N"),
-    (["run", "--shard", "0/2"], "ppaux: error: --shard '0/2': K must be between 1 and N"),
-    (["run", "--shard", "x"], "ppaux: error: --shard 'x': expected K/N, this machine's share of N (e.g. 1/4)"),
-    (["run", "--timeout", "soon"], "ppaux: error: --timeout: timeout 'soon' is not a number of seconds"),
-    (["replay", "--db", "redis://h:port"], "ppaux: error: --db 'redis://h:port': the port is not a number"),
-    (["report"], "ppaux fuzz report: the following arguments are required: --merge"),
-    (["fly"], "ppaux fuzz: argument {run,replay,report}: invalid choice: 'fly' (choose from 'run', 'replay', 'report')"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["run", "--workers", "0"],
+            "ppaux: error: --workers '0': expected a number of worker processes, 1 or more, or auto",
+        ),
+        (
+            ["run", "--workers", "many"],
+            "ppaux: error: --workers 'many': expected a number of worker processes, 1 or more, or auto",
+        ),
+        (["run", "--shard", "3/2"], "ppaux: error: --shard '3/2': K must be between 1 and N"),
+        (["run", "--shard", "0/2"], "ppaux: error: --shard '0/2': K must be between 1 and N"),
+        (["run", "--shard", "x"], "ppaux: error: --shard 'x': expected K/N, this machine's share of N (e.g. 1/4)"),
+        (["run", "--timeout", "soon"], "ppaux: error: --timeout: timeout 'soon' is not a number of seconds"),
+        (["replay", "--db", "redis://h:port"], "ppaux: error: --db 'redis://h:port': the port is not a number"),
+        (["report"], "ppaux fuzz report: the following arguments are required: --merge"),
+        (
+            ["fly"],
+            "ppaux fuzz: argument {run,replay,report}: invalid choice: 'fly' (choose from 'run', 'replay', 'report')",
+        ),
+    ],
+)
 def test_ppaux_fuzz_bad_arguments_are_one_line_and_exit_2(argv, message, capsys):
     assert ppaux_main(["fuzz", *argv]) == 2
     assert capsys.readouterr().err == message + "\n"
@@ -125,18 +160,28 @@ def test_a_report_or_database_that_cannot_be_one_is_one_line_and_exit_2(tmp_path
     cases = [
         (["run", "--report", file], f"ppaux: error: --report {file!r} is a file; expected a directory"),
         # A typo'd database on replay: "0 saved examples" and exit 0 would read as a clean night.
-        (["replay", "--impl", "ppaux.transport", "--db", missing],
-         f"ppaux: error: --db {missing!r}: no such directory; nothing saved there to replay"),
-        (["replay", "--db", str(tmp_path), "--report", str(tmp_path / "r"), "--regressions", file],
-         f"ppaux: error: --regressions: {file} is not a directory"),
+        (
+            ["replay", "--impl", "ppaux.transport", "--db", missing],
+            f"ppaux: error: --db {missing!r}: no such directory; nothing saved there to replay",
+        ),
+        (
+            ["replay", "--db", str(tmp_path), "--report", str(tmp_path / "r"), "--regressions", file],
+            f"ppaux: error: --regressions: {file} is not a directory",
+        ),
         (["report", "--merge", str(tmp_path)], f"ppaux: error: --merge {str(tmp_path)!r}: no fuzz.json there"),
         (["report", "--merge", file], f"ppaux: error: --merge {file!r} is a file; expected a directory"),
-        (["report", "--merge", str(tmp_path), str(tmp_path / "." / "")],
-         f"ppaux: error: --merge {str(tmp_path)!r} is named twice: its rounds would count twice"),
-        (["report", "--merge", str(tmp_path / "garbled")],
-         f"ppaux: error: --merge {str(tmp_path / 'garbled')!r}: cannot read fuzz.json (JSONDecodeError)"),
-        (["report", "--merge", str(tmp_path / "other.json")],
-         f"ppaux: error: --merge {str(tmp_path / 'other.json')!r}: fuzz.json is not a report of `ppaux fuzz run`"),
+        (
+            ["report", "--merge", str(tmp_path), str(tmp_path / "." / "")],
+            f"ppaux: error: --merge {str(tmp_path)!r} is named twice: its rounds would count twice",
+        ),
+        (
+            ["report", "--merge", str(tmp_path / "garbled")],
+            f"ppaux: error: --merge {str(tmp_path / 'garbled')!r}: cannot read fuzz.json (JSONDecodeError)",
+        ),
+        (
+            ["report", "--merge", str(tmp_path / "other.json")],
+            f"ppaux: error: --merge {str(tmp_path / 'other.json')!r}: fuzz.json is not a report of `ppaux fuzz run`",
+        ),
     ]
     for argv, message in cases:
         assert (ppaux_main(["fuzz", *argv]), capsys.readouterr().err) == (2, message + "\n")
@@ -148,9 +193,12 @@ def test_a_redis_that_does_not_answer_is_one_line_and_exit_2(capsys):
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
-        url = "redis://127.0.0.1:%d" % silent.getsockname()[1]
+        url = f"redis://127.0.0.1:{silent.getsockname()[1]}"
         assert ppaux_main(["fuzz", "run", "--db", url]) == 2
-    assert capsys.readouterr().err == f"ppaux: error: --db {url}: cannot reach Redis (TimeoutError: Timeout reading from socket)\n"
+    assert (
+        capsys.readouterr().err
+        == f"ppaux: error: --db {url}: cannot reach Redis (TimeoutError: Timeout reading from socket)\n"
+    )
 
 
 def test_shards_split_every_test_into_exactly_one_share_the_same_on_every_machine():
@@ -187,8 +235,10 @@ def test_drawn(n):
 
 
 def test_a_seeded_round_draws_the_same_examples_again_counts_them_and_leaves_the_process_as_it_was(
-        pytester, monkeypatch, tmp_path):
-    from hypothesis import given, strategies as st
+    pytester, monkeypatch, tmp_path
+):
+    from hypothesis import given
+    from hypothesis import strategies as st
 
     from ppaux.testing import hypothesis_api
     from ppaux.testing.hypothesis_api import replace_seed_generator
@@ -201,8 +251,13 @@ def test_a_seeded_round_draws_the_same_examples_again_counts_them_and_leaves_the
     def fuzz_round(seed: int, run: int) -> list:
         run_dir = tmp_path / f"seed-{seed}-run-{run}"
         run_dir.mkdir()
-        for name, value in {"DRAWN": run_dir / "drawn", "PPAUX_FUZZ_SEED": seed, "PPAUX_FUZZ_MAX_EXAMPLES": 20,
-                            "PPAUX_FUZZ_DB": run_dir / "db", "PPAUX_FUZZ_EVENTS": run_dir / "events"}.items():
+        for name, value in {
+            "DRAWN": run_dir / "drawn",
+            "PPAUX_FUZZ_SEED": seed,
+            "PPAUX_FUZZ_MAX_EXAMPLES": 20,
+            "PPAUX_FUZZ_DB": run_dir / "db",
+            "PPAUX_FUZZ_EVENTS": run_dir / "events",
+        }.items():
             monkeypatch.setenv(name, str(value))
         result = pytester.runpytest_inprocess("-p", "ppaux.fuzz.pytest_plugin", "--hypothesis-profile=ppaux-fuzz")
         assert result.ret == 0, result.stdout.str()
@@ -225,13 +280,42 @@ def test_a_seeded_round_draws_the_same_examples_again_counts_them_and_leaves_the
 
 def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_root(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
-    installed = Suite(db="redis://h:1", workdir=tmp_path, tests="test_add", impl="mine", timeout=2.0, shard=(2, 3),
-                      checkout=False, cwd=tmp_path)
+    installed = Suite(
+        db="redis://h:1",
+        workdir=tmp_path,
+        tests="test_add",
+        impl="mine",
+        timeout=2.0,
+        shard=(2, 3),
+        checkout=False,
+        cwd=tmp_path,
+    )
     assert installed.command()[3:] == [
-        "-p", "ppaux.fuzz.pytest_plugin", "--hypothesis-profile=ppaux-fuzz", "-q", "--no-header", "-p", "no:cacheprovider",
-        "--strict-markers", "-m", "not sglang", "-k", "test_add", "--ppaux-impl", "mine", "--ppaux-timeout", "2.0",
-        "--pyargs", "ppaux.conformance", "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(ROOT),
-        "--confcutdir", str(ROOT / "ppaux" / "conformance")]
+        "-p",
+        "ppaux.fuzz.pytest_plugin",
+        "--hypothesis-profile=ppaux-fuzz",
+        "-q",
+        "--no-header",
+        "-p",
+        "no:cacheprovider",
+        "--strict-markers",
+        "-m",
+        "not sglang",
+        "-k",
+        "test_add",
+        "--ppaux-impl",
+        "mine",
+        "--ppaux-timeout",
+        "2.0",
+        "--pyargs",
+        "ppaux.conformance",
+        "-c",
+        str(tmp_path / "pytest.ini"),
+        "--rootdir",
+        str(ROOT),
+        "--confcutdir",
+        str(ROOT / "ppaux" / "conformance"),
+    ]
     assert (tmp_path / "pytest.ini").read_text() == "[pytest]\n"
     assert installed.what == "ppaux.conformance" and from_checkout()
     checkout = Suite(db="d", workdir=tmp_path)
@@ -239,9 +323,15 @@ def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_ro
     assert checkout.what == "ppaux.conformance and ppaux's tests/"
     env = installed.env(mode="run", events=tmp_path / "e", placement="cuda:2,0", max_examples=50, worker=(2, 4), seed=9)
     assert {k: env[k] for k in env if k.startswith(("PPAUX_FUZZ_", "CUDA_"))} == {
-        "PPAUX_FUZZ_SEED": "9", "PPAUX_FUZZ_SHARD": "2/3", "PPAUX_FUZZ_MODE": "run", "PPAUX_FUZZ_DB": "redis://h:1",
-        "PPAUX_FUZZ_EVENTS": str(tmp_path / "e"), "PPAUX_FUZZ_WORKER": "2/4", "PPAUX_FUZZ_MAX_EXAMPLES": "50",
-        "CUDA_VISIBLE_DEVICES": "2,0"}
+        "PPAUX_FUZZ_SEED": "9",
+        "PPAUX_FUZZ_SHARD": "2/3",
+        "PPAUX_FUZZ_MODE": "run",
+        "PPAUX_FUZZ_DB": "redis://h:1",
+        "PPAUX_FUZZ_EVENTS": str(tmp_path / "e"),
+        "PPAUX_FUZZ_WORKER": "2/4",
+        "PPAUX_FUZZ_MAX_EXAMPLES": "50",
+        "CUDA_VISIBLE_DEVICES": "2,0",
+    }
     # A replay replays every shard's failures; a cpu round sees no GPU.
     env = installed.env(mode="replay", events=tmp_path / "e", placement="cpu", max_examples=None, worker=(1, 1))
     assert "PPAUX_FUZZ_SHARD" not in env and "PPAUX_FUZZ_SEED" not in env and env["CUDA_VISIBLE_DEVICES"] == ""
@@ -259,17 +349,62 @@ def test_timelines_add_up_per_worker_into_the_run():
 
 
 def _run_summary(shard, *, failures=(), dead=(), examples=100, complete=True):
-    return {"kind": "fuzz-run", "started_at": f"2026-12-02T0{shard[0]}:00:00+00:00", "budget_s": 60.0, "elapsed_s": 60.0,
-            "stopped_by": "budget" if complete else "SIGTERM", "complete": complete, "impl": "x.py", "db": "redis://h:1",
-            "suite": "ppaux.conformance", "tests": None, "seed": None, "shard": shard, "placements": ["cpu"],
-            "workers": [{"worker": 1, "placements": ["cpu"], "rounds": 1, "examples": examples, "failures": len(failures),
-                         "died": None, "timeline": [[0.0, 0, 0], [60.0, examples, len(failures)]]}],
-            "dead_workers": list(dead), "examples": examples, "examples_per_s": examples / 60, "timeout_s": 10.0,
-            "rounds": [{"worker": 1, "round": 1, "placement": "cpu", "max_examples": 50, "examples": examples, "tests": 3,
-                        "exit_status": 0, "ended_by": "budget", "log": "l"}],
-            "failures": [{"nodeid": n, "clause": "add.7", "error": "E" if n != "b" else None, "example": "ex",
-                          "blob": "b" if n != "b" else None, "seen": 1} for n in failures],
-            "interrupted": [], "timeline": [[0.0, 0, 0], [60.0, examples, len(failures)]]}
+    return {
+        "kind": "fuzz-run",
+        "started_at": f"2026-12-02T0{shard[0]}:00:00+00:00",
+        "budget_s": 60.0,
+        "elapsed_s": 60.0,
+        "stopped_by": "budget" if complete else "SIGTERM",
+        "complete": complete,
+        "impl": "x.py",
+        "db": "redis://h:1",
+        "suite": "ppaux.conformance",
+        "tests": None,
+        "seed": None,
+        "shard": shard,
+        "placements": ["cpu"],
+        "workers": [
+            {
+                "worker": 1,
+                "placements": ["cpu"],
+                "rounds": 1,
+                "examples": examples,
+                "failures": len(failures),
+                "died": None,
+                "timeline": [[0.0, 0, 0], [60.0, examples, len(failures)]],
+            }
+        ],
+        "dead_workers": list(dead),
+        "examples": examples,
+        "examples_per_s": examples / 60,
+        "timeout_s": 10.0,
+        "rounds": [
+            {
+                "worker": 1,
+                "round": 1,
+                "placement": "cpu",
+                "max_examples": 50,
+                "examples": examples,
+                "tests": 3,
+                "exit_status": 0,
+                "ended_by": "budget",
+                "log": "l",
+            }
+        ],
+        "failures": [
+            {
+                "nodeid": n,
+                "clause": "add.7",
+                "error": "E" if n != "b" else None,
+                "example": "ex",
+                "blob": "b" if n != "b" else None,
+                "seen": 1,
+            }
+            for n in failures
+        ],
+        "interrupted": [],
+        "timeline": [[0.0, 0, 0], [60.0, examples, len(failures)]],
+    }
 
 
 def test_merged_report_tags_each_round_worker_and_failure_with_its_shard_and_lists_a_failure_once(tmp_path, capsys):
@@ -285,11 +420,13 @@ def test_merged_report_tags_each_round_worker_and_failure_with_its_shard_and_lis
     for i, run in enumerate(runs):
         (tmp_path / str(i)).mkdir()
         (tmp_path / str(i) / "fuzz.json").write_text(json.dumps(run))
-    status, out, _ = ppaux_fuzz(capsys, "report", "--merge", str(tmp_path / "0"), str(tmp_path / "1"),
-                                "--report", str(tmp_path / "merged"))
+    status, out, _ = ppaux_fuzz(
+        capsys, "report", "--merge", str(tmp_path / "0"), str(tmp_path / "1"), "--report", str(tmp_path / "merged")
+    )
     assert status == 1
-    assert out.splitlines()[0] == ("fuzz report: 2 runs merged: 200 examples, 2 rounds, 2 failures; "
-                                   "1 worker(s) died: see the report")
+    assert out.splitlines()[0] == (
+        "fuzz report: 2 runs merged: 200 examples, 2 rounds, 2 failures; 1 worker(s) died: see the report"
+    )
     page = (tmp_path / "merged" / "fuzz.md").read_text()
     assert "# Fuzz run (2 shards merged)" in page and "| 2/2 | 100 | 1 | 1 | SIGTERM |" in page
     assert "- worker 1 of shard 2/2: round 1 (cpu), running `t`, exit status -9; log l" in page
@@ -344,16 +481,31 @@ class ScriptedSuite(Suite):
 def scripted_run(tmp_path, monkeypatch, plan, *, workers=2, budget=60.0, shard=None, **kwargs) -> FuzzRun:
     monkeypatch.setenv("FAKE_ROUND", json.dumps(plan))
     suite = ScriptedSuite(db="d", workdir=tmp_path / "rounds", shard=shard)
-    return FuzzRun(budget=budget, suite=suite, workers=[Worker(i + 1, ["cpu"]) for i in range(workers)],
-                   nightly_max_examples=10, progress=Progress(io.StringIO(), tty=False), **kwargs)
+    return FuzzRun(
+        budget=budget,
+        suite=suite,
+        workers=[Worker(i + 1, ["cpu"]) for i in range(workers)],
+        nightly_max_examples=10,
+        progress=Progress(io.StringIO(), tty=False),
+        **kwargs,
+    )
 
 
 def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reported(tmp_path, monkeypatch):
-    events = [{"kind": "started", "pid": 1}, COLLECTED, {"kind": "running", "nodeid": "t.py::t"},
-              {"kind": "progress", "examples": 7}, FAILURE]
+    events = [
+        {"kind": "started", "pid": 1},
+        COLLECTED,
+        {"kind": "running", "nodeid": "t.py::t"},
+        {"kind": "progress", "examples": 7},
+        FAILURE,
+    ]
     # Worker 2 dies at once; worker 1 lingers past the budget, so neither round's end races the other's.
-    run = scripted_run(tmp_path, monkeypatch, {"1": {"events": events, "end": "exit 1", "linger": 20},
-                                               "2": {"events": events, "end": "kill"}}, budget=5.0)
+    run = scripted_run(
+        tmp_path,
+        monkeypatch,
+        {"1": {"events": events, "end": "exit 1", "linger": 20}, "2": {"events": events, "end": "kill"}},
+        budget=5.0,
+    )
     (tmp_path / "rounds").mkdir()
     (tmp_path / "rounds" / "worker-9-round-001.log").write_text("a stale round of an earlier run")
     run.run()
@@ -361,9 +513,14 @@ def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reporte
     [failure] = summary["failures"]
     assert (failure["workers"], failure["seen"], failure["clause"]) == ([1, 2], 2, "add.7")
     log = str(tmp_path / "rounds" / "worker-2-round-001.log")
-    assert summary["dead_workers"] == [{"worker": 2, "round": 1, "placement": "cpu", "test": "t.py::t",
-                                        "exit_status": -9, "log": log}]
-    assert (summary["examples"], summary["stopped_by"], verdict(summary)) == (14, "budget", (1, "1 worker(s) died: see the report"))
+    assert summary["dead_workers"] == [
+        {"worker": 2, "round": 1, "placement": "cpu", "test": "t.py::t", "exit_status": -9, "log": log}
+    ]
+    assert (summary["examples"], summary["stopped_by"], verdict(summary)) == (
+        14,
+        "budget",
+        (1, "1 worker(s) died: see the report"),
+    )
     assert not (tmp_path / "rounds" / "worker-9-round-001.log").exists()
 
 
@@ -376,15 +533,26 @@ def test_a_round_that_breaks_after_its_tests_were_collected_is_a_dead_worker_not
     assert verdict(run.summary()) == (1, "1 worker(s) died: see the report")
 
 
-@pytest.mark.parametrize("events, shard, message", [
-    ([COLLECTED], (2, 2), "shard 2/2 holds none of the 3 selected Hypothesis tests; nothing to fuzz here"),
-    ([{"kind": "collected", "tests": 0}], None, "no Hypothesis tests match the selection (--tests); nothing to fuzz"),
-    ([], None, "pytest could not run the round (usage error, exit 4); see {log}: last words of worker 1"),
-])
+@pytest.mark.parametrize(
+    "events, shard, message",
+    [
+        ([COLLECTED], (2, 2), "shard 2/2 holds none of the 3 selected Hypothesis tests; nothing to fuzz here"),
+        (
+            [{"kind": "collected", "tests": 0}],
+            None,
+            "no Hypothesis tests match the selection (--tests); nothing to fuzz",
+        ),
+        ([], None, "pytest could not run the round (usage error, exit 4); see {log}: last words of worker 1"),
+    ],
+)
 def test_a_selection_that_cannot_run_stops_every_worker_with_one_line(tmp_path, monkeypatch, events, shard, message):
     status = 4 if not events else 5
-    run = scripted_run(tmp_path, monkeypatch, {"1": {"events": events, "end": f"exit {status}"},
-                                               "2": {"events": [], "end": "hang"}}, shard=shard)
+    run = scripted_run(
+        tmp_path,
+        monkeypatch,
+        {"1": {"events": events, "end": f"exit {status}"}, "2": {"events": [], "end": "hang"}},
+        shard=shard,
+    )
     with pytest.raises(RunError) as caught:
         run.run()
     assert str(caught.value) == message.format(log=tmp_path / "rounds" / "worker-1-round-001.log")
@@ -402,7 +570,10 @@ def test_a_stop_reaches_every_round_and_one_that_ignores_it_is_killed_after_the_
     run = scripted_run(tmp_path, monkeypatch, {"*": {"events": events, "end": "hang"}}, budget=1.0, grace=0.5)
     run.run()
     summary = run.summary()
-    assert sorted((r["worker"], r["ended_by"], r["exit_status"]) for r in summary["rounds"]) == [(1, "budget", -9), (2, "budget", -9)]
+    assert sorted((r["worker"], r["ended_by"], r["exit_status"]) for r in summary["rounds"]) == [
+        (1, "budget", -9),
+        (2, "budget", -9),
+    ]
     assert sorted((i["worker"], i["nodeid"]) for i in summary["interrupted"]) == [(1, "t.py::slow"), (2, "t.py::slow")]
     assert verdict(summary) == (0, None)
     write_run(summary, tmp_path)
@@ -422,11 +593,15 @@ def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeyp
 def test_a_failure_s_error_is_pytest_s_first_e_line_else_its_exception_group_s():
     from ppaux.fuzz.pytest_plugin import error_line
 
-    assert error_line("    def t():\n>       assert x\nE       AssertionError: keys changed\nE       more") == \
-        "AssertionError: keys changed"
-    grouped = ("+ Exception Group Traceback (most recent call last):\n  |   File \"t.py\", line 27, in t\n"
-               "  | ExceptionGroup: Hypothesis found 2 distinct failures. (2 sub-exceptions)\n"
-               "  +-+---------------- 1 ----------------\n    | ppaux.core.errors.AuxiliaryPPError: A4\n")
+    assert (
+        error_line("    def t():\n>       assert x\nE       AssertionError: keys changed\nE       more")
+        == "AssertionError: keys changed"
+    )
+    grouped = (
+        '+ Exception Group Traceback (most recent call last):\n  |   File "t.py", line 27, in t\n'
+        "  | ExceptionGroup: Hypothesis found 2 distinct failures. (2 sub-exceptions)\n"
+        "  +-+---------------- 1 ----------------\n    | ppaux.core.errors.AuxiliaryPPError: A4\n"
+    )
     assert error_line(grouped) == "ExceptionGroup: Hypothesis found 2 distinct failures. (2 sub-exceptions)"
     assert error_line("no error here") is None
 
@@ -438,9 +613,11 @@ def test_progress_redraws_one_line_on_a_terminal_and_prints_lines_otherwise():
     p.update(progress_line(60, 10, 501, 0, "cpu", 1))  # within a quarter of a second: not redrawn
     p.say("fuzz: note")
     p.finish(progress_line(60, 20, 1000, 1, "cpu", 2))
-    assert tty.getvalue() == ("\r\x1b[Kfuzz 00:10/01:00  round 1 (cpu)  examples 500  50/s  failures 0"
-                              "\r\x1b[Kfuzz: note\n"
-                              "\r\x1b[Kfuzz 00:20/01:00  round 2 (cpu)  examples 1,000  50/s  failures 1\n")
+    assert tty.getvalue() == (
+        "\r\x1b[Kfuzz 00:10/01:00  round 1 (cpu)  examples 500  50/s  failures 0"
+        "\r\x1b[Kfuzz: note\n"
+        "\r\x1b[Kfuzz 00:20/01:00  round 2 (cpu)  examples 1,000  50/s  failures 1\n"
+    )
     plain = io.StringIO()
     p = Progress(plain, every=3600, tty=False)
     p.update(progress_line(60, 1, 10, 0, "cpu", 1))
@@ -458,11 +635,18 @@ def _env() -> dict:
 
 
 def fuzz(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fuzz", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL, env=_env())
+    return subprocess.run(
+        [sys.executable, "-m", "fuzz", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=_env(),
+    )
 
 
-def ppaux_fuzz(capsys, *args: str) -> Tuple[int, str, str]:
+def ppaux_fuzz(capsys, *args: str) -> tuple[int, str, str]:
     """``ppaux fuzz ARGS`` in this process (its rounds are subprocesses): exit status, stdout, stderr."""
     capsys.readouterr()
     status = ppaux_main(["fuzz", *args])
@@ -471,8 +655,9 @@ def ppaux_fuzz(capsys, *args: str) -> Tuple[int, str, str]:
 
 
 def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> None:
-    status, _, err = ppaux_fuzz(capsys, "run", "--budget", "90s", "--max-failures", "1", "--db", db, "--report", str(report),
-                                *PLANTED)
+    status, _, err = ppaux_fuzz(
+        capsys, "run", "--budget", "90s", "--max-failures", "1", "--db", db, "--report", str(report), *PLANTED
+    )
     assert status == 1, err
     summary = json.loads((report / "fuzz.json").read_text())
     assert summary["stopped_by"] == "max-failures" and summary["complete"]
@@ -481,20 +666,29 @@ def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> N
     assert EXAMPLE_HEADER.match(failure["example"])
     assert failure["example"].splitlines()[0].endswith(" test_success_adds_one_key_per_item_bound_to_the_same_tensor(")
     assert failure["blob"].startswith("@reproduce_failure(")
-    assert failure_rows(summary) == [{"nodeid": BROKEN_TEST, "clause": "add.7", "error": failure["error"],
-                                      "example": failure["example"], "blob": failure["blob"]}]
+    assert failure_rows(summary) == [
+        {
+            "nodeid": BROKEN_TEST,
+            "clause": "add.7",
+            "error": failure["error"],
+            "example": failure["example"],
+            "blob": failure["blob"],
+        }
+    ]
     # The round that finds it depends on the seeds Hypothesis draws; the line's form does not.
     assert re.search(rf"^fuzz: FAILURE {re.escape(BROKEN_TEST)} \(worker 1, round \d+, cpu\): ", err, re.M), err
     assert BROKEN_TEST in (report / "fuzz.md").read_text()
 
     regressions = report / "regressions"
-    status, out, err = ppaux_fuzz(capsys, "replay", "--db", db, "--report", str(report), "--impl", BROKEN,
-                                  "--regressions", str(regressions))
+    status, out, err = ppaux_fuzz(
+        capsys, "replay", "--db", db, "--report", str(report), "--impl", BROKEN, "--regressions", str(regressions)
+    )
     assert status == 1, err
     replay = json.loads((report / "replay.json").read_text())
     # The saved failure becomes a regression test, proven as ppaux check proves one.
     assert [(f["clause"], f["tests"]) for f in replay["regressions"]["files"]] == [
-        ("add.7", ["test_success_adds_one_key_per_item_bound_to_the_same_tensor"])]
+        ("add.7", ["test_success_adds_one_key_per_item_bound_to_the_same_tensor"])
+    ]
     assert replay["regressions"]["refused"] == [] and os.listdir(regressions) == ["test_add_7.py"]
     assert f"  REGRESSION TEST {regressions / 'test_add_7.py'} (add.7): " in out
     assert [r["nodeid"] for r in replay["still_failing"]] == [BROKEN_TEST]
@@ -522,8 +716,23 @@ def redis_url(tmp_path):
     if server is None:
         pytest.skip("redis-server is not installed (apt-get install -y redis-server)")
     port = _free_port()
-    proc = subprocess.Popen([server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-                             "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            server,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     import redis
 
     client = redis.Redis(host="127.0.0.1", port=port)
@@ -549,16 +758,47 @@ def redis_url(tmp_path):
 
 @pytest.mark.slow
 def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_and_the_report_merges_them(
-        redis_url, tmp_path, capsys):
+    redis_url, tmp_path, capsys
+):
     url, client = redis_url
     # Shard 1 of 2 holds the planted bug's test, shard 2 the other (in_shard hashes the ids).
     tests = ["--tests", f"bound_to_the_same_tensor or {OTHER_SHARD_TEST.rpartition('::')[2]}", "--workers", "1"]
     assert in_shard(BROKEN_TEST, (1, 2)) and in_shard(OTHER_SHARD_TEST, (2, 2))
-    status, _, err = ppaux_fuzz(capsys, "run", "--shard", "1/2", "--budget", "90s", "--max-failures", "1", "--db", url,
-                                "--report", str(tmp_path / "shard1"), "--impl", BROKEN, "--seed", "7", *tests)
+    status, _, err = ppaux_fuzz(
+        capsys,
+        "run",
+        "--shard",
+        "1/2",
+        "--budget",
+        "90s",
+        "--max-failures",
+        "1",
+        "--db",
+        url,
+        "--report",
+        str(tmp_path / "shard1"),
+        "--impl",
+        BROKEN,
+        "--seed",
+        "7",
+        *tests,
+    )
     assert status == 1, err
-    status, _, err = ppaux_fuzz(capsys, "run", "--shard", "2/2", "--budget", "20s", "--db", url,
-                                "--report", str(tmp_path / "shard2"), "--impl", BROKEN, *tests)
+    status, _, err = ppaux_fuzz(
+        capsys,
+        "run",
+        "--shard",
+        "2/2",
+        "--budget",
+        "20s",
+        "--db",
+        url,
+        "--report",
+        str(tmp_path / "shard2"),
+        "--impl",
+        BROKEN,
+        *tests,
+    )
     assert status == 0, err
     assert client.keys(b"hypothesis-example:*")
     shard2 = json.loads((tmp_path / "shard2" / "fuzz.json").read_text())
@@ -567,10 +807,19 @@ def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_a
     # Another machine: nothing but the URL (and the implementation under test).
     status, out, err = ppaux_fuzz(capsys, "replay", "--db", url, "--report", str(tmp_path / "replay"), "--impl", BROKEN)
     assert status == 1, err
-    assert [r["nodeid"] for r in json.loads((tmp_path / "replay" / "replay.json").read_text())["still_failing"]] == [BROKEN_TEST]
+    assert [r["nodeid"] for r in json.loads((tmp_path / "replay" / "replay.json").read_text())["still_failing"]] == [
+        BROKEN_TEST
+    ]
 
-    status, out, err = ppaux_fuzz(capsys, "report", "--merge", str(tmp_path / "shard1"), str(tmp_path / "shard2"),
-                                  "--report", str(tmp_path / "merged"))
+    status, out, err = ppaux_fuzz(
+        capsys,
+        "report",
+        "--merge",
+        str(tmp_path / "shard1"),
+        str(tmp_path / "shard2"),
+        "--report",
+        str(tmp_path / "merged"),
+    )
     assert status == 1, err
     merged = json.loads((tmp_path / "merged" / "fuzz.json").read_text())
     assert {r["shard"] for r in merged["rounds"]} == {"1/2", "2/2"}
@@ -595,22 +844,40 @@ def _kill_worker_once_it_runs_a_test(events: Path, killed: dict) -> None:
 def test_a_worker_that_dies_is_reported_and_the_others_go_on(tmp_path, capsys):
     """As the OOM killer would: worker 2's pytest process gets SIGKILL in the middle of a test."""
     report, killed = tmp_path / "report", {}
-    killer = threading.Thread(target=_kill_worker_once_it_runs_a_test,
-                              args=(report / "rounds" / "worker-2-round-001.events.jsonl", killed))
+    killer = threading.Thread(
+        target=_kill_worker_once_it_runs_a_test, args=(report / "rounds" / "worker-2-round-001.events.jsonl", killed)
+    )
     killer.start()
     try:
         # 40 s: on a loaded machine a round's pytest takes many seconds to start its first test.
-        status, _, err = ppaux_fuzz(capsys, "run", "--workers", "2", "--budget", "40s", "--devices", "cpu", "--db",
-                                    str(tmp_path / "db"), "--report", str(report), "--tests", "test_add")
+        status, _, err = ppaux_fuzz(
+            capsys,
+            "run",
+            "--workers",
+            "2",
+            "--budget",
+            "40s",
+            "--devices",
+            "cpu",
+            "--db",
+            str(tmp_path / "db"),
+            "--report",
+            str(report),
+            "--tests",
+            "test_add",
+        )
     finally:
         killer.join()
     assert status == 1, err
     summary = json.loads((report / "fuzz.json").read_text())
     log = str(report / "rounds" / "worker-2-round-001.log")
-    assert summary["dead_workers"] == [{"worker": 2, "round": 1, "placement": "cpu", "test": killed["test"],
-                                        "exit_status": -9, "log": log}]
-    assert (f"fuzz: worker 2 died in round 1 (cpu) running {killed['test']}: exit status -9 (killed by SIGKILL); "
-            "the other workers go on") in err.splitlines()
+    assert summary["dead_workers"] == [
+        {"worker": 2, "round": 1, "placement": "cpu", "test": killed["test"], "exit_status": -9, "log": log}
+    ]
+    assert (
+        f"fuzz: worker 2 died in round 1 (cpu) running {killed['test']}: exit status -9 (killed by SIGKILL); "
+        "the other workers go on"
+    ) in err.splitlines()
     assert err.splitlines()[-1] == "fuzz: 1 worker(s) died: see the report"
     one, two = summary["workers"]
     assert one["died"] is None and one["examples"] > 0 and two["rounds"] == 1 and summary["failures"] == []
@@ -620,13 +887,32 @@ def test_a_worker_that_dies_is_reported_and_the_others_go_on(tmp_path, capsys):
 @pytest.mark.slow
 def test_sigterm_stops_cleanly_with_a_partial_report(tmp_path):
     report = tmp_path / "report"
-    proc = subprocess.Popen([sys.executable, "-m", "fuzz", "run", "--budget", "10m", "--db", str(tmp_path / "db"),
-                             # A round far longer than the wait for its first progress event, so that the
-                             # signal lands inside round 1 and not after it ended on its own.
-                             "--report", str(report), "--tests", "test_add or test_pop or test_properties or test_stateful",
-                             "--workers", "1"],
-                            cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=_env())
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fuzz",
+            "run",
+            "--budget",
+            "10m",
+            "--db",
+            str(tmp_path / "db"),
+            # A round far longer than the wait for its first progress event, so that the
+            # signal lands inside round 1 and not after it ended on its own.
+            "--report",
+            str(report),
+            "--tests",
+            "test_add or test_pop or test_properties or test_stateful",
+            "--workers",
+            "1",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=_env(),
+    )
     try:
         events = report / "rounds" / "worker-1-round-001.events.jsonl"
         deadline = time.monotonic() + 60
@@ -644,4 +930,7 @@ def test_sigterm_stops_cleanly_with_a_partial_report(tmp_path):
     assert summary["stopped_by"] == "SIGTERM" and not summary["complete"]
     assert summary["rounds"][0]["ended_by"] == "SIGTERM" and summary["failures"] == []
     assert "stopped early by SIGTERM: partial report" in (report / "fuzz.md").read_text()
-    assert err.splitlines()[0] == "fuzz: no CUDA device visible: fuzzing on CPU only" or os.environ.get("CUDA_VISIBLE_DEVICES") != ""
+    assert (
+        err.splitlines()[0] == "fuzz: no CUDA device visible: fuzzing on CPU only"
+        or os.environ.get("CUDA_VISIBLE_DEVICES") != ""
+    )

@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 import threading
 from types import SimpleNamespace
-from typing import List
 
 import hypothesis
 import pytest
@@ -60,7 +59,8 @@ def test_a_moved_name_is_named_with_the_hypothesis_version_and_why_ppaux_needs_i
     assert str(caught.value) == (
         "Hypothesis 7.0.0 moved names ppaux relies on (ppaux/testing/hypothesis_api.py): "
         "hypothesis.internal.observability.add_observability_callback is gone: ppaux needs it to count the examples "
-        "a fuzz round runs (one test_case observation each, on any thread)")
+        "a fuzz round runs (one test_case observation each, on any thread)"
+    )
 
 
 def test_the_version_named_is_the_installed_one_by_default():
@@ -73,12 +73,14 @@ def test_every_name_that_changed_kind_is_named_in_one_message():
         def __call__(self, function):
             return b"digest"
 
-    release = _release(internal_observability__add_observability_callback=lambda f: None,
-                       internal_observability__remove_observability_callback="remove",
-                       internal_observability__OBSERVABILITY_COLLECT_COVERAGE="yes",
-                       internal_observability__TestCaseObservation=dict,
-                       core__threadlocal=object(),
-                       internal_reflection__function_digest=Digest())
+    release = _release(
+        internal_observability__add_observability_callback=lambda f: None,
+        internal_observability__remove_observability_callback="remove",
+        internal_observability__OBSERVABILITY_COLLECT_COVERAGE="yes",
+        internal_observability__TestCaseObservation=dict,
+        core__threadlocal=object(),
+        internal_reflection__function_digest=Digest(),
+    )
     with pytest.raises(HypothesisAPIError) as caught:
         check_hypothesis_api(release, version="7.0.0")
     assert str(caught.value).split(": ", 1)[1].split("; ") == [
@@ -107,11 +109,13 @@ def test_a_fuzz_round_stops_at_start_naming_the_moved_name(pytester, monkeypatch
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert result.stderr.lines == [
         f"ERROR: Hypothesis {hypothesis.__version__} moved names ppaux relies on (ppaux/testing/hypothesis_api.py): "
-        "hypothesis.core.gone is gone: ppaux needs it for this test", ""]
+        "hypothesis.core.gone is gone: ppaux needs it for this test",
+        "",
+    ]
 
 
-def _draws(n_runs: int = 1, derandomize: bool = False) -> List[int]:
-    drawn: List[int] = []
+def _draws(n_runs: int = 1, derandomize: bool = False) -> list[int]:
+    drawn: list[int] = []
 
     @settings(database=None, max_examples=20, derandomize=derandomize)
     @given(st.integers(0, 9))
@@ -125,7 +129,7 @@ def _draws(n_runs: int = 1, derandomize: bool = False) -> List[int]:
 
 
 def test_observed_test_cases_are_every_case_run_on_any_thread_without_coverage_until_stopped():
-    statuses: List[str] = []
+    statuses: list[str] = []
     stop = observe_test_cases(statuses.append)
     try:
         assert hypothesis_api.observability.OBSERVABILITY_COLLECT_COVERAGE is False
@@ -137,13 +141,13 @@ def test_observed_test_cases_are_every_case_run_on_any_thread_without_coverage_u
         stop()
     assert hypothesis_api.observability.OBSERVABILITY_COLLECT_COVERAGE is True
     assert len(statuses) == 2 * len(drawn)
-    assert statuses[:len(drawn)] == ["passed" if n % 3 else "gave_up" for n in drawn]
+    assert statuses[: len(drawn)] == ["passed" if n % 3 else "gave_up" for n in drawn]
     _draws(derandomize=True)
     assert len(statuses) == 2 * len(drawn)
 
 
 def test_a_failing_case_is_observed_as_failed():
-    statuses: List[str] = []
+    statuses: list[str] = []
     stop = observe_test_cases(statuses.append)
 
     @settings(database=None, max_examples=20, derandomize=True)
@@ -173,7 +177,7 @@ def test_a_seeded_generator_gives_the_same_runs_and_another_seed_others(seed_gen
         runs.append(_draws(n_runs=3))
     assert runs[0] == runs[1] != runs[2]
     # Each run of a test draws its own seed from the generator: the three runs differ.
-    first = runs[0][:len(runs[0]) // 3]
+    first = runs[0][: len(runs[0]) // 3]
     assert runs[0] != first * 3
 
 

@@ -8,8 +8,9 @@ import os
 import re
 import sys
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pytest
 import torch
@@ -57,7 +58,9 @@ def outs(**payload: Any) -> st.SearchStrategy[Out]:
 def good() -> st.SearchStrategy[Out]:
     """Plain, contiguous, namespaced tensors of a few dtypes and shapes, empty ones included."""
     tensor = st.sampled_from([torch.float32, torch.int64, torch.bool, torch.float8_e4m3fn]).flatmap(
-        lambda dt: st.sampled_from([(), (0,), (3,), (2, 2)]).map(lambda shape: torch.arange(4).resize_(*shape).to(dt) if shape else torch.tensor(1).to(dt))
+        lambda dt: st.sampled_from([(), (0,), (3,), (2, 2)]).map(
+            lambda shape: torch.arange(4).resize_(*shape).to(dt) if shape else torch.tensor(1).to(dt)
+        )
     )
     return st.dictionaries(st.sampled_from(["kit.a", "kit.b", "my_plugin.scores"]), tensor, min_size=1).map(Out)
 
@@ -116,8 +119,14 @@ def test_the_example_database_key_is_made_of_names(factory, key):
 def test_two_ways_of_failing_are_reported_as_one_failure():
     """Hypothesis would raise an ExceptionGroup for two distinct bugs; the kit reports the first."""
     # 0 passes, odd numbers are A2 and even ones A3: shrinking either finds the other.
-    two = st.integers(0, 50).map(lambda n: Out({"kit.a": torch.zeros(1)}) if n == 0 else Out({}) if n % 2 else Out({"": torch.zeros(1)}))
-    failure = kit_failure(Obs, two, settings=settings(database=None, derandomize=True, max_examples=50, phases=[Phase.generate, Phase.shrink]))
+    two = st.integers(0, 50).map(
+        lambda n: Out({"kit.a": torch.zeros(1)}) if n == 0 else Out({}) if n % 2 else Out({"": torch.zeros(1)})
+    )
+    failure = kit_failure(
+        Obs,
+        two,
+        settings=settings(database=None, derandomize=True, max_examples=50, phases=[Phase.generate, Phase.shrink]),
+    )
     assert failure.code in ("A2", "A3")
 
 
@@ -126,10 +135,20 @@ def test_the_kit_relays_over_the_channel_to_each_device_it_is_given(monkeypatch)
 
     hops = []
     real = hop.relay
-    monkeypatch.setattr(testing, "relay", lambda d, **kw: hops.append(kw) or real(d, channel="loopback", device=kw["device"]))
-    check_observer(Obs, outs(**{"kit.a": torch.zeros(2)}), channel="gloo", devices=["cpu", "meta"],
-                   settings=settings(database=None, max_examples=1))
-    assert hops == [{"channel": "gloo", "device": torch.device("cpu")}, {"channel": "gloo", "device": torch.device("meta")}]
+    monkeypatch.setattr(
+        testing, "relay", lambda d, **kw: hops.append(kw) or real(d, channel="loopback", device=kw["device"])
+    )
+    check_observer(
+        Obs,
+        outs(**{"kit.a": torch.zeros(2)}),
+        channel="gloo",
+        devices=["cpu", "meta"],
+        settings=settings(database=None, max_examples=1),
+    )
+    assert hops == [
+        {"channel": "gloo", "device": torch.device("cpu")},
+        {"channel": "gloo", "device": torch.device("meta")},
+    ]
 
 
 # Catalog errors, reported with the catalog's fixes.
@@ -299,7 +318,9 @@ class RaisesLikeAdd:
 
 def test_observer_error_reading_like_an_add_error_is_k8_not_a2():
     failure = kit_failure(RaisesLikeAdd, outs(**{"kit.a": torch.zeros(1)}))
-    assert str(failure) == message("K8", detail="RuntimeError: auxiliary PP output must contain at least one tensor", device="cpu")
+    assert str(failure) == message(
+        "K8", detail="RuntimeError: auxiliary PP output must contain at least one tensor", device="cpu"
+    )
 
 
 class ExpectsCuda:
@@ -374,9 +395,15 @@ class Keeps:
         (lambda o, t, out: setattr(o, "views", [t["kit.a"][1:]]), "the observer's attribute 'views' holds it"),
         (lambda o, t, out: setattr(o, "last_output", out), "the observer's attribute 'last_output' holds it"),
         (lambda o, t, out: setattr(o, "seen", t["kit.a"]), "the observer's attribute 'seen' holds it"),
-        (lambda o, t, out: Keeps.cache.append(t["kit.a"]), "something outside the rebuilt output holds it (the observer, or a cache it writes)"),
+        (
+            lambda o, t, out: Keeps.cache.append(t["kit.a"]),
+            "something outside the rebuilt output holds it (the observer, or a cache it writes)",
+        ),
         (lambda o, t, out: setattr(o, "nested", [[[t["kit.a"]]]]), "the observer's attribute 'nested' holds it"),
-        (lambda o, t, out: setattr(o, "deep", [[[[t["kit.a"]]]]]), "something outside the rebuilt output holds it (the observer, or a cache it writes)"),
+        (
+            lambda o, t, out: setattr(o, "deep", [[[[t["kit.a"]]]]]),
+            "something outside the rebuilt output holds it (the observer, or a cache it writes)",
+        ),
         # Attributes that are plain values (no __dict__ to look into) are passed over.
         (lambda o, t, out: o.__dict__.update(steps=1, held=(t["kit.a"],)), "the observer's attribute 'held' holds it"),
     ],
@@ -401,7 +428,9 @@ def test_retention_is_found_on_an_observer_without_attributes():
     SlottedKeeper.cache.clear()
     failure = kit_failure(SlottedKeeper, outs(**{"kit.a": torch.zeros(3)}))
     SlottedKeeper.cache.clear()
-    assert str(failure) == message("K10", name="kit.a", detail="something outside the rebuilt output holds it (the observer, or a cache it writes)")
+    assert str(failure) == message(
+        "K10", name="kit.a", detail="something outside the rebuilt output holds it (the observer, or a cache it writes)"
+    )
 
 
 def test_observer_keeping_copies_passes():
@@ -436,12 +465,17 @@ def hang_of(failure: KitFailure, call: str) -> Hang:
     """The hang a K14 reports, once its message is checked: the call, its limit and why, the stack."""
     hang = failure.__cause__
     assert type(hang) is Hang and hang.call == call
-    assert str(failure) == message("K14", detail=f"{call} did not return within {hang.limit:g} s ({hang.why})\n"
-                                                 f"stuck at (most recent call last):\n{hang.stack}")
+    assert str(failure) == message(
+        "K14",
+        detail=f"{call} did not return within {hang.limit:g} s ({hang.why})\n"
+        f"stuck at (most recent call last):\n{hang.stack}",
+    )
     return hang
 
 
-@pytest.mark.parametrize("harm, statement", [("loop", "while"), ("wait_unreachable", "os.read")], ids=["pure Python", "signals blocked"])
+@pytest.mark.parametrize(
+    "harm, statement", [("loop", "while"), ("wait_unreachable", "os.read")], ids=["pure Python", "signals blocked"]
+)
 def test_a_step_that_does_not_return_is_k14_with_the_minimal_output(harm, statement):
     failure = kit_failure(planted.observer(harm), planted.outputs(), timeout=0.5, settings=QUICK)
     hang = hang_of(failure, "from_pp_tensors")
@@ -469,30 +503,43 @@ def test_a_step_that_segfaults_is_k15_with_the_signal_and_where_it_struck():
     failure = kit_failure(planted.Obs, planted.outputs("segfault"), timeout=0.5, settings=QUICK)
     crash = failure.__cause__
     assert type(crash) is Crash and crash.call == "to_pp_tensors"
-    assert str(failure) == message("K15", detail=f"to_pp_tensors killed the process with SIGSEGV (signal 11)\n"
-                                                 f"where (most recent call last):\n{crash.stack}")
+    assert str(failure) == message(
+        "K15",
+        detail=f"to_pp_tensors killed the process with SIGSEGV (signal 11)\n"
+        f"where (most recent call last):\n{crash.stack}",
+    )
     *_, harm, inner = frames(crash.stack)
     assert harm == frame_of(planted.segfault, "ctypes.string_at") and inner.splitlines()[0].endswith(", in string_at")
     assert shows_the_minimal_output(failure)
 
 
-@pytest.mark.parametrize("harm, code, how", [("exit_3", "K15", "ended the process with exit status 3"),
-                                             ("wait_unreachable", "K14", "was stopped at its deadline")])
+@pytest.mark.parametrize(
+    "harm, code, how",
+    [
+        ("exit_3", "K15", "ended the process with exit status 3"),
+        ("wait_unreachable", "K14", "was stopped at its deadline"),
+    ],
+)
 def test_a_crash_or_hang_that_does_not_come_back_is_still_reported(tmp_path, harm, code, how):
     """The first run, in a forked child, dies; every step passes when run again: the harm came from
     state outside the drawn output (here a marker file), and is reported all the same."""
     failure = kit_failure(Obs, st.just(planted.Once(tmp_path / "harmed", harm)), timeout=0.5, settings=QUICK)
-    assert str(failure) == message(code, detail=f"the check's first run, in a forked child, {how}; run again with each step "
-                                                "in a process of its own, every step returned: it depends on state outside "
-                                                "the drawn output (an earlier example, a file, the clock)")
+    assert str(failure) == message(
+        code,
+        detail=f"the check's first run, in a forked child, {how}; run again with each step "
+        "in a process of its own, every step returned: it depends on state outside "
+        "the drawn output (an earlier example, a file, the clock)",
+    )
 
 
 def test_a_failure_in_the_forked_child_that_does_not_come_back_here_is_flaky():
     with pytest.raises(Flaky) as info:
         check_observer(Obs, st.just(planted.FailsInAChild()), settings=QUICK)
-    assert str(info.value) == ("the check failed in a forked child (RuntimeError: not at home) but passed when run again in "
-                               "this process, on the same examples: it depends on state outside the drawn output (an "
-                               "earlier example, a file, the clock)")
+    assert str(info.value) == (
+        "the check failed in a forked child (RuntimeError: not at home) but passed when run again in "
+        "this process, on the same examples: it depends on state outside the drawn output (an "
+        "earlier example, a file, the clock)"
+    )
 
 
 def test_a_passing_check_runs_in_a_forked_child_unless_a_supervisor_watches_this_one():
@@ -510,13 +557,16 @@ def test_where_fork_is_missing_the_check_runs_in_this_process(monkeypatch):
     pids: list = []
     check_observer(lambda: pids.append(os.getpid()) or Obs(), good(), settings=QUICK)
     assert pids and set(pids) == {os.getpid()}
-    hang = hang_of(kit_failure(planted.observer("loop"), planted.outputs(), timeout=0.5, settings=QUICK), "from_pp_tensors")
+    hang = hang_of(
+        kit_failure(planted.observer("loop"), planted.outputs(), timeout=0.5, settings=QUICK), "from_pp_tensors"
+    )
     assert frames(hang.stack)[-1] == frame_of(planted.loop, "while")
 
 
 def test_once_cuda_is_initialized_the_check_forks_nothing(monkeypatch):
     """A forked child of a process that has initialized CUDA cannot use it: the check and each of
     its steps run here, under the timer only."""
+
     def no_fork(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("forked")
 
@@ -526,9 +576,16 @@ def test_once_cuda_is_initialized_the_check_forks_nothing(monkeypatch):
     monkeypatch.setattr(testing, "relay", lambda d, **kw: hop_relay(d, channel="loopback", device=kw["device"]))
     pids: list = []
     for channel in ("loopback", "gloo"):
-        check_observer(lambda: pids.append(os.getpid()) or Obs(), good(), channel=channel, settings=settings(database=None, max_examples=3))
+        check_observer(
+            lambda: pids.append(os.getpid()) or Obs(),
+            good(),
+            channel=channel,
+            settings=settings(database=None, max_examples=3),
+        )
     assert pids and set(pids) == {os.getpid()}
-    hang = hang_of(kit_failure(planted.observer("loop"), planted.outputs(), timeout=0.5, settings=QUICK), "from_pp_tensors")
+    hang = hang_of(
+        kit_failure(planted.observer("loop"), planted.outputs(), timeout=0.5, settings=QUICK), "from_pp_tensors"
+    )
     assert frames(hang.stack)[-1] == frame_of(planted.loop, "while")
 
 
@@ -547,7 +604,12 @@ def test_over_a_channel_of_worker_processes_each_step_runs_in_a_child_of_its_own
     failure = kit_failure(planted.Obs, planted.outputs("exit_3"), channel="gloo", timeout=0.5, settings=QUICK)
     assert str(failure) == message("K15", detail="add ended the process with exit status 3")
     pids: list = []
-    check_observer(lambda: pids.append(os.getpid()) or Obs(), good(), channel="gloo", settings=settings(database=None, max_examples=3))
+    check_observer(
+        lambda: pids.append(os.getpid()) or Obs(),
+        good(),
+        channel="gloo",
+        settings=settings(database=None, max_examples=3),
+    )
     assert pids and set(pids) == {os.getpid()}
 
 
@@ -629,14 +691,23 @@ def test_every_receiving_device_is_checked(in_process):
 def test_settings_are_used(in_process):
     calls = []
     tight = settings(max_examples=3, database=None, phases=[Phase.generate])
-    check_observer(lambda: calls.append(1) or Obs(), st.integers(0, 10**6).map(lambda n: Out({"kit.a": torch.tensor(n)})), settings=tight)
+    check_observer(
+        lambda: calls.append(1) or Obs(),
+        st.integers(0, 10**6).map(lambda n: Out({"kit.a": torch.tensor(n)})),
+        settings=tight,
+    )
     assert len(calls) == 3
 
 
 def test_one_failing_output_is_one_failure_even_with_several_bugs():
     mixed = st.sampled_from([Out({"kit.a": torch.zeros(2, 2).t()}), Out({"scores": torch.zeros(1)})])
     failure = kit_failure(Obs, mixed)
-    assert str(failure) in (message("K1", name="kit.a"), message("K5", name="scores", detail="a generic name another output in the same PP dict may use (add would raise A5)"))
+    assert str(failure) in (
+        message("K1", name="kit.a"),
+        message(
+            "K5", name="scores", detail="a generic name another output in the same PP dict may use (add would raise A5)"
+        ),
+    )
 
 
 @pytest.mark.parametrize(
@@ -648,7 +719,10 @@ def test_one_failing_output_is_one_failure_even_with_several_bugs():
         (dict(channel="nccl"), "channel='nccl' must be one of ('loopback', 'gloo', 'sglang')"),
         (dict(settings={}), "settings={} must be None or hypothesis.settings"),
         (dict(devices="cpu"), "devices='cpu' must be 'auto' or a non-empty sequence of devices"),
-        (dict(devices=torch.device("cpu")), "devices=device(type='cpu') must be 'auto' or a non-empty sequence of devices"),
+        (
+            dict(devices=torch.device("cpu")),
+            "devices=device(type='cpu') must be 'auto' or a non-empty sequence of devices",
+        ),
         (dict(devices=[]), "devices=[] must be 'auto' or a non-empty sequence of devices"),
         (dict(devices=5), "devices=5 must be 'auto' or a non-empty sequence of devices"),
         (dict(impl=3), "impl=3 must be None, an Implementation, or a module name or .py path"),
@@ -658,8 +732,11 @@ def test_one_failing_output_is_one_failure_even_with_several_bugs():
         (dict(timeout=float("inf")), "timeout=inf must be None or a positive number of seconds"),
         (dict(timeout=float("nan")), "timeout=nan must be None or a positive number of seconds"),
         (dict(timeout=[1]), "timeout=[1] must be None or a positive number of seconds"),
-        (dict(impl="no_such_impl_module"), "impl='no_such_impl_module': cannot import implementation module "
-                                           "'no_such_impl_module': ModuleNotFoundError: No module named 'no_such_impl_module'"),
+        (
+            dict(impl="no_such_impl_module"),
+            "impl='no_such_impl_module': cannot import implementation module "
+            "'no_such_impl_module': ModuleNotFoundError: No module named 'no_such_impl_module'",
+        ),
     ],
 )
 def test_bad_arguments_are_invalid_argument(kwargs, text):
@@ -677,10 +754,16 @@ def test_unknown_device_is_invalid_argument(bad):
     assert str(info.value).startswith(f"devices={bad!r}: ")
 
 
-@pytest.mark.parametrize("impl", [str(IMPLS / "unstripped_names.py"), load(str(IMPLS / "unstripped_names.py"))], ids=["path", "Implementation"])
+@pytest.mark.parametrize(
+    "impl",
+    [str(IMPLS / "unstripped_names.py"), load(str(IMPLS / "unstripped_names.py"))],
+    ids=["path", "Implementation"],
+)
 def test_the_kit_relays_with_the_implementation_it_is_given(impl):
     """A pop that hands the observer prefixed names breaks the round trip; ppaux's own does not."""
-    failure = kit_failure(Obs, outs(**{"kit.a": torch.zeros(2)}), impl=impl, settings=settings(database=None, max_examples=1))
+    failure = kit_failure(
+        Obs, outs(**{"kit.a": torch.zeros(2)}), impl=impl, settings=settings(database=None, max_examples=1)
+    )
     assert failure.code == "K9" and "names ['kit.a'] became ['__sampling_observer_output__.kit.a']" in str(failure)
     check_observer(Obs, outs(**{"kit.a": torch.zeros(2)}), settings=settings(database=None, max_examples=1))
 
@@ -719,7 +802,9 @@ def test_a_well_behaved_pair_survives_the_real_gloo_relay():
     sent = []
 
     def tracked():
-        return good().map(lambda out: sent.append({n: t.data_ptr() for n, t in out.payload.items() if t.numel()}) or out)
+        return good().map(
+            lambda out: sent.append({n: t.data_ptr() for n, t in out.payload.items() if t.numel()}) or out
+        )
 
     from ppaux.relay import gloo
 
@@ -728,7 +813,7 @@ def test_a_well_behaved_pair_survives_the_real_gloo_relay():
     assert seen and all(set(a.values()).isdisjoint(b.values()) for a, b in zip(sent, seen))
 
 
-AUTHORS_TEST = '''
+AUTHORS_TEST = """
 import torch
 from hypothesis import strategies as st
 from ppaux.testing import check_observer
@@ -752,7 +837,7 @@ class OffByOne:
 
 def test_my_observer_survives_the_relay():
     check_observer(OffByOne, st.just(Out(torch.zeros(2))))
-'''
+"""
 
 
 def test_a_kit_failure_shows_the_authors_test_line_and_none_of_the_kits_frames(pytester):
@@ -773,14 +858,19 @@ def test_a_passing_check_prints_and_returns_how_many_outputs_it_drew(capsys, in_
     # One receiving device: the factory is called once per output.
     result = check_observer(lambda: calls.append(1) or Obs(), good(), devices=["cpu"], settings=QUICK)
     assert (result, capsys.readouterr().out) == (testing.KitResult(len(calls)), f"{result}\n")
-    assert str(result) == f"check_observer drew {len(calls)} outputs; each survived add, the relay and pop" and len(calls) > 1
+    assert (
+        str(result) == f"check_observer drew {len(calls)} outputs; each survived add, the relay and pop"
+        and len(calls) > 1
+    )
 
 
 def test_the_count_of_a_check_that_passed_in_a_forked_child_comes_back_from_it(capsys):
     result = check_observer(Obs, outs(**{"kit.a": torch.zeros(1)}), settings=QUICK)
     # One possible output: Hypothesis draws it once.
-    assert (str(result), capsys.readouterr().out) == ("check_observer drew 1 output; each survived add, the relay and pop",
-                                                      "check_observer drew 1 output; each survived add, the relay and pop\n")
+    assert (str(result), capsys.readouterr().out) == (
+        "check_observer drew 1 output; each survived add, the relay and pop",
+        "check_observer drew 1 output; each survived add, the relay and pop\n",
+    )
 
 
 def test_a_failing_check_notes_how_many_outputs_it_drew(in_process):

@@ -24,7 +24,9 @@ def graph() -> grimp.ImportGraph:
 
 def layered() -> set:
     """Every module the layers contract names; an optional one, "(ppaux.x)", included."""
-    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"][
+        "contracts"
+    ]
     (layers,) = [c["layers"] for c in contracts if c["type"] == "layers"]
     return {name.strip().strip("()") for layer in layers for name in layer.split("|")}
 

@@ -13,7 +13,7 @@ from ppaux.mutation.mutant_runs import DURATIONS
 PLUGIN = ("-p", "ppaux.mutation.mutant_runs", "-p", "no:cacheprovider")
 
 # Each test appends its name to order.txt, so the run's order can be read back.
-TESTS = '''
+TESTS = """
 import time
 from pathlib import Path
 
@@ -31,7 +31,7 @@ def test_quick():
 def test_failing():
     _ran("failing")
     assert False
-'''
+"""
 
 
 @pytest.fixture

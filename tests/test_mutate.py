@@ -11,12 +11,12 @@ import sys
 import textwrap
 import threading
 import time
-import tomllib
 import types
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from ppaux.cli import mutate as mutate_cli
 from ppaux.cli.main import main
@@ -25,20 +25,20 @@ from ppaux.mutation.mutate import KillSet, MutateOptions, MutateRun
 from ppaux.mutation.project import changed_line, crashes, name_crashes, parse_results, show_counts
 from ppaux.mutation.score import is_killed, verdicts
 from ppaux.mutation.target import Target, resolve, scratch_package_init, write_config, write_scratch
-from ppaux.testing.impl import ImplementationError
 from ppaux.testing import progress as progress_module
+from ppaux.testing.impl import ImplementationError
 from ppaux.testing.progress import Progress
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 ROOT = IMPLS.parent.parent
 
 # An implementation of its own whose pop is a copy of the reference's; add is the reference's.
-OWN_POP = '''
+OWN_POP = """
 import torch
 from ppaux.core.errors import AuxiliaryPPError
 from ppaux.transport import (  # noqa: F401 - the names an implementation must provide
-    _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver, add_auxiliary_output_to_pp_tensors,
-)
+    _OUTPUT_PREFIX, PipelineParallelAuxiliaryOutput, PipelineParallelSamplingObserver,
+    add_auxiliary_output_to_pp_tensors)
 
 
 def pop_auxiliary_output_from_pp_tensors(tensors, observer):
@@ -58,10 +58,10 @@ def pop_auxiliary_output_from_pp_tensors(tensors, observer):
     for name in received:  # as SGLang 0.5.23: by the dict the observer was handed (fails pop.4's robustness test)
         del tensors[_OUTPUT_PREFIX + name]
     return output
-'''
+"""
 
 # A baseline of the kind a project keeps: one example test, of P1 only.
-BASELINE = '''
+BASELINE = """
 import own_pop
 try:
     own_pop.pop_auxiliary_output_from_pp_tensors({own_pop._OUTPUT_PREFIX + "s": 1}, None)
@@ -69,7 +69,7 @@ except RuntimeError as exc:
     assert str(exc) == "received auxiliary PP output without a sampling observer"
 else:
     raise AssertionError("no P1")
-'''
+"""
 
 
 def run_cli(capsys, *argv):
@@ -81,15 +81,30 @@ def run_cli(capsys, *argv):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--impl", "ppaux.transport"], "ppaux: error: implementation 'ppaux.transport' defines neither add_auxiliary_output_to_pp_tensors "
-                                        "nor pop_auxiliary_output_from_pp_tensors (they come from ppaux.core.transport); point --impl at the "
-                                        "module that defines them\n"),
-        (["--impl", "no_such_impl_module"], "ppaux: error: cannot import implementation module 'no_such_impl_module': ModuleNotFoundError: "
-                                            "No module named 'no_such_impl_module'\n"),
-        (["--impl", "ppaux.core.transport", "--gate", "101"], "ppaux: error: --gate must be between 0 and 100, got 101.0\n"),
-        (["--impl", "ppaux.core.transport", "--profile", "fast"], "ppaux: error: unknown profile 'fast'; choose from ci, dev, nightly, mutation\n"),
+        (
+            ["--impl", "ppaux.transport"],
+            "ppaux: error: implementation 'ppaux.transport' defines neither add_auxiliary_output_to_pp_tensors "
+            "nor pop_auxiliary_output_from_pp_tensors (they come from ppaux.core.transport); point --impl at the "
+            "module that defines them\n",
+        ),
+        (
+            ["--impl", "no_such_impl_module"],
+            "ppaux: error: cannot import implementation module 'no_such_impl_module': ModuleNotFoundError: "
+            "No module named 'no_such_impl_module'\n",
+        ),
+        (
+            ["--impl", "ppaux.core.transport", "--gate", "101"],
+            "ppaux: error: --gate must be between 0 and 100, got 101.0\n",
+        ),
+        (
+            ["--impl", "ppaux.core.transport", "--profile", "fast"],
+            "ppaux: error: unknown profile 'fast'; choose from ci, dev, nightly, mutation\n",
+        ),
         (["--impl", "ppaux.core.transport", "--baseline", ""], "ppaux: error: --baseline needs a command\n"),
-        (["--impl", "ppaux.core.transport", "--baseline", "no-such-command-xyz --flag"], "ppaux: error: baseline command not found: 'no-such-command-xyz'\n"),
+        (
+            ["--impl", "ppaux.core.transport", "--baseline", "no-such-command-xyz --flag"],
+            "ppaux: error: baseline command not found: 'no-such-command-xyz'\n",
+        ),
         ([], "ppaux mutate: the following arguments are required: --impl\n"),
     ],
 )
@@ -109,14 +124,20 @@ def test_an_equivalents_file_needs_a_reason_for_each_mutant(capsys, tmp_path, co
     path = tmp_path / "eq.json"
     path.write_text(content)
     code, _, err = run_cli(capsys, "mutate", "--impl", "ppaux.core.transport", "--equivalents", str(path))
-    assert (code, err) == (2, f"ppaux: error: --equivalents {str(path)!r}" + (": " if content == "{" else " ") + message + "\n")
+    assert (code, err) == (
+        2,
+        f"ppaux: error: --equivalents {str(path)!r}" + (": " if content == "{" else " ") + message + "\n",
+    )
 
 
 @pytest.mark.parametrize("module, name", [("mutmut", "mutmut 3"), ("tomli_w", "tomli-w")])
 def test_without_mutmut_or_tomli_w_it_says_how_to_install_it(capsys, monkeypatch, module, name):
     monkeypatch.setitem(sys.modules, module, None)
     assert run_cli(capsys, "mutate", "--impl", "ppaux.core.transport") == (
-        2, "", f"ppaux: error: {name} is not installed, and mutate needs it: pip install 'ppaux[mutate]'\n")
+        2,
+        "",
+        f"ppaux: error: {name} is not installed, and mutate needs it: pip install 'ppaux[mutate]'\n",
+    )
 
 
 def test_a_file_must_be_named_like_a_module(tmp_path):
@@ -130,12 +151,16 @@ def test_a_file_must_be_named_like_a_module(tmp_path):
 def test_a_file_that_only_re_exports_an_implementation_cannot_be_mutated(tmp_path):
     """Its mutants would change nothing the suite calls."""
     path = tmp_path / "reexported.py"
-    path.write_text("from ppaux.core.transport import *  # noqa\nfrom ppaux.core.transport import _OUTPUT_PREFIX  # noqa\n")
+    path.write_text(
+        "from ppaux.core.transport import *  # noqa\nfrom ppaux.core.transport import _OUTPUT_PREFIX  # noqa\n"
+    )
     with pytest.raises(ImplementationError) as info:
         resolve(str(path))
     assert str(info.value) == (
-        f"implementation {str(path)!r} defines neither add_auxiliary_output_to_pp_tensors nor pop_auxiliary_output_from_pp_tensors "
-        "(they come from ppaux.core.transport); point --impl at the module that defines them")
+        f"implementation {str(path)!r} defines neither add_auxiliary_output_to_pp_tensors "
+        "nor pop_auxiliary_output_from_pp_tensors "
+        "(they come from ppaux.core.transport); point --impl at the module that defines them"
+    )
 
 
 def test_a_module_is_mutated_in_its_parent_packages():
@@ -160,16 +185,28 @@ def test_a_scratch_package_finds_the_copy_first_and_everything_else_in_the_origi
     import pkg_under_test.sibling
     import pkg_under_test.target
 
-    assert (pkg_under_test.target.WHERE, pkg_under_test.sibling.WHERE, pkg_under_test.MARK) == ("copy", "original", "original init ran")
+    assert (pkg_under_test.target.WHERE, pkg_under_test.sibling.WHERE, pkg_under_test.MARK) == (
+        "copy",
+        "original",
+        "original init ran",
+    )
 
 
 def test_a_mutmut_table_is_toml_that_mutmut_reads_back():
-    config = {"source_paths": ["ppaux/", 'a "quoted"\\path'], "process_isolation": "forkserver", "timeout_multiplier": 2.5,
-              "max_stack_depth": 8, "also_copy": [], "debug": True}
+    config = {
+        "source_paths": ["ppaux/", 'a "quoted"\\path'],
+        "process_isolation": "forkserver",
+        "timeout_multiplier": 2.5,
+        "max_stack_depth": 8,
+        "also_copy": [],
+        "debug": True,
+    }
     assert tomllib.loads(project.mutmut_table(config)) == {"tool": {"mutmut": config}}
 
 
-def test_mutmut_reads_the_scratch_projects_table_and_forks_each_mutant_from_a_server_that_collected_the_suite(tmp_path, monkeypatch):
+def test_mutmut_reads_the_scratch_projects_table_and_forks_each_mutant_from_a_server_that_collected_the_suite(
+    tmp_path, monkeypatch
+):
     """What mutmut will do with the table ppaux mutate writes, as mutmut itself reads it."""
     from mutmut.configuration import _load_config
 
@@ -221,10 +258,12 @@ def test_a_mutation_runs_progress_redraws_one_line_on_a_terminal_and_ends_it_onc
     show_counts(p, 4, 4, 3, 1, final=True)
     p.say("ppaux mutate: done")
     # In place while running, at most four times a second; the last counts end the line.
-    assert tty.getvalue() == ("\r\x1b[Kmutants 1/4  killed 1  survived 0  elapsed 0 s  ETA 0 s"
-                              "\r\x1b[Kmutants 3/4  killed 3  survived 0  elapsed 5 s  ETA 2 s"
-                              "\r\x1b[Kmutants 4/4  killed 3  survived 1  elapsed 6 s  ETA 0 s\n"
-                              "ppaux mutate: done\n")
+    assert tty.getvalue() == (
+        "\r\x1b[Kmutants 1/4  killed 1  survived 0  elapsed 0 s  ETA 0 s"
+        "\r\x1b[Kmutants 3/4  killed 3  survived 0  elapsed 5 s  ETA 2 s"
+        "\r\x1b[Kmutants 4/4  killed 3  survived 1  elapsed 6 s  ETA 0 s\n"
+        "ppaux mutate: done\n"
+    )
 
 
 def test_a_mutation_runs_progress_prints_a_line_every_so_often_and_the_last_counts_once(monkeypatch):
@@ -238,9 +277,11 @@ def test_a_mutation_runs_progress_prints_a_line_every_so_often_and_the_last_coun
     show_counts(p, 3, 4, 3, 0, final=True)  # the counts the last line gave: nothing new to say
     clock.now = 6.0
     show_counts(p, 4, 4, 3, 1, final=True)
-    assert plain.getvalue().splitlines() == ["mutants 1/4  killed 1  survived 0  elapsed 0 s  ETA 0 s",
-                                             "mutants 3/4  killed 3  survived 0  elapsed 5 s  ETA 2 s",
-                                             "mutants 4/4  killed 3  survived 1  elapsed 6 s  ETA 0 s"]
+    assert plain.getvalue().splitlines() == [
+        "mutants 1/4  killed 1  survived 0  elapsed 0 s  ETA 0 s",
+        "mutants 3/4  killed 3  survived 0  elapsed 5 s  ETA 2 s",
+        "mutants 4/4  killed 3  survived 1  elapsed 6 s  ETA 0 s",
+    ]
 
 
 def test_a_note_on_a_terminal_clears_the_drawn_line_first():
@@ -251,7 +292,11 @@ def test_a_note_on_a_terminal_clears_the_drawn_line_first():
     p.say("another")
     assert tty.getvalue() == "\r\x1b[Kmutants 1/4\r\x1b[Ka note\nanother\n"
     # Asked or not, a stream says whether it is a terminal.
-    assert (Progress(stream=Tty()).tty, Progress(stream=io.StringIO()).tty, Progress(stream=Tty(), tty=False).tty) == (True, False, False)
+    assert (Progress(stream=Tty()).tty, Progress(stream=io.StringIO()).tty, Progress(stream=Tty(), tty=False).tty) == (
+        True,
+        False,
+        False,
+    )
 
 
 def test_progress_goes_to_stderr_unless_told(capsys):
@@ -280,9 +325,11 @@ def test_progress_says_elapsed_time_and_the_time_left_at_the_pace_so_far(monkeyp
     # Nothing done yet, or more done than the total says: no pace to go by.
     show_counts(p, 0, 9, 0, 0)
     show_counts(p, 5, 3, 5, 0)
-    assert out.getvalue().splitlines() == ["baseline mutants 3/9  killed 2  survived 1  elapsed 60 s  ETA 120 s",
-                                           "mutants 0/9  killed 0  survived 0  elapsed 60 s  ETA ?",
-                                           "mutants 5/3  killed 5  survived 0  elapsed 60 s  ETA ?"]
+    assert out.getvalue().splitlines() == [
+        "baseline mutants 3/9  killed 2  survived 1  elapsed 60 s  ETA 120 s",
+        "mutants 0/9  killed 0  survived 0  elapsed 60 s  ETA ?",
+        "mutants 5/3  killed 5  survived 0  elapsed 60 s  ETA ?",
+    ]
 
 
 def _args(**kw):
@@ -291,20 +338,45 @@ def _args(**kw):
 
 
 def _report(options, suite, baseline, diffs, kill_set, equivalents, wall_s):
-    return mutate.build_report(MutateRun(options, Target("m", Path("m.py")), kill_set, suite, baseline, diffs, equivalents, wall_s))
+    return mutate.build_report(
+        MutateRun(options, Target("m", Path("m.py")), kill_set, suite, baseline, diffs, equivalents, wall_s)
+    )
 
 
-SUITE = {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "survived", "m.x_f__mutmut_3": "timeout", "m.x_f__mutmut_4": "survived"}
-BASELINE_RESULTS = {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "killed", "m.x_f__mutmut_3": "survived", "m.x_f__mutmut_4": "survived"}
+SUITE = {
+    "m.x_f__mutmut_1": "killed",
+    "m.x_f__mutmut_2": "survived",
+    "m.x_f__mutmut_3": "timeout",
+    "m.x_f__mutmut_4": "survived",
+}
+BASELINE_RESULTS = {
+    "m.x_f__mutmut_1": "killed",
+    "m.x_f__mutmut_2": "killed",
+    "m.x_f__mutmut_3": "survived",
+    "m.x_f__mutmut_4": "survived",
+}
 
 
 def test_the_report_puts_the_suite_and_the_baseline_side_by_side(monkeypatch):
     monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
     diffs = {n: f"-    return {i}\n+    return {i + 1}\n" for i, n in enumerate(SUITE)}
     clean = KillSet(passed=["t::a", "t::b"], left_out=["t::robust"])
-    report = _report(_args(), SUITE, BASELINE_RESULTS, diffs, clean,
-                                 {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"}, 12.5)
-    assert (report["total"], report["equivalent"], report["killed"], report["score"], report["passes"]) == (4, 1, 2, 66.67, False)
+    report = _report(
+        _args(),
+        SUITE,
+        BASELINE_RESULTS,
+        diffs,
+        clean,
+        {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"},
+        12.5,
+    )
+    assert (report["total"], report["equivalent"], report["killed"], report["score"], report["passes"]) == (
+        4,
+        1,
+        2,
+        66.67,
+        False,
+    )
     assert report["baseline"]["side_by_side"] == {"both": 1, "only ppaux": 1, "only the baseline": 1, "neither": 1}
     # The judged-equivalent mutant counts in neither score: the baseline kills 2 of the other 3.
     assert report["baseline"]["score"] == 66.67 and report["stale_equivalents"] == ["m.x_f__mutmut_1"]
@@ -314,12 +386,26 @@ def test_the_report_puts_the_suite_and_the_baseline_side_by_side(monkeypatch):
 
 
 # Each kind of verdict pair a different number of times, so that no two kinds can be mistaken for each other.
-UNEVEN_SUITE = {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "survived", "m.x_f__mutmut_3": "timeout",
-                "m.x_f__mutmut_4": "survived", "m.x_f__mutmut_5": "killed", "m.x_f__mutmut_6": "killed",
-                "m.x_f__mutmut_7": "killed", "m.x_f__mutmut_8": "survived"}
-UNEVEN_BASELINE = {"m.x_f__mutmut_1": "killed", "m.x_f__mutmut_2": "killed", "m.x_f__mutmut_3": "survived",
-                   "m.x_f__mutmut_4": "survived", "m.x_f__mutmut_5": "killed", "m.x_f__mutmut_6": "survived",
-                   "m.x_f__mutmut_7": "timeout", "m.x_f__mutmut_8": "survived"}
+UNEVEN_SUITE = {
+    "m.x_f__mutmut_1": "killed",
+    "m.x_f__mutmut_2": "survived",
+    "m.x_f__mutmut_3": "timeout",
+    "m.x_f__mutmut_4": "survived",
+    "m.x_f__mutmut_5": "killed",
+    "m.x_f__mutmut_6": "killed",
+    "m.x_f__mutmut_7": "killed",
+    "m.x_f__mutmut_8": "survived",
+}
+UNEVEN_BASELINE = {
+    "m.x_f__mutmut_1": "killed",
+    "m.x_f__mutmut_2": "killed",
+    "m.x_f__mutmut_3": "survived",
+    "m.x_f__mutmut_4": "survived",
+    "m.x_f__mutmut_5": "killed",
+    "m.x_f__mutmut_6": "survived",
+    "m.x_f__mutmut_7": "timeout",
+    "m.x_f__mutmut_8": "survived",
+}
 
 
 def test_the_side_by_side_counts_each_mutant_by_who_killed_it(monkeypatch):
@@ -327,23 +413,48 @@ def test_the_side_by_side_counts_each_mutant_by_who_killed_it(monkeypatch):
     a baseline that times out has killed. A survivor whose diff mutmut could not show keeps its place."""
     monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
     diffs = {n: f"-    return {i}\n+    return {i + 1}\n" for i, n in enumerate(UNEVEN_SUITE) if n != "m.x_f__mutmut_8"}
-    report = _report(_args(), UNEVEN_SUITE, UNEVEN_BASELINE, diffs, KillSet(passed=["t::a"]), {"m.x_f__mutmut_4": "no caller sees it"},
-                     3.0)
+    report = _report(
+        _args(),
+        UNEVEN_SUITE,
+        UNEVEN_BASELINE,
+        diffs,
+        KillSet(passed=["t::a"]),
+        {"m.x_f__mutmut_4": "no caller sees it"},
+        3.0,
+    )
     assert report["baseline"]["side_by_side"] == {"both": 3, "only ppaux": 2, "only the baseline": 1, "neither": 2}
     # 7 mutants count: ppaux kills 5 of them, the baseline 4 (1, 2, 5 and 7).
     assert (report["killed"], report["score"]) == (5, 71.43)
     assert (report["baseline"]["killed"], report["baseline"]["score"]) == (4, 57.14)
     shown = {m["mutant"]: (m["diff"], m["line"]) for m in report["mutants"] if "diff" in m}
-    assert sorted(shown) == ["m.x_f__mutmut_2", "m.x_f__mutmut_3", "m.x_f__mutmut_4", "m.x_f__mutmut_6", "m.x_f__mutmut_8"]
+    assert sorted(shown) == [
+        "m.x_f__mutmut_2",
+        "m.x_f__mutmut_3",
+        "m.x_f__mutmut_4",
+        "m.x_f__mutmut_6",
+        "m.x_f__mutmut_8",
+    ]
     assert shown["m.x_f__mutmut_8"] == ("", "")
 
 
 def test_a_run_whose_every_mutant_is_judged_equivalent_scores_full_marks(monkeypatch):
     monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
     suite = {"m.x_f__mutmut_1": "survived"}
-    report = _report(_args(), suite, {"m.x_f__mutmut_1": "survived"}, {}, KillSet(passed=["t::a"]),
-                     {"m.x_f__mutmut_1": "no caller sees it"}, 1.0)
-    assert (report["equivalent"], report["score"], report["passes"], report["baseline"]["score"]) == (1, 100.0, True, 100.0)
+    report = _report(
+        _args(),
+        suite,
+        {"m.x_f__mutmut_1": "survived"},
+        {},
+        KillSet(passed=["t::a"]),
+        {"m.x_f__mutmut_1": "no caller sees it"},
+        1.0,
+    )
+    assert (report["equivalent"], report["score"], report["passes"], report["baseline"]["score"]) == (
+        1,
+        100.0,
+        True,
+        100.0,
+    )
 
 
 def test_the_markdown_report_reads_as_a_whole(monkeypatch):
@@ -351,8 +462,15 @@ def test_the_markdown_report_reads_as_a_whole(monkeypatch):
     baseline's score over the same mutants, the table, each survivor with the line it changes."""
     monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
     diffs = {n: f"-    return {i}\n+    return {i + 1}\n" for i, n in enumerate(SUITE)}
-    report = _report(_args(tests="p4"), SUITE, BASELINE_RESULTS, diffs, KillSet(passed=["t::a", "t::b"], left_out=["t::robust"]),
-                                 {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"}, 12.5)
+    report = _report(
+        _args(tests="p4"),
+        SUITE,
+        BASELINE_RESULTS,
+        diffs,
+        KillSet(passed=["t::a", "t::b"], left_out=["t::robust"]),
+        {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"},
+        12.5,
+    )
     assert mutate.render_markdown(report) == textwrap.dedent("""\
         # Mutation testing: `m.py`
 
@@ -427,27 +545,53 @@ def test_a_real_run_scores_a_weak_suite_below_the_gate_beside_a_baseline(tmp_pat
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    (tmp_path / "eq.json").write_text('{"own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_999": "no such mutant"}')
-    code = main(["mutate", "--impl", "own_pop.py", "--tests", "test_observer_returning_none_is_p4 or test_observer_changing_its_dict",
-                 "--max-children", "2", "--baseline", f"{sys.executable} project/baseline.py", "--report", "out",
-                 "--equivalents", "eq.json"])
+    (tmp_path / "eq.json").write_text(
+        '{"own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_999": "no such mutant"}'
+    )
+    code = main(
+        [
+            "mutate",
+            "--impl",
+            "own_pop.py",
+            "--tests",
+            "test_observer_returning_none_is_p4 or test_observer_changing_its_dict",
+            "--max-children",
+            "2",
+            "--baseline",
+            f"{sys.executable} project/baseline.py",
+            "--report",
+            "out",
+            "--equivalents",
+            "eq.json",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1, err
     report = json.loads((tmp_path / "out" / "mutate.json").read_text())
     assert report["module"] == "own_pop" and report["kill_set"] == 1
-    assert report["left_out"] == ["tests/test_robustness.py::test_observer_changing_its_dict_does_not_change_the_pp_dict"]
+    assert report["left_out"] == [
+        "tests/test_robustness.py::test_observer_changing_its_dict_does_not_change_the_pp_dict"
+    ]
     assert "ppaux mutate: 1 robustness test(s) fail on the unmutated module and are left out of the kill set" in err
-    assert "ppaux mutate: stale equivalence entry (killed, or no such mutant): own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_999" in err
-    assert all(m["mutant"].startswith("own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_") for m in report["mutants"])
+    assert (
+        "ppaux mutate: stale equivalence entry (killed, or no such mutant): "
+        "own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_999" in err
+    )
+    assert all(
+        m["mutant"].startswith("own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_") for m in report["mutants"]
+    )
     assert 0 < report["killed"] < report["total"] and not report["passes"]
     sides = report["baseline"]["side_by_side"]
     assert sum(sides.values()) == report["total"] and sides["only ppaux"] > 0 and sides["only the baseline"] > 0
     assert "ppaux mutate: " in err and "; gate 100.0% FAIL; report " in err
     text = (tmp_path / "out" / "mutate.md").read_text()
     assert text.startswith("# Mutation testing: `own_pop.py`\n") and "## Side by side with `" in text
-    assert textwrap.dedent("""\
+    assert (
+        textwrap.dedent("""\
         | killed by | mutants |
-        | --- | --- |""") in text
+        | --- | --- |""")
+        in text
+    )
 
 
 @pytest.mark.subprocess
@@ -471,12 +615,26 @@ def test_a_baseline_that_does_not_import_the_copy_is_bad_input(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
     _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
-    code = main(["mutate", "--impl", "own_pop.py", "--tests", "test_observer_returning_none_is_p4", "--max-children", "2",
-                 "--baseline", f"{sys.executable} baseline.py", "--report", "out"])
+    code = main(
+        [
+            "mutate",
+            "--impl",
+            "own_pop.py",
+            "--tests",
+            "test_observer_returning_none_is_p4",
+            "--max-children",
+            "2",
+            "--baseline",
+            f"{sys.executable} baseline.py",
+            "--report",
+            "out",
+        ]
+    )
     assert code == 2
     assert capsys.readouterr().err.endswith(
         "ppaux: error: the baseline command passes even when the module under mutation cannot be imported: "
-        f"it does not import the copy ({sys.executable} baseline.py)\n")
+        f"it does not import the copy ({sys.executable} baseline.py)\n"
+    )
 
 
 class _CleanRun:
@@ -494,7 +652,9 @@ class _CleanRun:
         code = self.code if self.code is not None else int(any(r["outcome"] == "failed" for r in self.rows))
         # What subprocess.run hands back: the output only when it was captured, as text when asked.
         captured = kw.get("capture_output") and kw.get("text")
-        return subprocess.CompletedProcess(cmd, code, self.printed if captured else None, self.printed_err if captured else None)
+        return subprocess.CompletedProcess(
+            cmd, code, self.printed if captured else None, self.printed_err if captured else None
+        )
 
 
 def _row(nodeid, outcome, *marks):
@@ -527,14 +687,39 @@ def test_the_clean_run_runs_the_copied_suite_against_the_copy_with_the_runs_opti
     (tmp_path / "eq.json").write_text('{"own_pop.x_f__mutmut_1": "killed after all"}')
     fake = _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
     monkeypatch.setattr(mutate, "MutmutProject", _Verdicts)
-    assert _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py", "--profile", "ci", "--marks", "contract", "--tests", "p4",
-                   "--gate", "50", "--timeout", "3", "--equivalents", str(tmp_path / "eq.json")) == 0
+    assert (
+        _mutate(
+            tmp_path,
+            monkeypatch,
+            "--impl",
+            "own_pop.py",
+            "--profile",
+            "ci",
+            "--marks",
+            "contract",
+            "--tests",
+            "p4",
+            "--gate",
+            "50",
+            "--timeout",
+            "3",
+            "--equivalents",
+            str(tmp_path / "eq.json"),
+        )
+        == 0
+    )
     ((cmd, kw),) = fake.calls
     scratch = tmp_path / "out" / "scratch"
     assert kw["cwd"] == scratch and kw["env"]["PYTHONPATH"] == f"{scratch}{os.pathsep}{tmp_path}"
     assert cmd[:4] == [sys.executable, "-m", "pytest", "tests"]
-    for option in (["--hypothesis-profile", "ci"], ["-m", "contract"], ["-k", "p4"], ["--ppaux-impl=own_pop"], ["--ppaux-timeout=3.0"]):
-        assert any(cmd[i:i + len(option)] == option for i in range(len(cmd))), option
+    for option in (
+        ["--hypothesis-profile", "ci"],
+        ["-m", "contract"],
+        ["-k", "p4"],
+        ["--ppaux-impl=own_pop"],
+        ["--ppaux-timeout=3.0"],
+    ):
+        assert any(cmd[i : i + len(option)] == option for i in range(len(cmd))), option
     assert sorted(p.name for p in (scratch / "tests").glob("test_*.py")) == sorted(p.name for p in mutate_cli.SUITE)
     assert (scratch / "own_pop.py").read_text() == OWN_POP
     # The mutants are killed by the same tests, under the same options.
@@ -571,24 +756,43 @@ def test_the_gate_may_be_anything_from_0_to_100(tmp_path, monkeypatch, gate, cod
 
 def test_robustness_tests_that_fail_on_the_unmutated_module_are_left_out_of_the_kill_set(tmp_path, monkeypatch, capsys):
     (tmp_path / "own_pop.py").write_text(OWN_POP)
-    _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed"), _row("tests/test_pop.py::test_p1", "skipped"),
-                                      _row("tests/test_robustness.py::test_dict", "failed", "robustness")])
+    _stand_in_clean_run(
+        monkeypatch,
+        [
+            _row("tests/test_pop.py::test_p4", "passed"),
+            _row("tests/test_pop.py::test_p1", "skipped"),
+            _row("tests/test_robustness.py::test_dict", "failed", "robustness"),
+        ],
+    )
     monkeypatch.setattr(mutate, "MutmutProject", _Verdicts)
     assert _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py") == 1
     err = capsys.readouterr().err
-    assert err.startswith("ppaux mutate: 1 robustness test(s) fail on the unmutated module and are left out of the kill set\n")
+    assert err.startswith(
+        "ppaux mutate: 1 robustness test(s) fail on the unmutated module and are left out of the kill set\n"
+    )
     args = tomllib.loads(_Verdicts.last.table)["tool"]["mutmut"]["pytest_add_cli_args"]
     assert args[-2:] == ["--deselect", "tests/test_robustness.py::test_dict"]
     report = json.loads((tmp_path / "out" / "mutate.json").read_text())
     assert (report["kill_set"], report["left_out"]) == (1, ["tests/test_robustness.py::test_dict"])
 
 
-@pytest.mark.parametrize("rows, message", [
-    ([_row("t.py::test_a", "failed"), _row("t.py::test_b", "passed"), _row("t.py::test_c", "failed", "contract", "gloo")],
-     "the unmutated module fails 2 contract test(s), so they cannot kill mutants: t.py::test_a, t.py::test_c"),
-    ([_row("t.py::test_r", "failed", "robustness"), _row("t.py::test_s", "skipped")],
-     "no conformance test passes on the unmutated module: nothing can kill a mutant"),
-])
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        (
+            [
+                _row("t.py::test_a", "failed"),
+                _row("t.py::test_b", "passed"),
+                _row("t.py::test_c", "failed", "contract", "gloo"),
+            ],
+            "the unmutated module fails 2 contract test(s), so they cannot kill mutants: t.py::test_a, t.py::test_c",
+        ),
+        (
+            [_row("t.py::test_r", "failed", "robustness"), _row("t.py::test_s", "skipped")],
+            "no conformance test passes on the unmutated module: nothing can kill a mutant",
+        ),
+    ],
+)
 def test_a_clean_run_that_cannot_kill_is_bad_input(tmp_path, monkeypatch, capsys, rows, message):
     (tmp_path / "own_pop.py").write_text(OWN_POP)
     _stand_in_clean_run(monkeypatch, rows)
@@ -599,11 +803,16 @@ def test_a_clean_run_that_cannot_kill_is_bad_input(tmp_path, monkeypatch, capsys
 @pytest.mark.parametrize("code", [0, 1, 4])
 def test_a_clean_run_without_results_shows_what_pytest_printed(tmp_path, monkeypatch, capsys, code):
     (tmp_path / "own_pop.py").write_text(OWN_POP)
-    traceback = "Traceback (most recent call last):\n" + '  File "conftest.py", line 1\n' * 50 + "ImportError: own_pop\n"
+    traceback = (
+        "Traceback (most recent call last):\n" + '  File "conftest.py", line 1\n' * 50 + "ImportError: own_pop\n"
+    )
     _stand_in_clean_run(monkeypatch, [], code=code, printed="ERROR: usage: pytest [options]\n", printed_err=traceback)
     assert _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py") == 2
-    assert capsys.readouterr().err == ("ERROR: usage: pytest [options]\n" + traceback +
-                                       f"ppaux: error: the conformance suite did not run on the unmutated module (pytest exit {code})\n")
+    assert capsys.readouterr().err == (
+        "ERROR: usage: pytest [options]\n"
+        + traceback
+        + f"ppaux: error: the conformance suite did not run on the unmutated module (pytest exit {code})\n"
+    )
 
 
 def _mutate(tmp_path, monkeypatch, *argv):
@@ -615,11 +824,24 @@ def _mutate(tmp_path, monkeypatch, *argv):
 @pytest.mark.subprocess
 def test_an_implementation_that_breaks_the_contract_cannot_be_mutation_tested(tmp_path, monkeypatch, capsys):
     """Its red contract tests would "kill" every mutant: bad input, naming them."""
-    assert _mutate(tmp_path, monkeypatch, "--impl", str(IMPLS / "unstripped_names.py"), "--tests", "round_trip or compose",
-                   "--profile", "ci") == 2
+    assert (
+        _mutate(
+            tmp_path,
+            monkeypatch,
+            "--impl",
+            str(IMPLS / "unstripped_names.py"),
+            "--tests",
+            "round_trip or compose",
+            "--profile",
+            "ci",
+        )
+        == 2
+    )
     assert capsys.readouterr().err == (
         "ppaux: error: the unmutated module fails 2 contract test(s), so they cannot kill mutants: "
-        "tests/test_properties.py::test_round_trip, tests/test_properties.py::test_outputs_with_disjoint_names_compose\n")
+        "tests/test_properties.py::test_round_trip, "
+        "tests/test_properties.py::test_outputs_with_disjoint_names_compose\n"
+    )
 
 
 @pytest.mark.subprocess
@@ -631,7 +853,9 @@ def test_a_suite_that_cannot_run_shows_pytests_own_words(tmp_path, monkeypatch, 
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("script, why", [("raise SystemExit(3)", "fails"), ("import time; time.sleep(60)", "timed out")])
+@pytest.mark.parametrize(
+    "script, why", [("raise SystemExit(3)", "fails"), ("import time; time.sleep(60)", "timed out")]
+)
 def test_a_red_baseline_is_bad_input(tmp_path, monkeypatch, capsys, script, why):
     (tmp_path / "own_pop.py").write_text(OWN_POP)
     (tmp_path / "project").mkdir()
@@ -639,10 +863,21 @@ def test_a_red_baseline_is_bad_input(tmp_path, monkeypatch, capsys, script, why)
     if why == "timed out":
         monkeypatch.setattr(mutate, "run_with_mutant", _shorter(mutate.run_with_mutant))
     _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
-    code = _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py", "--tests", "returning_none_is_p4",
-                   "--baseline", f"{sys.executable} project/baseline.py")
+    code = _mutate(
+        tmp_path,
+        monkeypatch,
+        "--impl",
+        "own_pop.py",
+        "--tests",
+        "returning_none_is_p4",
+        "--baseline",
+        f"{sys.executable} project/baseline.py",
+    )
     assert code == 2
-    assert capsys.readouterr().err == f"ppaux: error: the baseline command {why} on the unmutated module: {sys.executable} project/baseline.py\n"
+    assert (
+        capsys.readouterr().err
+        == f"ppaux: error: the baseline command {why} on the unmutated module: {sys.executable} project/baseline.py\n"
+    )
 
 
 @pytest.mark.parametrize("status, why", [("killed", "fails"), ("timeout", "timed out")])
@@ -652,7 +887,9 @@ def test_a_baseline_red_on_the_unmutated_copy_says_how(tmp_path, monkeypatch, ca
     _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
     scratch = tmp_path / "out" / "scratch"
     verdicts = {str(scratch / "sentinel"): "killed", str(scratch): status}
-    monkeypatch.setattr(mutate, "run_with_mutant", lambda command, *, pythonpath, timeout: (verdicts[str(pythonpath[0])], 0.1))
+    monkeypatch.setattr(
+        mutate, "run_with_mutant", lambda command, *, pythonpath, timeout: (verdicts[str(pythonpath[0])], 0.1)
+    )
     assert _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py", "--baseline", "true") == 2
     assert capsys.readouterr().err == f"ppaux: error: the baseline command {why} on the unmutated module: true\n"
 
@@ -671,7 +908,10 @@ def test_when_mutmut_fails_the_run_says_where_its_log_is(tmp_path, monkeypatch, 
     monkeypatch.setattr(mutate, "MutmutProject", Failing)
     code = _mutate(tmp_path, monkeypatch, "--impl", "ppaux.core.transport", "--tests", "returning_none_is_p4")
     assert code == 2
-    assert capsys.readouterr().err == f"ppaux: error: mutmut did not run (exit 1); see {tmp_path / 'out' / 'mutmut-run.log'}\n"
+    assert (
+        capsys.readouterr().err
+        == f"ppaux: error: mutmut did not run (exit 1); see {tmp_path / 'out' / 'mutmut-run.log'}\n"
+    )
 
 
 def test_mutmut_without_a_project_fails_and_logs_why(tmp_path):
@@ -700,8 +940,13 @@ def test_a_command_run_with_a_mutant_keeps_the_users_environment_and_finds_the_c
     (tmp_path / "run_here").mkdir()
     monkeypatch.setenv("PPAUX_TEST_USER_SETTING", "kept")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "users"))
-    probe = [sys.executable, "-c", "import os, sys, mutated_copy, users_module; print('noise'); print('noise', file=sys.stderr); "
-             f"sys.exit(os.environ.get('PPAUX_TEST_USER_SETTING') != 'kept' or os.getcwd() != {str(tmp_path / 'run_here')!r})"]
+    probe = [
+        sys.executable,
+        "-c",
+        "import os, sys, mutated_copy, users_module; print('noise'); print('noise', file=sys.stderr); "
+        "sys.exit(os.environ.get('PPAUX_TEST_USER_SETTING') != 'kept' "
+        f"or os.getcwd() != {str(tmp_path / 'run_here')!r})",
+    ]
     monkeypatch.chdir(tmp_path / "run_here")
     status, seconds = project.run_with_mutant(probe, pythonpath=[tmp_path / "copy"], mutant="", timeout=30)
     assert status == "survived" and 0 < seconds < 30
@@ -712,16 +957,20 @@ def test_a_command_run_with_a_mutant_keeps_the_users_environment_and_finds_the_c
     (tmp_path / "run_here" / "only_in_cwd.py").write_text("")
     script = tmp_path / "probe.py"
     script.write_text("import sys\ntry:\n    import only_in_cwd\nexcept ImportError:\n    sys.exit(0)\nsys.exit(1)\n")
-    assert project.run_with_mutant([sys.executable, str(script)], pythonpath=[tmp_path / "copy"],
-                                    mutant="", timeout=30)[0] == "survived"
+    assert (
+        project.run_with_mutant([sys.executable, str(script)], pythonpath=[tmp_path / "copy"], mutant="", timeout=30)[0]
+        == "survived"
+    )
 
 
 def test_a_module_without_source_cannot_be_mutated(tmp_path, monkeypatch):
     import py_compile
 
     source = tmp_path / "compiled_transport.py"
-    source.write_text("from ppaux.transport import *  # noqa\nfrom ppaux.transport import _OUTPUT_PREFIX  # noqa\n"
-                      "def add_auxiliary_output_to_pp_tensors(t, o): pass\ndef pop_auxiliary_output_from_pp_tensors(t, o): pass\n")
+    source.write_text(
+        "from ppaux.transport import *  # noqa\nfrom ppaux.transport import _OUTPUT_PREFIX  # noqa\n"
+        "def add_auxiliary_output_to_pp_tensors(t, o): pass\ndef pop_auxiliary_output_from_pp_tensors(t, o): pass\n"
+    )
     py_compile.compile(str(source), cfile=str(tmp_path / "compiled_transport.pyc"))
     source.unlink()
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -736,19 +985,27 @@ def test_a_namespace_package_needs_no_original_init(tmp_path):
 
 def test_without_a_baseline_the_verdicts_make_the_report_and_the_exit_status(tmp_path, monkeypatch, capsys):
     """mutmut's verdicts (stood in for here) decide: one survivor of two is 50%, below a gate of 60."""
+
     class Verdicts(_Verdicts):
         def results(self):
             return {"ppaux.core.transport.x_f__mutmut_1": "killed", "ppaux.core.transport.x_f__mutmut_2": "survived"}
 
     _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
     monkeypatch.setattr(mutate, "MutmutProject", Verdicts)
-    assert _mutate(tmp_path, monkeypatch, "--impl", "ppaux.core.transport", "--tests", "returning_none_is_p4", "--gate", "60") == 1
+    assert (
+        _mutate(
+            tmp_path, monkeypatch, "--impl", "ppaux.core.transport", "--tests", "returning_none_is_p4", "--gate", "60"
+        )
+        == 1
+    )
     # A module inside packages: mutmut looks in the top package, for that module alone.
     table = tomllib.loads(_Verdicts.last.table)["tool"]["mutmut"]
     assert (table["source_paths"], table["only_mutate"]) == (["ppaux"], ["ppaux/core/transport.py"])
     err = capsys.readouterr().err
-    assert err.endswith(f"ppaux mutate: 50.0% (1/2 killed) in {json.loads((tmp_path / 'out' / 'mutate.json').read_text())['wall_s']} s; "
-                        f"gate 60.0% FAIL; report {tmp_path / 'out' / 'mutate.md'}\n")
+    wall_s = json.loads((tmp_path / "out" / "mutate.json").read_text())["wall_s"]
+    assert err.endswith(
+        f"ppaux mutate: 50.0% (1/2 killed) in {wall_s} s; gate 60.0% FAIL; report {tmp_path / 'out' / 'mutate.md'}\n"
+    )
     text = (tmp_path / "out" / "mutate.md").read_text()
     assert "### `ppaux.core.transport.x_f__mutmut_2` (survives ppaux's suite)\n\nChanges `a -> b`" in text
     assert "--- ppaux/core/transport.py" in text and "Side by side" not in text
@@ -765,7 +1022,10 @@ class _UnevenVerdicts(project.MutmutProject):
         return {name.replace("m.", "own_pop.", 1): status for name, status in UNEVEN_SUITE.items()}
 
     def diffs(self, names, source_of):
-        return {name: f"--- {source_of(name)}\n+++ {source_of(name)}\n-    return {name[-1]}\n+    return 0\n" for name in names}
+        return {
+            name: f"--- {source_of(name)}\n+++ {source_of(name)}\n-    return {name[-1]}\n+    return 0\n"
+            for name in names
+        }
 
 
 def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp_path, monkeypatch, capsys):
@@ -789,11 +1049,15 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
 
     monkeypatch.setattr(mutate, "run_with_mutant", baseline)
     workers = []
-    monkeypatch.setattr(mutate, "ThreadPoolExecutor", lambda max_workers: workers.append(max_workers) or ThreadPoolExecutor(1))
+    monkeypatch.setattr(
+        mutate, "ThreadPoolExecutor", lambda max_workers: workers.append(max_workers) or ThreadPoolExecutor(1)
+    )
     monkeypatch.setattr(mutate.os, "cpu_count", lambda: 3)
     monkeypatch.setattr(mutate, "time", Clock(step=1.25))
     monkeypatch.setattr(mutate, "version", lambda name: "3.8.1")
-    code = _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py", "--baseline", f"{sys.executable} baseline.py", "--gate", "62.5")
+    code = _mutate(
+        tmp_path, monkeypatch, "--impl", "own_pop.py", "--baseline", f"{sys.executable} baseline.py", "--gate", "62.5"
+    )
     assert code == 0 and workers == [3]
     # The copy that cannot be imported, the unmutated copy, then every mutant.
     assert runs[:2] == [("", [scratch / "sentinel"]), ("", [scratch])]
@@ -802,20 +1066,26 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
     assert not (scratch / "left_by_an_earlier_run.txt").exists()
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("mutants 8/8  killed 6  survived 2  elapsed ")
-    assert err[-1] == ("ppaux mutate: 62.5% (5/8 killed) in 1.2 s; baseline 50.0%; both 3, only ppaux 2, only the baseline 1, "
-                       f"neither 2; gate 62.5% pass; report {tmp_path / 'out' / 'mutate.md'}")
+    assert err[-1] == (
+        "ppaux mutate: 62.5% (5/8 killed) in 1.2 s; baseline 50.0%; both 3, only ppaux 2, only the baseline 1, "
+        f"neither 2; gate 62.5% pass; report {tmp_path / 'out' / 'mutate.md'}"
+    )
     text = (tmp_path / "out" / "mutate.json").read_text(encoding="utf-8")
     report = json.loads(text)
     # Readable as it is written: indented, one entry a line.
     assert text == json.dumps(report, indent=2) + "\n"
     assert (report["wall_s"], report["baseline"]["side_by_side"]) == (
-        1.2, {"both": 3, "only ppaux": 2, "only the baseline": 1, "neither": 2})
+        1.2,
+        {"both": 3, "only ppaux": 2, "only the baseline": 1, "neither": 2},
+    )
     markdown = (tmp_path / "out" / "mutate.md").read_text(encoding="utf-8")
     assert markdown == mutate.render_markdown(report)
-    assert markdown.startswith("# Mutation testing: `own_pop.py`\n\n"
-                               "- ppaux's conformance suite: **62.5%** (5/8 mutants killed); gate 62.5%: **pass**\n"
-                               "- module `own_pop`, mutmut 3.8.1, profile `mutation`, tests `contract or robustness`: 1 tests; "
-                               "wall time 1.2 s\n")
+    assert markdown.startswith(
+        "# Mutation testing: `own_pop.py`\n\n"
+        "- ppaux's conformance suite: **62.5%** (5/8 mutants killed); gate 62.5%: **pass**\n"
+        "- module `own_pop`, mutmut 3.8.1, profile `mutation`, tests `contract or robustness`: 1 tests; "
+        "wall time 1.2 s\n"
+    )
     # The last survivor's diff ends the page, with one newline.
     assert markdown.endswith("-    return 8\n+    return 0\n```\n")
     assert "\nppaux's suite 62.5%, the baseline 50.0% of 8 mutants.\n" in markdown
@@ -827,26 +1097,53 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
 def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_path):
     # The layout mutmut 3.8 writes: one meta file per source file, exit codes by mutant.
     (tmp_path / "ppaux").mkdir()
-    (tmp_path / "ppaux" / "gloo.py.meta").write_text(json.dumps({"exit_code_by_key": {
-        "ppaux.gloo.x_a__mutmut_1": -6, "ppaux.gloo.x_a__mutmut_2": 1, "ppaux.gloo.x_a__mutmut_3": None,
-        "ppaux.gloo.x_a__mutmut_4": 4, "ppaux.gloo.x_a__mutmut_5": -11, "ppaux.gloo.x_a__mutmut_6": -99,
-        "ppaux.gloo.x_a__mutmut_8": 0}}))
+    (tmp_path / "ppaux" / "gloo.py.meta").write_text(
+        json.dumps(
+            {
+                "exit_code_by_key": {
+                    "ppaux.gloo.x_a__mutmut_1": -6,
+                    "ppaux.gloo.x_a__mutmut_2": 1,
+                    "ppaux.gloo.x_a__mutmut_3": None,
+                    "ppaux.gloo.x_a__mutmut_4": 4,
+                    "ppaux.gloo.x_a__mutmut_5": -11,
+                    "ppaux.gloo.x_a__mutmut_6": -99,
+                    "ppaux.gloo.x_a__mutmut_8": 0,
+                }
+            }
+        )
+    )
     (tmp_path / "ppaux" / "broken.py.meta").write_text("{not json")
     (tmp_path / "ppaux" / "unrun.py.meta").write_text("{}")
     crashed = crashes(tmp_path)
-    assert crashed == {"ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)", "ppaux.gloo.x_a__mutmut_5": "crashed (SIGSEGV)",
-                       "ppaux.gloo.x_a__mutmut_6": "crashed (signal 99)"}
-    results = {"ppaux.gloo.x_a__mutmut_1": "suspicious", "ppaux.gloo.x_a__mutmut_2": "killed",
-               "ppaux.gloo.x_a__mutmut_4": "suspicious", "ppaux.gloo.x_a__mutmut_5": "segfault"}
+    assert crashed == {
+        "ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)",
+        "ppaux.gloo.x_a__mutmut_5": "crashed (SIGSEGV)",
+        "ppaux.gloo.x_a__mutmut_6": "crashed (signal 99)",
+    }
+    results = {
+        "ppaux.gloo.x_a__mutmut_1": "suspicious",
+        "ppaux.gloo.x_a__mutmut_2": "killed",
+        "ppaux.gloo.x_a__mutmut_4": "suspicious",
+        "ppaux.gloo.x_a__mutmut_5": "segfault",
+    }
     named = name_crashes(results, crashed)
     # Only a suspicious verdict is renamed; an exit code 4 (pytest's usage error) stays suspicious.
     assert named == {**results, "ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)"}
     # Most common first, then by name: the report's "verdicts" line reads in this order.
-    assert list(verdicts(named).items()) == [("crashed (SIGABRT)", 1), ("killed", 1), ("segfault", 1), ("suspicious", 1)]
-    assert list(verdicts({**named, "ppaux.gloo.x_a__mutmut_7": "segfault", "ppaux.gloo.x_a__mutmut_9": "segfault"}).items()) == [
-        ("segfault", 3), ("crashed (SIGABRT)", 1), ("killed", 1), ("suspicious", 1)]
+    assert list(verdicts(named).items()) == [
+        ("crashed (SIGABRT)", 1),
+        ("killed", 1),
+        ("segfault", 1),
+        ("suspicious", 1),
+    ]
+    assert list(
+        verdicts({**named, "ppaux.gloo.x_a__mutmut_7": "segfault", "ppaux.gloo.x_a__mutmut_9": "segfault"}).items()
+    ) == [("segfault", 3), ("crashed (SIGABRT)", 1), ("killed", 1), ("suspicious", 1)]
     assert [n for n, status in named.items() if is_killed(status)] == [
-        "ppaux.gloo.x_a__mutmut_1", "ppaux.gloo.x_a__mutmut_2", "ppaux.gloo.x_a__mutmut_5"]
+        "ppaux.gloo.x_a__mutmut_1",
+        "ppaux.gloo.x_a__mutmut_2",
+        "ppaux.gloo.x_a__mutmut_5",
+    ]
 
 
 def test_a_mutants_module_is_its_name_without_the_function():
@@ -866,13 +1163,18 @@ def test_the_baseline_runs_every_mutant_and_says_how_each_ended(monkeypatch, tmp
     monkeypatch.setattr(progress_module, "time", Clock(step=10.0))  # every update is due
     names = ["m.x_f__mutmut_1", "m.x_f__mutmut_2", "m.x_f__mutmut_3"]
     assert mutate.mutants_against_the_baseline(["cmd"], tmp_path, names, 2.5, 1) == {
-        "m.x_f__mutmut_1": "survived", "m.x_f__mutmut_2": "killed", "m.x_f__mutmut_3": "timeout"}
+        "m.x_f__mutmut_1": "survived",
+        "m.x_f__mutmut_2": "killed",
+        "m.x_f__mutmut_3": "timeout",
+    }
     # The user's command; ten times the clean run, at least 10 s; the mutated copy first on the path.
     assert seen == [(["cmd"], n, 25.0, [str(tmp_path / "mutants")]) for n in names]
     # One worker: the mutants in turn, counted as they end (a timeout kills).
     assert [line.split("  elapsed")[0] for line in capsys.readouterr().err.splitlines()] == [
-        "baseline mutants 1/3  killed 0  survived 1", "baseline mutants 2/3  killed 1  survived 1",
-        "baseline mutants 3/3  killed 2  survived 1"]
+        "baseline mutants 1/3  killed 0  survived 1",
+        "baseline mutants 2/3  killed 1  survived 1",
+        "baseline mutants 3/3  killed 2  survived 1",
+    ]
     seen.clear()
     mutate.mutants_against_the_baseline(["cmd"], tmp_path, names[:1], 0.1, 1)
     assert seen[0][2] == 10.0
@@ -903,17 +1205,24 @@ def test_progress_counts_only_the_mutants_a_run_picks(tmp_path):
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_arith.py").write_text(
         "from arith import double, halve\n\n\ndef test_double():\n    assert double(3) == 6\n\n\n"
-        "def test_halve():\n    assert halve(6) == 3\n")
-    (tmp_path / "pyproject.toml").write_text(project.mutmut_table({"paths_to_mutate": ["arith.py"], "tests_dir": ["tests"],
-                                                                    "timeout_multiplier": 2.5}))
+        "def test_halve():\n    assert halve(6) == 3\n"
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        project.mutmut_table({"paths_to_mutate": ["arith.py"], "tests_dir": ["tests"], "timeout_multiplier": 2.5})
+    )
     stream = io.StringIO()
-    code = project.MutmutProject(tmp_path).run(max_children=1, only=["arith.x_double*"], log=tmp_path / "log",
-                                                progress=Progress(stream=stream, every=0))
+    code = project.MutmutProject(tmp_path).run(
+        max_children=1, only=["arith.x_double*"], log=tmp_path / "log", progress=Progress(stream=stream, every=0)
+    )
     assert code == 0, (tmp_path / "log").read_text()
     picked = project.select(project.MutmutProject(tmp_path).results(), ["arith.x_double*"])
     everything = project.MutmutProject(tmp_path).results()
     assert 0 < len(picked) < len(everything)
-    assert stream.getvalue().splitlines()[-1].startswith(f"mutants {len(picked)}/{len(picked)}  killed {len(picked)}  survived 0  ")
+    assert (
+        stream.getvalue()
+        .splitlines()[-1]
+        .startswith(f"mutants {len(picked)}/{len(picked)}  killed {len(picked)}  survived 0  ")
+    )
 
 
 def test_mutmuts_progress_line_reads_as_done_total_killed_survived():
@@ -927,17 +1236,35 @@ def test_mutmuts_progress_line_reads_as_done_total_killed_survived():
 def test_a_progress_line_cut_by_a_chunk_boundary_is_read_whole():
     status = "  🎉 {} 🫥 0  ⏰ 0  🤔 0  🙁 {}  🔇 0  🧙 0"
     line = lambda done, killed: f"{done}/6064" + status.format(killed, 40)  # noqa: E731
-    chunks = ["⠦ 2", line(28, 188) + "\r⠦ 22", line(9, 189) + "\r⠧ " + line(230, 190) + "\r",
-              "⠇ " + line(231, 191) + "\n⠏ " + line(232, 192) + "\n", "⠋ " + line(233, 193)]
+    chunks = [
+        "⠦ 2",
+        line(28, 188) + "\r⠦ 22",
+        line(9, 189) + "\r⠧ " + line(230, 190) + "\r",
+        "⠇ " + line(231, 191) + "\n⠏ " + line(232, 192) + "\n",
+        "⠋ " + line(233, 193),
+    ]
     seen = [(chunk, [m.group(1, 3) for m in matches]) for chunk, matches in project.status_lines(chunks)]
     # Every chunk is passed on as it came (for the log); each line is counted once, whole, as soon
     # as it ends ("\r" or "\n"); the last, unended one when the output ends.
     assert [chunk for chunk, _ in seen] == [*chunks, ""]
-    assert [found for _, found in seen] == [[], [("228", "188")], [("229", "189"), ("230", "190")], [("231", "191"), ("232", "192")],
-                                            [], [("233", "193")]]
+    assert [found for _, found in seen] == [
+        [],
+        [("228", "188")],
+        [("229", "189"), ("230", "190")],
+        [("231", "191"), ("232", "192")],
+        [],
+        [("233", "193")],
+    ]
 
 
 def test_a_run_narrowed_by_patterns_keeps_the_mutants_they_name():
-    results = {"ppaux.core.transport.x_add__mutmut_1": "killed", "ppaux.core.errors.x_lookup__mutmut_1": "survived", "ppaux.cli.x_main__mutmut_1": "not checked"}
+    results = {
+        "ppaux.core.transport.x_add__mutmut_1": "killed",
+        "ppaux.core.errors.x_lookup__mutmut_1": "survived",
+        "ppaux.cli.x_main__mutmut_1": "not checked",
+    }
     assert project.select(results, []) == results
-    assert project.select(results, ["ppaux.core.transport*", "ppaux.core.errors*"]) == {"ppaux.core.transport.x_add__mutmut_1": "killed", "ppaux.core.errors.x_lookup__mutmut_1": "survived"}
+    assert project.select(results, ["ppaux.core.transport*", "ppaux.core.errors*"]) == {
+        "ppaux.core.transport.x_add__mutmut_1": "killed",
+        "ppaux.core.errors.x_lookup__mutmut_1": "survived",
+    }

@@ -8,10 +8,10 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 import reports.mutation as mutation
 from ppaux.mutation import own

@@ -20,8 +20,16 @@ from reports.mutation import CHECKOUT, SCOPES
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "mutate", "fuzz", "benchmarks")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def test_mutation_score_per_module_and_gate():
@@ -33,15 +41,25 @@ def test_mutation_score_per_module_and_gate():
 """
     results = parse_results(listing)
     assert module_of("ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_1") == "ppaux.core.transport"
+
     def score(results, scope):
         return score_modules(results, {}, lambda module: CHECKOUT.gate_for(module, scope))
 
     modules = score(results, SCOPES["package"])
     assert modules["ppaux.core.transport"]["score"] == 50.0 and not modules["ppaux.core.transport"]["passes"]
-    assert modules["ppaux.core.transport"]["survivors"] == [{"mutant": "ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_2", "status": "survived"}]
+    assert modules["ppaux.core.transport"]["survivors"] == [
+        {"mutant": "ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_2", "status": "survived"}
+    ]
     # Outside the contract modules the package scope reports a score and gates nothing.
-    assert modules["ppaux.cli"] == {"total": 3, "killed": 3, "equivalent": 0, "survivors": [], "score": 100.0, "gate": None,
-                                    "passes": True}
+    assert modules["ppaux.cli"] == {
+        "total": 3,
+        "killed": 3,
+        "equivalent": 0,
+        "survivors": [],
+        "score": 100.0,
+        "gate": None,
+        "passes": True,
+    }
     partly = score({**results, "ppaux.cli.x_main__mutmut_4": "survived"}, SCOPES["package"])["ppaux.cli"]
     assert (partly["score"], partly["passes"]) == (75.0, True)
     assert score(results, SCOPES["contract"])["ppaux.cli"]["gate"] == 100.0
@@ -81,21 +99,41 @@ def test_equivalence_markings_are_listed_with_their_reasons_and_problems(tmp_pat
         {"where": "pkg/m.py:11", "block": False, "reason": None, "problem": REGION_AFTER_CODE},
         {"where": "pkg/m.py:13", "block": True, "reason": "inside a list", "problem": REGION_INSIDE_BRACKETS},
     ]
-    report = {"scope": "contract", "scope_doc": SCOPES["contract"].doc, "score": 100.0, "killed": 1, "equivalent": 0, "total": 1,
-              "passes": False, "wall_s": 1.0, "mutmut": "3.8.1", "only": [], "verdicts": {"killed": 3, "crashed (SIGABRT)": 1},
-              "modules": {}, "survivors": [], "equivalents_files": [], "judged_equivalent": {}, "stale_equivalents": [],
-              "equivalents": found}
+    report = {
+        "scope": "contract",
+        "scope_doc": SCOPES["contract"].doc,
+        "score": 100.0,
+        "killed": 1,
+        "equivalent": 0,
+        "total": 1,
+        "passes": False,
+        "wall_s": 1.0,
+        "mutmut": "3.8.1",
+        "only": [],
+        "verdicts": {"killed": 3, "crashed (SIGABRT)": 1},
+        "modules": {},
+        "survivors": [],
+        "equivalents_files": [],
+        "judged_equivalent": {},
+        "stale_equivalents": [],
+        "equivalents": found,
+    }
     write_report(tmp_path / "out", "mutation", report, render_markdown(report, markings_section))
     text = (tmp_path / "out" / "mutation.md").read_text()
-    assert "command: `python -m reports mutation --scope contract`\n- verdicts: killed 3, crashed (SIGABRT) 1\n\n| module |" in text
-    assert ("## Marked equivalent (`# pragma: no mutate`)\n\n"
-            "- `pkg/m.py:2`: equivalent: same codec\n"
-            "- `pkg/m.py:3` (block): runs in a child\n"
-            f"- `pkg/m.py:5`: **{NO_REASON}**\n"
-            "- `pkg/m.py:6` (block): a tuned region\n"
-            f"- `pkg/m.py:9`: after code **{REGION_AFTER_CODE}**\n"
-            f"- `pkg/m.py:11`: **{REGION_AFTER_CODE}**\n"
-            f"- `pkg/m.py:13` (block): inside a list **{REGION_INSIDE_BRACKETS}**\n") in text
+    assert (
+        "command: `python -m reports mutation --scope contract`\n"
+        "- verdicts: killed 3, crashed (SIGABRT) 1\n\n| module |" in text
+    )
+    assert (
+        "## Marked equivalent (`# pragma: no mutate`)\n\n"
+        "- `pkg/m.py:2`: equivalent: same codec\n"
+        "- `pkg/m.py:3` (block): runs in a child\n"
+        f"- `pkg/m.py:5`: **{NO_REASON}**\n"
+        "- `pkg/m.py:6` (block): a tuned region\n"
+        f"- `pkg/m.py:9`: after code **{REGION_AFTER_CODE}**\n"
+        f"- `pkg/m.py:11`: **{REGION_AFTER_CODE}**\n"
+        f"- `pkg/m.py:13` (block): inside a list **{REGION_INSIDE_BRACKETS}**\n"
+    ) in text
 
 
 def test_the_regions_the_report_accepts_are_the_ones_mutmut_honours():
@@ -119,7 +157,9 @@ def test_mutmut_reads_every_marking_in_ppaux():
     from mutmut.mutation.pragma_handling import PragmaVisitor
 
     # Only "no mutate" comments open or close a region: a file without one has nothing to misread.
-    marked = [path for path in sorted((ROOT / "ppaux").rglob("*.py")) if "no mutate" in path.read_text(encoding="utf-8")]
+    marked = [
+        path for path in sorted((ROOT / "ppaux").rglob("*.py")) if "no mutate" in path.read_text(encoding="utf-8")
+    ]
     assert marked
     for path in marked:
         libcst.MetadataWrapper(libcst.parse_module(path.read_text(encoding="utf-8"))).visit(PragmaVisitor(str(path)))
@@ -132,28 +172,88 @@ def test_every_equivalence_marking_in_ppaux_gives_its_reason():
 
 def _inputs(out: Path) -> None:
     (out / "fuzz").mkdir(parents=True)
-    (out / "fuzz" / "fuzz.json").write_text(json.dumps({
-        "examples": 1200, "elapsed_s": 60.0, "budget_s": 60.0, "examples_per_s": 20.0, "rounds": [{}], "placements": ["cpu"],
-        "complete": True, "stopped_by": "budget", "impl": "x.py", "db": "d",
-        "timeline": [[0, 0, 0], [30, 600, 1], [60, 1200, 1]],
-        "workers": [{"worker": 1, "timeline": [[0, 0, 0], [60, 700, 1]]}, {"worker": 2, "timeline": [[0, 0, 0], [60, 500, 0]]}],
-        "dead_workers": [{"worker": 2, "round": 3, "test": "tests/t.py::u", "exit_status": -9}],
-        "failures": [{"nodeid": "tests/t.py::t", "error": "assert 1", "round": 1, "placements": ["cpu"],
-                      "found_after_s": 30, "example": "Falsifying example: t()", "blob": "@reproduce_failure('x', b'y')"}]}))
+    (out / "fuzz" / "fuzz.json").write_text(
+        json.dumps(
+            {
+                "examples": 1200,
+                "elapsed_s": 60.0,
+                "budget_s": 60.0,
+                "examples_per_s": 20.0,
+                "rounds": [{}],
+                "placements": ["cpu"],
+                "complete": True,
+                "stopped_by": "budget",
+                "impl": "x.py",
+                "db": "d",
+                "timeline": [[0, 0, 0], [30, 600, 1], [60, 1200, 1]],
+                "workers": [
+                    {"worker": 1, "timeline": [[0, 0, 0], [60, 700, 1]]},
+                    {"worker": 2, "timeline": [[0, 0, 0], [60, 500, 0]]},
+                ],
+                "dead_workers": [{"worker": 2, "round": 3, "test": "tests/t.py::u", "exit_status": -9}],
+                "failures": [
+                    {
+                        "nodeid": "tests/t.py::t",
+                        "error": "assert 1",
+                        "round": 1,
+                        "placements": ["cpu"],
+                        "found_after_s": 30,
+                        "example": "Falsifying example: t()",
+                        "blob": "@reproduce_failure('x', b'y')",
+                    }
+                ],
+            }
+        )
+    )
     (out / "fuzz" / "fuzz.md").write_text("# Fuzz run\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n")
     (out / "mutation").mkdir()
-    (out / "mutation" / "mutation.json").write_text(json.dumps({
-        "score": 97.5, "killed": 39, "total": 40, "wall_s": 50, "passes": False, "survivors": [
-            {"mutant": "ppaux.cli.x_main__mutmut_2", "status": "survived", "diff": "-a\n+b"}],
-        "modules": {"ppaux.cli": {"total": 40, "killed": 39, "score": 97.5, "gate": 100.0, "passes": False, "survivors": []}}}))
+    (out / "mutation" / "mutation.json").write_text(
+        json.dumps(
+            {
+                "score": 97.5,
+                "killed": 39,
+                "total": 40,
+                "wall_s": 50,
+                "passes": False,
+                "survivors": [{"mutant": "ppaux.cli.x_main__mutmut_2", "status": "survived", "diff": "-a\n+b"}],
+                "modules": {
+                    "ppaux.cli": {
+                        "total": 40,
+                        "killed": 39,
+                        "score": 97.5,
+                        "gate": 100.0,
+                        "passes": False,
+                        "survivors": [],
+                    }
+                },
+            }
+        )
+    )
     (out / "mutate").mkdir()
-    (out / "mutate" / "mutate.json").write_text(json.dumps({
-        "implementation": "sglang.srt.sampling.sampling_observer_pp", "score": 100.0, "killed": 53, "total": 53, "equivalent": 0,
-        "gate": 100.0, "passes": True, "wall_s": 42.0, "baseline": {"command": "pytest t.py", "score": 67.92, "side_by_side": {
-            "both": 36, "only ppaux": 17, "only the baseline": 0, "neither": 0}}}))
+    (out / "mutate" / "mutate.json").write_text(
+        json.dumps(
+            {
+                "implementation": "sglang.srt.sampling.sampling_observer_pp",
+                "score": 100.0,
+                "killed": 53,
+                "total": 53,
+                "equivalent": 0,
+                "gate": 100.0,
+                "passes": True,
+                "wall_s": 42.0,
+                "baseline": {
+                    "command": "pytest t.py",
+                    "score": 67.92,
+                    "side_by_side": {"both": 36, "only ppaux": 17, "only the baseline": 0, "neither": 0},
+                },
+            }
+        )
+    )
     (out / "mutate" / "mutate.md").write_text("# Mutation testing\n")
-    (out / "junit.xml").write_text('<testsuites><testsuite tests="2" failures="0" errors="0" skipped="0" time="1.5">'
-                                   '<testcase classname="t" name="a"/><testcase classname="t" name="b"/></testsuite></testsuites>')
+    (out / "junit.xml").write_text(
+        '<testsuites><testsuite tests="2" failures="0" errors="0" skipped="0" time="1.5">'
+        '<testcase classname="t" name="a"/><testcase classname="t" name="b"/></testsuite></testsuites>'
+    )
 
 
 def test_the_markdown_twins_render_below_the_page_headings_with_their_tables_and_code(tmp_path):
@@ -163,7 +263,9 @@ def test_the_markdown_twins_render_below_the_page_headings_with_their_tables_and
     (out / "conformance" / "conformance.md").write_text(
         "# Conformance report: `m`\n\nVerdict: **FAIL**\n\n| clause | verdict |\n| --- | --- |\n| add.1 | fail |\n\n"
         "## Counterexamples\n\n### add.1: `t.py::test_b`\n\nError: `<class 'ValueError'>` & <b>raw</b>\n\n"
-        "```\nFalsifying example: f(\n    n=0,\n)\n```\n\nReplay: `ppaux check --tests test_b`.\nBlob: `@reproduce_failure('6', b'AAA=')`\n")
+        "```\nFalsifying example: f(\n    n=0,\n)\n```\n\n"
+        "Replay: `ppaux check --tests test_b`.\nBlob: `@reproduce_failure('6', b'AAA=')`\n"
+    )
     (out / "bench.md").write_text("## PP auxiliary relay benchmarks\n\n| op | us |\n| --- | --- |\n| add+pop | 1.5 |\n")
     index = tmp_path / "index.html"
     build(str(out), str(index))
@@ -185,7 +287,7 @@ def test_missing_inputs_are_not_yet_generated_sections(tmp_path):
     for sid in SECTIONS:
         assert f'<section id="{sid}">' in page
     assert page.count("Not yet generated.") == len(SECTIONS)
-    assert "<a href=\"out/" not in page
+    assert '<a href="out/' not in page
 
 
 def _links(page: str) -> list:
@@ -224,24 +326,42 @@ def test_page_renders_in_headless_chromium(tmp_path):
     _inputs(out)
     index = tmp_path / "index.html"
     build(str(out), str(index))
-    dom = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
-                          index.as_uri()], capture_output=True, text=True, timeout=60)
+    dom = subprocess.run(
+        [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", index.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert dom.returncode == 0, dom.stderr[-2000:]
     for sid in SECTIONS:
         assert f'<section id="{sid}">' in dom.stdout
     assert "<svg" in dom.stdout and "ppaux reports" in dom.stdout
     shot = tmp_path / "page.png"
-    subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile2'}", f"--screenshot={shot}",
-                    "--window-size=1100,2400", index.as_uri()], capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            chromium,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={tmp_path / 'profile2'}",
+            f"--screenshot={shot}",
+            "--window-size=1100,2400",
+            index.as_uri(),
+        ],
+        capture_output=True,
+        timeout=60,
+    )
     assert shot.exists() and shot.stat().st_size > 10_000
 
 
 def test_fault_matrices_show_each_channel_and_mode_against_the_expectation(tmp_path):
     out = tmp_path / "out"
     (out / "faults").mkdir(parents=True)
-    cells = {"none": {"outcome": "harmless", "expected": "harmless", "detail": "ok"},
-             "bit_flip": {"outcome": "silent corruption", "expected": "silent corruption", "detail": "bytes differ"}}
-    (out / "faults" / "faults-gloo.json").write_text(json.dumps({"channel": "gloo", "integrity": False, "cells": cells}))
+    cells = {
+        "none": {"outcome": "harmless", "expected": "harmless", "detail": "ok"},
+        "bit_flip": {"outcome": "silent corruption", "expected": "silent corruption", "detail": "bytes differ"},
+    }
+    (out / "faults" / "faults-gloo.json").write_text(
+        json.dumps({"channel": "gloo", "integrity": False, "cells": cells})
+    )
     (out / "faults" / "faults-gloo.md").write_text("# matrix\n")
     index = tmp_path / "index.html"
     build(str(out), str(index))
@@ -250,7 +370,9 @@ def test_fault_matrices_show_each_channel_and_mode_against_the_expectation(tmp_p
     assert '<a class="tile pass" href="#faults">Fault matrix: pass</a>' in page
     assert 'href="out/faults/faults-gloo.md"' in page and 'href="out/faults/faults-gloo.json"' in page
     cells["bit_flip"]["expected"] = "documented error"
-    (out / "faults" / "faults-gloo-integrity.json").write_text(json.dumps({"channel": "gloo", "integrity": True, "cells": cells}))
+    (out / "faults" / "faults-gloo-integrity.json").write_text(
+        json.dumps({"channel": "gloo", "integrity": True, "cells": cells})
+    )
     build(str(out), str(index))
     page = index.read_text()
     assert "<h3>gloo, integrity on: 1 silent corruption, 1 cells differ from the expectation</h3>" in page

@@ -15,16 +15,16 @@ import sys
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any
 
 import pytest
 from hypothesis import settings
 
 import ppaux.conformance as conformance
-from ppaux.regressions import check_directory, module_search_path, write_regressions
 from ppaux.cli.usage import UsageError, timeout_seconds
-from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.core.clauses import CLAUSES, statement
+from ppaux.isolation import DEFAULT_TIMEOUT
+from ppaux.regressions import check_directory, module_search_path, write_regressions
 from ppaux.testing.impl import DEFAULT_IMPL, ImplementationError, load
 from ppaux.testing.profiles import PROFILES
 from ppaux.testing.results import read_jsonl
@@ -46,28 +46,55 @@ STATE_GITIGNORE = "# Created by ppaux automatically.\n*\n"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--impl", metavar="MODULE_OR_FILE", help="implementation to check (default: ppaux's own)")
     parser.add_argument("--profile", default="ci", help=f"Hypothesis profile: {', '.join(PROFILES)} (default: ci)")
-    parser.add_argument("--report", metavar="DIR", help="where to write conformance.md and conformance.json "
-                                                        f"(default: {STATE / 'check'} in the current directory)")
-    parser.add_argument("--marks", default="contract or robustness", metavar="EXPR", help="which tests (pytest -m expression; default: 'contract or robustness')")
+    parser.add_argument(
+        "--report",
+        metavar="DIR",
+        help="where to write conformance.md and conformance.json "
+        f"(default: {STATE / 'check'} in the current directory)",
+    )
+    parser.add_argument(
+        "--marks",
+        default="contract or robustness",
+        metavar="EXPR",
+        help="which tests (pytest -m expression; default: 'contract or robustness')",
+    )
     parser.add_argument("--tests", metavar="EXPR", help="narrow further by test name (pytest -k expression)")
     parser.add_argument("--junit", metavar="PATH", help="also write the suite run's JUnit XML there")
-    parser.add_argument("--regressions", metavar="DIR",
-                        help="write one standalone regression test (unittest + torch) per broken clause there, each "
-                             "proven to fail against the implementation and to pass against ppaux's reference; "
-                             "files of an earlier run there are replaced")
-    parser.add_argument("--timeout", metavar="SECONDS", type=timeout_seconds, default=DEFAULT_TIMEOUT,
-                        help=f"per-call time limit: a call into the implementation past it fails as a hang (default: {DEFAULT_TIMEOUT:g})")
+    parser.add_argument(
+        "--regressions",
+        metavar="DIR",
+        help="write one standalone regression test (unittest + torch) per broken clause there, each "
+        "proven to fail against the implementation and to pass against ppaux's reference; "
+        "files of an earlier run there are replaced",
+    )
+    parser.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=timeout_seconds,
+        default=DEFAULT_TIMEOUT,
+        help=f"per-call time limit: a call into the implementation past it fails as a hang "
+        f"(default: {DEFAULT_TIMEOUT:g})",
+    )
 
 
-def build_report(rows: List[Dict[str, Any]], *, impl: str, profile: str, marks: str, timeout: float = DEFAULT_TIMEOUT,
-                 command: str = "") -> Dict[str, Any]:
+def build_report(
+    rows: list[dict[str, Any]],
+    *,
+    impl: str,
+    profile: str,
+    marks: str,
+    timeout: float = DEFAULT_TIMEOUT,
+    command: str = "",
+) -> dict[str, Any]:
     """Group per-test rows by contract clause, in the contract's order; a clause holds when none of its tests failed.
 
     ``command`` is the ``ppaux check`` command line that runs the check again (the replay advice)."""
-    clauses: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()
+    clauses: OrderedDict[str, dict[str, Any]] = OrderedDict()
     for row in rows:
         key = row.get("clause") or "unclassified"
-        entry = clauses.setdefault(key, {"clause": key, "statement": statement(row.get("clause")), "marks": [], "verdict": "pass", "tests": []})
+        entry = clauses.setdefault(
+            key, {"clause": key, "statement": statement(row.get("clause")), "marks": [], "verdict": "pass", "tests": []}
+        )
         entry["tests"].append(row)
         entry["marks"] = sorted(set(entry["marks"]) | set(row.get("marks", [])))
         if row["outcome"] == "failed":
@@ -90,23 +117,29 @@ def build_report(rows: List[Dict[str, Any]], *, impl: str, profile: str, marks: 
     }
 
 
-def render_markdown(report: Dict[str, Any]) -> str:
+def render_markdown(report: dict[str, Any]) -> str:
     lines = [
         f"# Conformance report: `{report['implementation']}`",
         "",
         f"Verdict: **{report['verdict'].upper()}** (profile `{report['profile']}`, tests `{report['marks']}`, "
         f"per-call limit {report['timeout_s']:g} s; "
-        f"{report['counts']['passed']} passed, {report['counts']['failed']} failed, {report['counts']['skipped']} skipped)",
+        f"{report['counts']['passed']} passed, {report['counts']['failed']} failed, "
+        f"{report['counts']['skipped']} skipped)",
     ]
-    found = ", ".join(f"{n} {kind}{'es' if n > 1 and kind == 'crash' else 's' if n > 1 else ''}: {FINDING_MEANS[kind]}"
-                      for kind, n in report["findings"].items() if n)
+    found = ", ".join(
+        f"{n} {kind}{'es' if n > 1 and kind == 'crash' else 's' if n > 1 else ''}: {FINDING_MEANS[kind]}"
+        for kind, n in report["findings"].items()
+        if n
+    )
     if found:
         lines += ["", f"Hangs and crashes: {found}."]
     if report["failed_clauses"]:
         lines += ["", f"Clauses broken: {', '.join(report['failed_clauses'])}"]
     lines += ["", "| clause | verdict | statement | marks | tests |", "| --- | --- | --- | --- | --- |"]
     for c in report["clauses"]:
-        lines.append(f"| {c['clause']} | {c['verdict']} | {c['statement']} | {', '.join(c['marks'])} | {len(c['tests'])} |")
+        lines.append(
+            f"| {c['clause']} | {c['verdict']} | {c['statement']} | {', '.join(c['marks'])} | {len(c['tests'])} |"
+        )
     failures = [(c, t) for c in report["clauses"] for t in c["tests"] if t["outcome"] == "failed"]
     if failures:
         lines += ["", "## Counterexamples"]
@@ -125,18 +158,21 @@ def render_markdown(report: Dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _replay(report: Dict[str, Any], test: Dict[str, Any]) -> List[str]:
+def _replay(report: dict[str, Any], test: dict[str, Any]) -> list[str]:
     """Advice that works from an install: the command that replays the failure (the test file is in site-packages)."""
     name = test["nodeid"].rsplit("::", 1)[-1].split("[", 1)[0]
-    why = ("the `ci` profile draws the same examples on every run" if report["profile"] == "ci"
-           else "the example database in `.hypothesis/` replays the saved example first")
+    why = (
+        "the `ci` profile draws the same examples on every run"
+        if report["profile"] == "ci"
+        else "the example database in `.hypothesis/` replays the saved example first"
+    )
     lines = [f"Replay: `{report['command']} --tests {shlex.quote(name)}` ({why})."] if report.get("command") else []
     if test.get("blob"):
         lines.append(f"Blob, for a copy of the test of your own: `{test['blob']}` above it.")
     return lines + [""] if lines else []
 
 
-def _regression(test: Dict[str, Any]) -> List[str]:
+def _regression(test: dict[str, Any]) -> list[str]:
     found = test.get("regression")
     if not found:
         return []
@@ -145,13 +181,16 @@ def _regression(test: Dict[str, Any]) -> List[str]:
     return [f"Regression test `{found['test']}` in `{found['path']}`:", "", "```python", found["code"], "```", ""]
 
 
-def _regression_files(summary: Any) -> List[str]:
+def _regression_files(summary: Any) -> list[str]:
     if summary is None:
         return []
     lines = ["", "## Regression tests", "", f"Directory: `{summary['directory']}`."]
     if summary["removed"]:
-        lines.append(f"Replaced {len(summary['removed'])} file(s) of an earlier run: "
-                     + ", ".join(f"`{Path(p).name}`" for p in summary["removed"]) + ".")
+        lines.append(
+            f"Replaced {len(summary['removed'])} file(s) of an earlier run: "
+            + ", ".join(f"`{Path(p).name}`" for p in summary["removed"])
+            + "."
+        )
     lines += [""] + [f"- `{f['path']}` ({f['clause']}): {', '.join(f['tests'])}" for f in summary["files"]]
     if not summary["files"]:
         lines.append("- none written" + ("" if summary["refused"] else ": no clause is broken"))
@@ -159,30 +198,54 @@ def _regression_files(summary: Any) -> List[str]:
         lines.append(f"- not written for `{r['nodeid']}` ({r['clause']}): {r['why']}")
     lines.append("")
     if summary["files"]:
-        lines.append("Each file needs only torch and the implementation's module: `python -m unittest` or pytest on it.")
+        lines.append(
+            "Each file needs only torch and the implementation's module: `python -m unittest` or pytest on it."
+        )
     return lines
 
 
 def command_line(args: argparse.Namespace) -> str:
     """The ``ppaux check`` command that runs this check again (for replay advice)."""
     parts = ["ppaux check"]
-    for option, value, default in (("--impl", args.impl, None), ("--profile", args.profile, "ci"),
-                                   ("--marks", args.marks, "contract or robustness"),
-                                   ("--timeout", args.timeout, DEFAULT_TIMEOUT)):
+    for option, value, default in (
+        ("--impl", args.impl, None),
+        ("--profile", args.profile, "ci"),
+        ("--marks", args.marks, "contract or robustness"),
+        ("--timeout", args.timeout, DEFAULT_TIMEOUT),
+    ):
         if value is not None and value != default:
             parts.append(f"{option} {shlex.quote(f'{value:g}' if isinstance(value, float) else str(value))}")
     return " ".join(parts)
 
 
-def pytest_args(args: argparse.Namespace, spec: str, results: str, ini: str) -> List[str]:
+def pytest_args(args: argparse.Namespace, spec: str, results: str, ini: str) -> list[str]:
     """The suite's run: the installed suite, under an empty config of its own (the caller's
     pytest config and conftest.py are theirs, not the suite's)."""
     # This process imported Hypothesis (and ppaux) before pytest could rewrite their asserts; the
     # suite's own modules it imports afresh and rewrites, so the warning says nothing about the run.
-    cmd = ["--pyargs", SUITE, "-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
-           "-c", ini, "--rootdir", str(ROOT), "--confcutdir", str(ROOT / "ppaux" / "conformance"),
-           "-m", args.marks, "--hypothesis-profile", args.profile, "--ppaux-results", results,
-           "--ppaux-timeout", repr(args.timeout)]
+    cmd = [
+        "--pyargs",
+        SUITE,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-W",
+        "ignore::pytest.PytestAssertRewriteWarning",
+        "-c",
+        ini,
+        "--rootdir",
+        str(ROOT),
+        "--confcutdir",
+        str(ROOT / "ppaux" / "conformance"),
+        "-m",
+        args.marks,
+        "--hypothesis-profile",
+        args.profile,
+        "--ppaux-results",
+        results,
+        "--ppaux-timeout",
+        repr(args.timeout),
+    ]
     if spec:
         cmd += ["--ppaux-impl", spec]
     if args.tests:
@@ -192,11 +255,11 @@ def pytest_args(args: argparse.Namespace, spec: str, results: str, ini: str) -> 
     return cmd
 
 
-def _suite_modules() -> List[str]:
+def _suite_modules() -> list[str]:
     return [name for name in sys.modules if name.startswith(SUITE + ".")]
 
 
-def run_suite(argv: List[str]) -> Tuple[int, str]:
+def run_suite(argv: list[str]) -> tuple[int, str]:
     """Run pytest on ``argv`` in this process, as ``python -m pytest`` would from the caller's
     directory; return its exit status and everything it printed.
 
@@ -217,10 +280,10 @@ def run_suite(argv: List[str]) -> Tuple[int, str]:
         # `import ppaux.conformance.test_x as m` reads the package's attribute, which the run's import set.
         for name in _suite_modules():
             del sys.modules[name]
-            vars(conformance).pop(name[len(SUITE) + 1:], None)
+            vars(conformance).pop(name[len(SUITE) + 1 :], None)
         sys.modules.update(callers)
         for name, module in callers.items():
-            setattr(conformance, name[len(SUITE) + 1:], module)
+            setattr(conformance, name[len(SUITE) + 1 :], module)
     return int(status), printed.getvalue()
 
 
@@ -252,8 +315,11 @@ def _report_directory(args: argparse.Namespace) -> Path:
 
 def _check_outputs(args: argparse.Namespace, report: Path) -> None:
     """Every path the run will write to, checked before the run: a bad one is a usage error, not a lost run."""
-    for option, folder in (("--report", report), ("--regressions", args.regressions),
-                           ("--junit", args.junit and str(Path(args.junit).parent))):
+    for option, folder in (
+        ("--report", report),
+        ("--regressions", args.regressions),
+        ("--junit", args.junit and str(Path(args.junit).parent)),
+    ):
         why = folder and check_directory(Path(folder))
         if why:
             raise UsageError(f"{option}: {why}")
@@ -261,7 +327,7 @@ def _check_outputs(args: argparse.Namespace, report: Path) -> None:
         raise UsageError(f"--junit: {args.junit} is a directory")
 
 
-def _suite_rows(args: argparse.Namespace, spec: str) -> List[Dict[str, Any]]:
+def _suite_rows(args: argparse.Namespace, spec: str) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         results, ini = os.path.join(tmp, "results.jsonl"), os.path.join(tmp, "pytest.ini")
         Path(ini).write_bytes(b"[pytest]\n")
@@ -279,7 +345,7 @@ def _suite_rows(args: argparse.Namespace, spec: str) -> List[Dict[str, Any]]:
     return rows
 
 
-def _regressions(args: argparse.Namespace, spec: str, report: Dict[str, Any]) -> Dict[str, Any]:
+def _regressions(args: argparse.Namespace, spec: str, report: dict[str, Any]) -> dict[str, Any]:
     folder = Path(args.regressions)
     if report["verdict"] == "pass":
         return write_regressions({"clauses": []}, spec, folder, args.timeout, [])
@@ -293,8 +359,14 @@ def run(args: argparse.Namespace) -> int:
     out = _report_directory(args)
     _check_outputs(args, out)
     rows = _suite_rows(args, spec)
-    report = build_report(rows, impl=args.impl or DEFAULT_IMPL, profile=args.profile, marks=args.marks,
-                          timeout=args.timeout, command=command_line(args))
+    report = build_report(
+        rows,
+        impl=args.impl or DEFAULT_IMPL,
+        profile=args.profile,
+        marks=args.marks,
+        timeout=args.timeout,
+        command=command_line(args),
+    )
     if args.regressions:
         report["regressions"] = _regressions(args, spec, report)
     (out / "conformance.json").write_text(json.dumps(report, indent=2) + "\n")

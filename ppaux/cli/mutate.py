@@ -10,7 +10,6 @@ from dataclasses import fields
 from pathlib import Path
 
 import ppaux.conformance as conformance
-
 from ppaux.cli.usage import UsageError, timeout_seconds
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.mutation.mutate import DEFAULT_REPORT, MutateInputError, MutateOptions, mutate

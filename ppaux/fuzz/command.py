@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 from ppaux.fuzz.options import FuzzUsageError, parse_shard
 from ppaux.isolation import DEFAULT_TIMEOUT
@@ -18,15 +18,31 @@ __all__ = ["add_arguments", "run"]
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--impl", default=None, metavar="MODULE_OR_FILE", help="implementation under test (default: ppaux's own)")
-    p.add_argument("--devices", default="auto", choices=("auto", "cpu", "cuda"),
-                   help="auto: each worker on one GPU in turn (and two, where two are visible), then on the CPU; "
-                        "cpu: GPUs hidden; cuda: GPUs only")
-    p.add_argument("--db", default=None, metavar="DIR|redis://HOST:PORT", help="example database (default .hypothesis/fuzz-db)")
-    p.add_argument("--tests", default=None, metavar="EXPR", help="pytest -k expression over test names, files and marks")
-    p.add_argument("--report", default="reports/out/fuzz", metavar="DIR", help="report directory (default reports/out/fuzz)")
-    p.add_argument("--timeout", default=None, metavar="SECONDS",
-                   help="per-call time limit on the implementation: a call past it fails as a hang (default 10)")
+    p.add_argument(
+        "--impl", default=None, metavar="MODULE_OR_FILE", help="implementation under test (default: ppaux's own)"
+    )
+    p.add_argument(
+        "--devices",
+        default="auto",
+        choices=("auto", "cpu", "cuda"),
+        help="auto: each worker on one GPU in turn (and two, where two are visible), then on the CPU; "
+        "cpu: GPUs hidden; cuda: GPUs only",
+    )
+    p.add_argument(
+        "--db", default=None, metavar="DIR|redis://HOST:PORT", help="example database (default .hypothesis/fuzz-db)"
+    )
+    p.add_argument(
+        "--tests", default=None, metavar="EXPR", help="pytest -k expression over test names, files and marks"
+    )
+    p.add_argument(
+        "--report", default="reports/out/fuzz", metavar="DIR", help="report directory (default reports/out/fuzz)"
+    )
+    p.add_argument(
+        "--timeout",
+        default=None,
+        metavar="SECONDS",
+        help="per-call time limit on the implementation: a call past it fails as a hang (default 10)",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,24 +50,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="fuzz_command", required=True, metavar="{run,replay,report}")
     run_p = sub.add_parser("run", help="fuzz the Hypothesis tests under the nightly profile until the budget is spent")
     run_p.add_argument("--budget", default="30m", help="how long to fuzz: 30m, 1h30m, 90s (default 30m)")
-    run_p.add_argument("--workers", default="auto", metavar="N|auto",
-                       help="worker processes side by side on the one database (default auto: one per core)")
-    run_p.add_argument("--shard", default=None, metavar="K/N",
-                       help="fuzz only this machine's share of the tests, the K-th of N (a stable split by test id)")
+    run_p.add_argument(
+        "--workers",
+        default="auto",
+        metavar="N|auto",
+        help="worker processes side by side on the one database (default auto: one per core)",
+    )
+    run_p.add_argument(
+        "--shard",
+        default=None,
+        metavar="K/N",
+        help="fuzz only this machine's share of the tests, the K-th of N (a stable split by test id)",
+    )
     replay_p = sub.add_parser("replay", help="re-run every failure saved in the example database, from any machine")
     for p in (run_p, replay_p):
         _add_common(p)
-    run_p.add_argument("--seed", type=int, default=None, help="seed each round from SEED (a reproducible run); default: random")
-    run_p.add_argument("--max-failures", type=int, default=None, metavar="N", help="stop once N distinct failures are found")
-    run_p.add_argument("--progress-every", type=float, default=10.0, metavar="S",
-                       help="seconds between progress lines when not on a terminal")
-    replay_p.add_argument("--regressions", default=None, metavar="DIR",
-                          help="write a standalone regression test (unittest + torch) per clause still failing there, "
-                               "as ppaux check --regressions does")
+    run_p.add_argument(
+        "--seed", type=int, default=None, help="seed each round from SEED (a reproducible run); default: random"
+    )
+    run_p.add_argument(
+        "--max-failures", type=int, default=None, metavar="N", help="stop once N distinct failures are found"
+    )
+    run_p.add_argument(
+        "--progress-every",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds between progress lines when not on a terminal",
+    )
+    replay_p.add_argument(
+        "--regressions",
+        default=None,
+        metavar="DIR",
+        help="write a standalone regression test (unittest + torch) per clause still failing there, "
+        "as ppaux check --regressions does",
+    )
     report_p = sub.add_parser("report", help="merge the fuzz.json of several shards' runs into one report")
-    report_p.add_argument("--merge", nargs="+", required=True, metavar="DIR", help="report directories of the shards' runs")
-    report_p.add_argument("--report", default="reports/out/fuzz", metavar="DIR",
-                          help="where to write the merged fuzz.md and fuzz.json (default reports/out/fuzz)")
+    report_p.add_argument(
+        "--merge", nargs="+", required=True, metavar="DIR", help="report directories of the shards' runs"
+    )
+    report_p.add_argument(
+        "--report",
+        default="reports/out/fuzz",
+        metavar="DIR",
+        help="where to write the merged fuzz.md and fuzz.json (default reports/out/fuzz)",
+    )
 
 
 def _suite(args: argparse.Namespace, *, replay: bool):
@@ -108,8 +151,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     note = placements(args.devices, gpus)[1]
     if note:
         progress.say(f"fuzz: {note}")
-    run = FuzzRun(budget=budget, suite=suite, workers=workers, seed=args.seed, max_failures=args.max_failures,
-                  nightly_max_examples=PROFILES["nightly"].max_examples, progress=progress)
+    run = FuzzRun(
+        budget=budget,
+        suite=suite,
+        workers=workers,
+        seed=args.seed,
+        max_failures=args.max_failures,
+        nightly_max_examples=PROFILES["nightly"].max_examples,
+        progress=progress,
+    )
     try:
         run.run()
     finally:
@@ -141,28 +191,32 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.regressions:
         _write_regressions(summary, suite, Path(args.regressions))
     path = write_replay(summary, report)
-    print(f"fuzz replay: {summary['saved_examples']} saved examples in {summary['tests_with_saved_failures']} tests; "
-          f"still failing: {len(summary['still_failing'])}; no longer failing: {len(summary['no_longer_failing'])}")
+    print(
+        f"fuzz replay: {summary['saved_examples']} saved examples in {summary['tests_with_saved_failures']} tests; "
+        f"still failing: {len(summary['still_failing'])}; no longer failing: {len(summary['no_longer_failing'])}"
+    )
     for row in summary["still_failing"]:
         print(f"  FAILS {row['nodeid']}: {row.get('error') or ''}")
     written = summary.get("regressions") or {"files": [], "refused": []}
-    said = ([f"  REGRESSION TEST {f['path']} ({f['clause']}): {', '.join(f['tests'])}" for f in written["files"]]
-            + [f"  NO REGRESSION TEST for {r['nodeid']}: {r['why']}" for r in written["refused"]])
+    said = [f"  REGRESSION TEST {f['path']} ({f['clause']}): {', '.join(f['tests'])}" for f in written["files"]] + [
+        f"  NO REGRESSION TEST for {r['nodeid']}: {r['why']}" for r in written["refused"]
+    ]
     print("\n".join(said), end="\n" if said else "")
     print(f"fuzz replay: report {path}")
     return 1 if summary["still_failing"] else 0
 
 
-def _write_regressions(summary: Dict[str, Any], suite: Any, folder: Path) -> None:
+def _write_regressions(summary: dict[str, Any], suite: Any, folder: Path) -> None:
     """The still-failing tests as regression files, one per clause, proven as ``ppaux check`` proves them."""
-    clauses: Dict[str, List[Dict[str, Any]]] = {}
+    clauses: dict[str, list[dict[str, Any]]] = {}
     for row in summary["still_failing"]:
         kind = finding((row.get("error") or "").split(":", 1)[0].rsplit(".", 1)[-1])
         clauses.setdefault(row.get("clause") or "unclassified", []).append(dict(row, finding=kind))
     report = {"clauses": [{"clause": c, "verdict": "fail", "tests": rows} for c, rows in clauses.items()]}
     spec = suite.impl or "ppaux.transport"
-    written = write_regressions(report, spec, folder, suite.timeout or DEFAULT_TIMEOUT,
-                                module_search_path(spec, suite.cwd))
+    written = write_regressions(
+        report, spec, folder, suite.timeout or DEFAULT_TIMEOUT, module_search_path(spec, suite.cwd)
+    )
     summary["regressions"] = written
 
 
@@ -179,8 +233,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     summary = merge_runs(runs)
     path = write_run(summary, out)
     status, why = verdict(summary)
-    print(f"fuzz report: {len(runs)} runs merged: {summary['examples']:,} examples, {len(summary['rounds'])} rounds, "
-          f"{len(summary['failures'])} failures" + (f"; {why}" if why else ""))
+    print(
+        f"fuzz report: {len(runs)} runs merged: {summary['examples']:,} examples, {len(summary['rounds'])} rounds, "
+        f"{len(summary['failures'])} failures" + (f"; {why}" if why else "")
+    )
     print(f"fuzz report: {path}")
     return status
 

@@ -39,12 +39,19 @@ def _redis_client(spec: str, answer_timeout: float):
     from redis.retry import Retry
 
     # No retries: a fleet machine whose Redis is down should say so at once, not after backoffs.
-    return redis.Redis(host=parts.hostname, port=port, db=db, socket_connect_timeout=REDIS_TIMEOUT_S,
-                       socket_timeout=answer_timeout, retry=Retry(NoBackoff(), 0))
+    return redis.Redis(
+        host=parts.hostname,
+        port=port,
+        db=db,
+        socket_connect_timeout=REDIS_TIMEOUT_S,
+        socket_timeout=answer_timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
 
 
-def open_database(spec: str | None, *, must_exist: bool = False,
-                  answer_timeout: float = REDIS_TIMEOUT_S) -> ExampleDatabase:
+def open_database(
+    spec: str | None, *, must_exist: bool = False, answer_timeout: float = REDIS_TIMEOUT_S
+) -> ExampleDatabase:
     """The database for ``spec``: a ``redis://HOST:PORT`` URL, else a directory (created when
     missing, unless ``must_exist``: a replay of a directory that is not there is a typo, not "0 saved").
 

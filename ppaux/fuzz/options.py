@@ -5,10 +5,18 @@ from __future__ import annotations
 import os
 import re
 import zlib
-from typing import List, Optional, Tuple
 
-__all__ = ["FuzzUsageError", "cpu_count", "format_duration", "in_shard", "parse_budget", "parse_shard", "parse_workers",
-           "placements", "visible_gpus"]
+__all__ = [
+    "FuzzUsageError",
+    "cpu_count",
+    "format_duration",
+    "in_shard",
+    "parse_budget",
+    "parse_shard",
+    "parse_workers",
+    "placements",
+    "visible_gpus",
+]
 
 _BUDGET = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s?)?")
 _SHARD = re.compile(r"(\d+)/(\d+)")
@@ -47,7 +55,7 @@ def parse_workers(text: str) -> int:
     return int(text)
 
 
-def parse_shard(text: Optional[str]) -> Optional[Tuple[int, int]]:
+def parse_shard(text: str | None) -> tuple[int, int] | None:
     """``--shard K/N``: this machine's share, the K-th of N (1-based); None for every test."""
     if text is None:
         return None
@@ -60,7 +68,7 @@ def parse_shard(text: Optional[str]) -> Optional[Tuple[int, int]]:
     return k, n
 
 
-def in_shard(nodeid: str, shard: Optional[Tuple[int, int]]) -> bool:
+def in_shard(nodeid: str, shard: tuple[int, int] | None) -> bool:
     """Whether test ``nodeid`` is shard K of N's: by a hash of its id alone, so the same on every
     machine and night, whatever else is collected; every test is in exactly one shard."""
     if shard is None:
@@ -69,7 +77,7 @@ def in_shard(nodeid: str, shard: Optional[Tuple[int, int]]) -> bool:
     return zlib.crc32(nodeid.encode("utf-8")) % n == k - 1
 
 
-def visible_gpus() -> List[str]:
+def visible_gpus() -> list[str]:
     """The ids a child may name in ``CUDA_VISIBLE_DEVICES``: this process's own list when it has one."""
     import torch
 
@@ -78,7 +86,7 @@ def visible_gpus() -> List[str]:
     return listed[:count] if listed else [str(i) for i in range(count)]
 
 
-def placements(devices: str, gpus: List[str], worker: int = 0) -> Tuple[List[str], Optional[str]]:
+def placements(devices: str, gpus: list[str], worker: int = 0) -> tuple[list[str], str | None]:
     """The device placements worker ``worker`` (0-based) cycles through, and a note to print once (or None).
 
     ``cpu`` hides every GPU (CUDA_VISIBLE_DEVICES=""). ``cuda:G`` binds the worker to GPU G, the

@@ -15,7 +15,8 @@ import random
 import re
 import signal
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import pytest
 from hypothesis import Phase, is_hypothesis_test, settings
@@ -43,11 +44,11 @@ PROGRESS_EVERY_S = 0.5
 class _RecordingDatabase(ExampleDatabase):
     """Read-only view that counts, per test, the saved failures Hypothesis fetched first (its primary key)."""
 
-    def __init__(self, db: ExampleDatabase, running: Callable[[], Optional[str]]) -> None:
+    def __init__(self, db: ExampleDatabase, running: Callable[[], str | None]) -> None:
         super().__init__()
         self._db = ReadOnlyDatabase(db)
         self._running = running
-        self.saved: Dict[str, int] = {}
+        self.saved: dict[str, int] = {}
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
         values = list(self._db.fetch(key))
@@ -73,7 +74,7 @@ class _RecordingDatabase(ExampleDatabase):
 _GROUPED_ERROR = re.compile(r"^[ +|-]*\|\s*([A-Za-z_][\w.]*(?:Error|Exception|Group|Crash|Hang)\b:.*)$")
 
 
-def error_line(text: str) -> Optional[str]:
+def error_line(text: str) -> str | None:
     """The failure's one-line error: pytest's first ``E`` line, else (several distinct bugs in one
     test, as the nightly profile reports them) the exception group's own line."""
     lines = text.splitlines()
@@ -95,24 +96,24 @@ class FuzzRound:
     """One round's state and hooks, registered on the round's plugin manager as ``ppaux-fuzz-round``
     (as pytest-xdist registers its DSession): nothing of a round lives in a module global."""
 
-    def __init__(self, env: Dict[str, str]) -> None:
+    def __init__(self, env: dict[str, str]) -> None:
         self.mode = env.get("PPAUX_FUZZ_MODE", "run")
         self.events = env.get("PPAUX_FUZZ_EVENTS")
         self.examples = 0
         self._last_write = 0.0
-        self.running: Optional[str] = None
-        self.session: Optional[pytest.Session] = None
+        self.running: str | None = None
+        self.session: pytest.Session | None = None
         self.stopping = False
-        self.database: Optional[_RecordingDatabase] = None
+        self.database: _RecordingDatabase | None = None
         self.profile = self._profile(env)
         seed = env.get("PPAUX_FUZZ_SEED")
         # --seed: every test of the round draws its seed from one generator seeded with the round's.
         self._seeds = None if seed is None else random.Random(int(seed))
         self.shard = parse_shard(env.get("PPAUX_FUZZ_SHARD"))
         # What pytest_unconfigure puts back, last first.
-        self._undo: List[Callable[[], Any]] = []
+        self._undo: list[Callable[[], Any]] = []
 
-    def _profile(self, env: Dict[str, str]) -> settings:
+    def _profile(self, env: dict[str, str]) -> settings:
         db = open_database(env.get("PPAUX_FUZZ_DB"), answer_timeout=ROUND_REDIS_TIMEOUT_S)
         nightly = PROFILES["nightly"]
         if self.mode == "replay":
@@ -125,10 +126,10 @@ class FuzzRound:
         phases = [p for p in nightly.phases if p is not Phase.explain]
         return settings(nightly, database=db, max_examples=max_examples, phases=phases)
 
-    def saved(self, nodeid: str) -> Optional[int]:
+    def saved(self, nodeid: str) -> int | None:
         return None if self.database is None else self.database.saved.get(nodeid)
 
-    def emit(self, event: Dict[str, Any]) -> None:
+    def emit(self, event: dict[str, Any]) -> None:
         if not self.events:
             return
         event.setdefault("time", time.time())
@@ -197,8 +198,11 @@ class FuzzRound:
         # counted there comes back on its reports.
         report = outcome.get_result()
         clause = item.get_closest_marker("clause")
-        report.ppaux_fuzz = {"examples": self.examples, "saved": self.saved(item.nodeid),
-                             "clause": clause.args[0] if clause else None}
+        report.ppaux_fuzz = {
+            "examples": self.examples,
+            "saved": self.saved(item.nodeid),
+            "clause": clause.args[0] if clause else None,
+        }
         if report.failed and report.when == "call":
             # Made where the test ran (its forked child): the calls of its minimal example, as code.
             report.ppaux_fuzz["calls"] = recorded_calls(item) or {}
@@ -214,7 +218,7 @@ class FuzzRound:
             self.emit({"kind": "interrupted", "nodeid": report.nodeid})
             return  # our own stop: no verdict, not a finding
         outcome = "failed" if report.failed else ("skipped" if report.skipped else "passed")
-        event: Dict[str, Any] = {"kind": "test", "nodeid": report.nodeid, "outcome": outcome}
+        event: dict[str, Any] = {"kind": "test", "nodeid": report.nodeid, "outcome": outcome}
         if self.mode == "replay":
             event["saved"] = self.saved(report.nodeid) or 0
         self.emit(event)
@@ -222,8 +226,16 @@ class FuzzRound:
             text = report.longreprtext
             details = failure_details(text)
             details["error"] = details.get("error") or error_line(text)
-            self.emit({"kind": "failure", "nodeid": report.nodeid, "clause": counted.get("clause"), **details,
-                       "text": text[-TEXT_LIMIT:], **counted.get("calls", {})})
+            self.emit(
+                {
+                    "kind": "failure",
+                    "nodeid": report.nodeid,
+                    "clause": counted.get("clause"),
+                    **details,
+                    "text": text[-TEXT_LIMIT:],
+                    **counted.get("calls", {}),
+                }
+            )
         self.emit({"kind": "progress", "examples": self.examples})
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

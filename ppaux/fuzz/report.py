@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any
 
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.timeline import add_up, thin
@@ -26,13 +27,20 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def _failure_md(f: Dict[str, Any]) -> List[str]:
+def _failure_md(f: dict[str, Any]) -> list[str]:
     out = [f"### `{f['nodeid']}`", ""]
     if f.get("error"):
         out += [f"- error: `{f['error']}`"]
-    for key, label in (("clause", "clause"), ("shard", "shard"), ("worker", "first found by worker"),
-                       ("round", "in round"), ("placements", "placements"), ("found_after_s", "found after (s)"),
-                       ("seen", "times seen"), ("saved", "saved examples")):
+    for key, label in (
+        ("clause", "clause"),
+        ("shard", "shard"),
+        ("worker", "first found by worker"),
+        ("round", "in round"),
+        ("placements", "placements"),
+        ("found_after_s", "found after (s)"),
+        ("seen", "times seen"),
+        ("saved", "saved examples"),
+    ):
         if f.get(key) is not None:
             out.append(f"- {label}: {f[key]}")
     out += ["", "Minimal example:", "", "```", (f.get("example") or "(see the failure text)").strip(), "```", ""]
@@ -43,29 +51,44 @@ def _failure_md(f: Dict[str, Any]) -> List[str]:
     return out
 
 
-def _rounds_md(s: Dict[str, Any]) -> List[str]:
-    lines = ["| shard | worker | round | placement | examples/test | tests | examples | ended by |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    return lines + [f"| {r.get('shard') or s.get('shard') or '-'} | {r.get('worker', 1)} | {r['round']} | {r['placement']} | "
-                    f"{r['max_examples']} | {r['tests']} | {r['examples']:,} | {r['ended_by']} |" for r in s["rounds"]]
+def _rounds_md(s: dict[str, Any]) -> list[str]:
+    lines = [
+        "| shard | worker | round | placement | examples/test | tests | examples | ended by |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    return lines + [
+        f"| {r.get('shard') or s.get('shard') or '-'} | {r.get('worker', 1)} | {r['round']} | {r['placement']} | "
+        f"{r['max_examples']} | {r['tests']} | {r['examples']:,} | {r['ended_by']} |"
+        for r in s["rounds"]
+    ]
 
 
-def _dead_md(s: Dict[str, Any]) -> List[str]:
+def _dead_md(s: dict[str, Any]) -> list[str]:
     if not s.get("dead_workers"):
         return []
-    lines = ["", "## Dead workers", "", "A worker whose round ended without a verdict (killed, crashed): the others went on.", ""]
-    return lines + [f"- worker {d['worker']}{' of shard ' + d['shard'] if d.get('shard') else ''}: round {d['round']} "
-                    f"({d['placement']}), running `{d['test'] or 'no test yet'}`, exit status {d['exit_status']}; log {d['log']}"
-                    for d in s["dead_workers"]]
+    lines = [
+        "",
+        "## Dead workers",
+        "",
+        "A worker whose round ended without a verdict (killed, crashed): the others went on.",
+        "",
+    ]
+    return lines + [
+        f"- worker {d['worker']}{' of shard ' + d['shard'] if d.get('shard') else ''}: round {d['round']} "
+        f"({d['placement']}), running `{d['test'] or 'no test yet'}`, exit status {d['exit_status']}; log {d['log']}"
+        for d in s["dead_workers"]
+    ]
 
 
-def write_run(summary: Dict[str, Any], report_dir: Path) -> Path:
+def write_run(summary: dict[str, Any], report_dir: Path) -> Path:
     _write(report_dir / "fuzz.json", json.dumps(summary, indent=2))
     s = summary
     shards = s.get("shards")
     lines = [
-        "# Fuzz run" + (f" ({len(shards)} shards merged)" if shards else ""), "",
-        f"- started: {s['started_at']}; ran {format_duration(s['elapsed_s'])} of a {format_duration(s['budget_s'])} budget"
+        "# Fuzz run" + (f" ({len(shards)} shards merged)" if shards else ""),
+        "",
+        f"- started: {s['started_at']}; ran {format_duration(s['elapsed_s'])} "
+        f"of a {format_duration(s['budget_s'])} budget"
         + ("" if s["complete"] else f" (stopped early by {s['stopped_by']}: partial report)"),
         f"- implementation: `{s['impl']}`; suite: {s.get('suite', 'ppaux.conformance')}; "
         f"tests: `{s['tests'] or 'all Hypothesis tests'}`" + (f"; shard {s['shard']}" if s.get("shard") else ""),
@@ -75,20 +98,43 @@ def write_run(summary: Dict[str, Any], report_dir: Path) -> Path:
         f"- per-call time limit: {s['timeout_s']:g} s",
         f"- failures: **{len(s['failures'])}**"
         + (f"; dead workers: **{len(s['dead_workers'])}**" if s.get("dead_workers") else "")
-        + (f"; interrupted (still running when stopped, no verdict): {len(s['interrupted'])}" if s.get("interrupted") else ""), "",
+        + (
+            f"; interrupted (still running when stopped, no verdict): {len(s['interrupted'])}"
+            if s.get("interrupted")
+            else ""
+        ),
+        "",
     ]
     if shards:
         lines += ["| shard | examples | failures | workers | ended by |", "| --- | --- | --- | --- | --- |"]
-        lines += [f"| {h['shard']} | {h['examples']:,} | {h['failures']} | {h['workers']} | {h['stopped_by']} |" for h in shards]
+        lines += [
+            f"| {h['shard']} | {h['examples']:,} | {h['failures']} | {h['workers']} | {h['stopped_by']} |"
+            for h in shards
+        ]
         lines.append("")
-    lines += ["| worker | placements | rounds | examples | failures found first | died |", "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {w.get('shard', '') + ' ' if w.get('shard') else ''}{w['worker']} | {', '.join(w['placements'])} | "
-              f"{w['rounds']} | {w['examples']:,} | {w['failures']} | {'yes' if w.get('died') else 'no'} |" for w in s["workers"]]
+    lines += [
+        "| worker | placements | rounds | examples | failures found first | died |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {w.get('shard', '') + ' ' if w.get('shard') else ''}{w['worker']} | {', '.join(w['placements'])} | "
+        f"{w['rounds']} | {w['examples']:,} | {w['failures']} | {'yes' if w.get('died') else 'no'} |"
+        for w in s["workers"]
+    ]
     lines += [""] + _rounds_md(s) + _dead_md(s)
     if s.get("interrupted"):
-        lines += ["", "## Interrupted", "", "Still running when their round was stopped: no verdict for these runs.", ""]
-        lines += [f"- `{i['nodeid']}` (worker {i.get('worker', 1)}, round {i['round']}, {i['placement']}; stopped by {i['stopped_by']})"
-                  for i in s["interrupted"]]
+        lines += [
+            "",
+            "## Interrupted",
+            "",
+            "Still running when their round was stopped: no verdict for these runs.",
+            "",
+        ]
+        lines += [
+            f"- `{i['nodeid']}` (worker {i.get('worker', 1)}, round {i['round']}, {i['placement']}; "
+            f"stopped by {i['stopped_by']})"
+            for i in s["interrupted"]
+        ]
     lines += ["", "## Failures", ""]
     if not s["failures"]:
         lines += ["None.", ""]
@@ -99,17 +145,23 @@ def write_run(summary: Dict[str, Any], report_dir: Path) -> Path:
     return report_dir / "fuzz.md"
 
 
-def write_replay(summary: Dict[str, Any], report_dir: Path) -> Path:
+def write_replay(summary: dict[str, Any], report_dir: Path) -> Path:
     _write(report_dir / "replay.json", json.dumps(summary, indent=2))
     s = summary
     lines = [
-        "# Replay of saved fuzz failures", "",
+        "# Replay of saved fuzz failures",
+        "",
         f"- at: {s['at']}; implementation: `{s['impl']}`; database: `{s['db']}`; placement: {s['placement']}",
         f"- tests with saved failures: {s['tests_with_saved_failures']} ({s['saved_examples']} saved examples)",
-        f"- still failing: **{len(s['still_failing'])}**; no longer failing: {len(s['no_longer_failing'])}", "",
+        f"- still failing: **{len(s['still_failing'])}**; no longer failing: {len(s['no_longer_failing'])}",
+        "",
     ]
     if s["no_longer_failing"]:
-        lines += ["## No longer failing", ""] + [f"- `{r['nodeid']}` ({r['saved']} saved)" for r in s["no_longer_failing"]] + [""]
+        lines += (
+            ["## No longer failing", ""]
+            + [f"- `{r['nodeid']}` ({r['saved']} saved)" for r in s["no_longer_failing"]]
+            + [""]
+        )
     lines += ["## Still failing", ""]
     if not s["still_failing"]:
         lines += ["None.", ""]
@@ -119,7 +171,7 @@ def write_replay(summary: Dict[str, Any], report_dir: Path) -> Path:
     return report_dir / "replay.md"
 
 
-def read_run(directory: Path) -> Dict[str, Any]:
+def read_run(directory: Path) -> dict[str, Any]:
     """A shard's ``fuzz.json``, or one line for the user saying why it cannot be merged."""
     path = directory / "fuzz.json"
     try:
@@ -133,15 +185,15 @@ def read_run(directory: Path) -> Dict[str, Any]:
     return summary
 
 
-def _tagged(rows: List[Dict[str, Any]], shard: str) -> List[Dict[str, Any]]:
+def _tagged(rows: list[dict[str, Any]], shard: str) -> list[dict[str, Any]]:
     return [dict(row, shard=shard) for row in rows]
 
 
-def merge_runs(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+def merge_runs(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """One report of several shards' runs: every round, worker and failure tagged with its shard,
     a failure found by more than one shard listed once, and the shards' timelines added up."""
     labels = [r.get("shard") or f"run {i + 1}" for i, r in enumerate(runs)]
-    failures: Dict[Any, Dict[str, Any]] = {}
+    failures: dict[Any, dict[str, Any]] = {}
     for run, label in zip(runs, labels):
         for f in run["failures"]:
             key = (f["nodeid"], f.get("example") or f.get("error") or "")
@@ -152,19 +204,35 @@ def merge_runs(runs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     elapsed = max(r["elapsed_s"] for r in runs)
     examples = sum(r["examples"] for r in runs)
     return {
-        "kind": "fuzz-run", "merged": True, "started_at": min(r["started_at"] for r in runs),
-        "budget_s": max(r["budget_s"] for r in runs), "elapsed_s": elapsed,
+        "kind": "fuzz-run",
+        "merged": True,
+        "started_at": min(r["started_at"] for r in runs),
+        "budget_s": max(r["budget_s"] for r in runs),
+        "elapsed_s": elapsed,
         "stopped_by": next((r["stopped_by"] for r in runs if not r["complete"]), runs[0]["stopped_by"]),
         "complete": all(r["complete"] for r in runs),
-        "impl": ", ".join(sorted({r["impl"] for r in runs})), "db": ", ".join(sorted({r["db"] for r in runs})),
+        "impl": ", ".join(sorted({r["impl"] for r in runs})),
+        "db": ", ".join(sorted({r["db"] for r in runs})),
         "suite": ", ".join(sorted({r.get("suite", "ppaux.conformance") for r in runs})),
-        "tests": runs[0]["tests"], "seed": None, "shard": None,
-        "shards": [{"shard": label, "examples": r["examples"], "failures": len(r["failures"]), "workers": len(r["workers"]),
-                    "stopped_by": r["stopped_by"], "timeline": r["timeline"]} for r, label in zip(runs, labels)],
+        "tests": runs[0]["tests"],
+        "seed": None,
+        "shard": None,
+        "shards": [
+            {
+                "shard": label,
+                "examples": r["examples"],
+                "failures": len(r["failures"]),
+                "workers": len(r["workers"]),
+                "stopped_by": r["stopped_by"],
+                "timeline": r["timeline"],
+            }
+            for r, label in zip(runs, labels)
+        ],
         "placements": sorted({p for r in runs for p in r["placements"]}),
         "workers": [w for r, label in zip(runs, labels) for w in _tagged(r["workers"], label)],
         "dead_workers": [d for r, label in zip(runs, labels) for d in _tagged(r.get("dead_workers", []), label)],
-        "examples": examples, "examples_per_s": round(examples / elapsed, 1) if elapsed else 0.0,
+        "examples": examples,
+        "examples_per_s": round(examples / elapsed, 1) if elapsed else 0.0,
         "timeout_s": max(r["timeout_s"] for r in runs),
         "rounds": [x for r, label in zip(runs, labels) for x in _tagged(r["rounds"], label)],
         "failures": list(failures.values()),

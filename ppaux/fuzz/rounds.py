@@ -9,7 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from ppaux.testing.results import split_jsonl
 
@@ -36,10 +36,10 @@ class Suite:
 
     db: str
     workdir: Path
-    tests: Optional[str] = None
-    impl: Optional[str] = None
-    timeout: Optional[float] = None
-    shard: Optional[Tuple[int, int]] = None
+    tests: str | None = None
+    impl: str | None = None
+    timeout: float | None = None
+    shard: tuple[int, int] | None = None
     # Keep each failing test's calls as code (a replay that writes regression tests).
     record_calls: bool = False
     checkout: bool = field(default_factory=from_checkout)
@@ -50,9 +50,22 @@ class Suite:
     def what(self) -> str:
         return "ppaux.conformance and ppaux's tests/" if self.checkout else "ppaux.conformance"
 
-    def command(self) -> List[str]:
-        cmd = [sys.executable, "-m", "pytest", "-p", PLUGIN, f"--hypothesis-profile={PROFILE}", "-q", "--no-header",
-               "-p", "no:cacheprovider", "--strict-markers", "-m", MARK_FILTER]
+    def command(self) -> list[str]:
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            PLUGIN,
+            f"--hypothesis-profile={PROFILE}",
+            "-q",
+            "--no-header",
+            "-p",
+            "no:cacheprovider",
+            "--strict-markers",
+            "-m",
+            MARK_FILTER,
+        ]
         if self.tests:
             cmd += ["-k", self.tests]
         if self.impl:
@@ -67,20 +80,40 @@ class Suite:
         # As `ppaux check` runs it: the installed suite under an empty config of its own.
         ini = self.workdir / "pytest.ini"
         ini.write_text("[pytest]\n")
-        return cmd + ["--pyargs", SUITE, "-c", str(ini), "--rootdir", str(ROOT),
-                      "--confcutdir", str(ROOT / "ppaux" / "conformance")]
+        return cmd + [
+            "--pyargs",
+            SUITE,
+            "-c",
+            str(ini),
+            "--rootdir",
+            str(ROOT),
+            "--confcutdir",
+            str(ROOT / "ppaux" / "conformance"),
+        ]
 
-    def env(self, *, mode: str, events: Path, placement: str, max_examples: Optional[int], worker: Tuple[int, int],
-            seed: Optional[int] = None) -> Dict[str, str]:
+    def env(
+        self,
+        *,
+        mode: str,
+        events: Path,
+        placement: str,
+        max_examples: int | None,
+        worker: tuple[int, int],
+        seed: int | None = None,
+    ) -> dict[str, str]:
         env = dict(os.environ)
         for name in ("PPAUX_FUZZ_SEED", "PPAUX_FUZZ_SHARD", "PPAUX_FUZZ_MAX_EXAMPLES"):
             env.pop(name, None)
         if seed is not None:
             env["PPAUX_FUZZ_SEED"] = str(seed)
         if self.shard is not None and mode == "run":
-            env["PPAUX_FUZZ_SHARD"] = "%d/%d" % self.shard
-        env.update(PPAUX_FUZZ_MODE=mode, PPAUX_FUZZ_DB=self.db, PPAUX_FUZZ_EVENTS=str(events),
-                   PPAUX_FUZZ_WORKER="%d/%d" % worker)
+            env["PPAUX_FUZZ_SHARD"] = f"{self.shard[0]}/{self.shard[1]}"
+        env.update(
+            PPAUX_FUZZ_MODE=mode,
+            PPAUX_FUZZ_DB=self.db,
+            PPAUX_FUZZ_EVENTS=str(events),
+            PPAUX_FUZZ_WORKER=f"{worker[0]}/{worker[1]}",
+        )
         if max_examples is not None:
             env["PPAUX_FUZZ_MAX_EXAMPLES"] = str(max_examples)
         # "cpu" hides every GPU; "cuda:G" or "cuda:G,H" shows those.
@@ -95,34 +128,49 @@ class Round:
     number: int
     worker: int
     placement: str
-    max_examples: Optional[int]
+    max_examples: int | None
     events_path: Path
     log_path: Path
     proc: subprocess.Popen = field(repr=False)
     examples: int = 0
-    collected: Optional[int] = None
-    selected: Optional[int] = None
-    running: Optional[str] = None
+    collected: int | None = None
+    selected: int | None = None
+    running: str | None = None
     _offset: int = 0
     _partial: bytes = b""
-    _kill_at: Optional[float] = None
+    _kill_at: float | None = None
 
     @classmethod
-    def start(cls, suite: Suite, number: int, placement: str, max_examples: Optional[int], *, mode: str,
-              worker: Tuple[int, int] = (1, 1), seed: Optional[int] = None) -> "Round":
+    def start(
+        cls,
+        suite: Suite,
+        number: int,
+        placement: str,
+        max_examples: int | None,
+        *,
+        mode: str,
+        worker: tuple[int, int] = (1, 1),
+        seed: int | None = None,
+    ) -> Round:
         stem = suite.workdir / f"worker-{worker[0]}-round-{number:03d}"
         events, log = stem.with_suffix(".events.jsonl"), stem.with_suffix(".log")
         events.write_text("")
         with open(log, "wb") as out:
             # Own session: a Ctrl-C on the terminal reaches the parent only, which then stops the round.
-            proc = subprocess.Popen(suite.command(), cwd=ROOT if suite.checkout else suite.cwd, stdout=out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=suite.env(mode=mode, events=events, placement=placement,
-                                                  max_examples=max_examples, worker=worker, seed=seed),
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                suite.command(),
+                cwd=ROOT if suite.checkout else suite.cwd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=suite.env(
+                    mode=mode, events=events, placement=placement, max_examples=max_examples, worker=worker, seed=seed
+                ),
+                start_new_session=True,
+            )
         return cls(number, worker[0], placement, max_examples, events, log, proc)
 
-    def poll_events(self) -> List[Dict[str, Any]]:
+    def poll_events(self) -> list[dict[str, Any]]:
         with open(self.events_path, "rb") as fh:
             fh.seek(self._offset)
             chunk = fh.read()

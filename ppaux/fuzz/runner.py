@@ -7,7 +7,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.rounds import Round, Suite
@@ -34,11 +34,13 @@ class RunError(FuzzUsageError):
 def progress_line(budget: float, elapsed: float, examples: int, failures: int, placement: str, round_no: int) -> str:
     """What a fuzz run's progress line says: time spent of the budget, the round, examples and their rate, failures."""
     rate = examples / elapsed if elapsed > 0 else 0.0
-    return (f"fuzz {format_duration(elapsed)}/{format_duration(budget)}  round {round_no} ({placement})  "
-            f"examples {examples:,}  {rate:,.0f}/s  failures {failures}")
+    return (
+        f"fuzz {format_duration(elapsed)}/{format_duration(budget)}  round {round_no} ({placement})  "
+        f"examples {examples:,}  {rate:,.0f}/s  failures {failures}"
+    )
 
 
-def failure_rows(summary: Dict[str, Any]) -> List[Dict[str, Any]]:
+def failure_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """Each distinct failure of a run (or a merged run, or a replay's still-failing tests) as
     ``nodeid, clause, error, example, blob``: the one place to read them from."""
     rows = summary.get("failures", summary.get("still_failing", []))
@@ -50,41 +52,47 @@ class Worker:
     """One slot of the run: rounds one after another on its own placements, until it stops or dies."""
 
     number: int
-    placements: List[str]
+    placements: list[str]
     timeline: Timeline = field(default_factory=Timeline)
-    current: Optional[Round] = None
+    current: Round | None = None
     rounds: int = 0
     examples_done: int = 0
     failures: int = 0
-    died: Optional[Dict[str, Any]] = None
+    died: dict[str, Any] | None = None
 
     @property
     def examples(self) -> int:
         return self.examples_done + (self.current.examples if self.current else 0)
 
-    def stats(self) -> Dict[str, Any]:
-        return {"worker": self.number, "placements": self.placements, "rounds": self.rounds,
-                "examples": self.examples, "failures": self.failures, "died": self.died,
-                "timeline": [list(p) for p in thin(self.timeline.points, 300)]}
+    def stats(self) -> dict[str, Any]:
+        return {
+            "worker": self.number,
+            "placements": self.placements,
+            "rounds": self.rounds,
+            "examples": self.examples,
+            "failures": self.failures,
+            "died": self.died,
+            "timeline": [list(p) for p in thin(self.timeline.points, 300)],
+        }
 
 
 @dataclass
 class FuzzRun:
     budget: float
     suite: Suite
-    workers: List[Worker]
+    workers: list[Worker]
     nightly_max_examples: int
     progress: Progress
-    seed: Optional[int] = None
-    max_failures: Optional[int] = None
+    seed: int | None = None
+    max_failures: int | None = None
     # Seconds a stopped round has to write its report before it is killed.
     grace: float = 10.0
     started_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    rounds: List[Dict[str, Any]] = field(default_factory=list)
-    failures: Dict[Tuple[str, str], Dict[str, Any]] = field(default_factory=dict)
-    interrupted: List[Dict[str, Any]] = field(default_factory=list)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    failures: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    interrupted: list[dict[str, Any]] = field(default_factory=list)
     timeline: Timeline = field(default_factory=Timeline)
-    stopped_by: Optional[str] = None
+    stopped_by: str | None = None
     elapsed: float = 0.0
 
     @property
@@ -92,7 +100,7 @@ class FuzzRun:
         return sum(w.examples for w in self.workers)
 
     @property
-    def dead(self) -> List[Dict[str, Any]]:
+    def dead(self) -> list[dict[str, Any]]:
         return [w.died for w in self.workers if w.died]
 
     def _signal(self, signum: int, frame: Any) -> None:
@@ -102,7 +110,7 @@ class FuzzRun:
         sweep = worker.rounds // len(worker.placements)
         return SCHEDULE[sweep] if sweep < len(SCHEDULE) else self.nightly_max_examples
 
-    def _stop_reason(self, elapsed: float) -> Optional[str]:
+    def _stop_reason(self, elapsed: float) -> str | None:
         if self.stopped_by is None and self.max_failures and len(self.failures) >= self.max_failures:
             self.stopped_by = "max-failures"
         return self.stopped_by or ("budget" if elapsed >= self.budget else None)
@@ -131,17 +139,26 @@ class FuzzRun:
                 signal.signal(s, handler)
             self.elapsed = time.monotonic() - start
             self._sample(self.elapsed, force=True)
-            self.progress.finish(progress_line(self.budget, self.elapsed, self.examples, len(self.failures), self._where(),
-                                               len(self.rounds)))
+            self.progress.finish(
+                progress_line(
+                    self.budget, self.elapsed, self.examples, len(self.failures), self._where(), len(self.rounds)
+                )
+            )
 
     def _where(self) -> str:
         """Where the rounds run, for the progress line: the placement of a lone worker's round."""
         live = [w.current for w in self.workers if w.current]
         if len(self.workers) > 1:
             return f"{len(live)}/{len(self.workers)} workers"
-        return live[0].placement if live else self.rounds[-1]["placement"] if self.rounds else self.workers[0].placements[0]
+        return (
+            live[0].placement
+            if live
+            else self.rounds[-1]["placement"]
+            if self.rounds
+            else self.workers[0].placements[0]
+        )
 
-    def _step(self, worker: Worker, elapsed: float, reason: Optional[str]) -> None:
+    def _step(self, worker: Worker, elapsed: float, reason: str | None) -> None:
         """Start the worker's next round, or follow the one it runs: stop it, or take its end."""
         if worker.current is None:
             if reason is None and worker.died is None:
@@ -149,8 +166,15 @@ class FuzzRun:
                 max_examples = self.max_examples(worker)
                 worker.rounds += 1
                 seed = None if self.seed is None else self.seed + 1000 * (worker.number - 1) + worker.rounds
-                worker.current = Round.start(self.suite, worker.rounds, placement, max_examples, mode="run",
-                                             worker=(worker.number, len(self.workers)), seed=seed)
+                worker.current = Round.start(
+                    self.suite,
+                    worker.rounds,
+                    placement,
+                    max_examples,
+                    mode="run",
+                    worker=(worker.number, len(self.workers)),
+                    seed=seed,
+                )
             return
         rnd = worker.current
         if reason is not None:
@@ -168,31 +192,58 @@ class FuzzRun:
         worker.examples_done += rnd.examples
         worker.current = None
         status = rnd.proc.returncode
-        self.rounds.append({"worker": worker.number, "round": rnd.number, "placement": rnd.placement,
-                            "max_examples": rnd.max_examples, "examples": rnd.examples, "tests": rnd.collected,
-                            "exit_status": status, "ended_by": reason, "log": str(rnd.log_path)})
+        self.rounds.append(
+            {
+                "worker": worker.number,
+                "round": rnd.number,
+                "placement": rnd.placement,
+                "max_examples": rnd.max_examples,
+                "examples": rnd.examples,
+                "tests": rnd.collected,
+                "exit_status": status,
+                "ended_by": reason,
+                "log": str(rnd.log_path),
+            }
+        )
         if reason != "finished" or status in (0, 1):
             return
         if status in _BROKEN and rnd.collected is None or status == 5:
             raise RunError(self._broken_message(rnd, status))
-        worker.died = {"worker": worker.number, "round": rnd.number, "placement": rnd.placement, "test": rnd.running,
-                       "exit_status": status, "log": str(rnd.log_path)}
-        self.progress.say(f"fuzz: worker {worker.number} died in round {rnd.number} ({rnd.placement}) running "
-                          f"{rnd.running or 'no test yet'}: {describe_status(status)}; the other workers go on")
+        worker.died = {
+            "worker": worker.number,
+            "round": rnd.number,
+            "placement": rnd.placement,
+            "test": rnd.running,
+            "exit_status": status,
+            "log": str(rnd.log_path),
+        }
+        self.progress.say(
+            f"fuzz: worker {worker.number} died in round {rnd.number} ({rnd.placement}) running "
+            f"{rnd.running or 'no test yet'}: {describe_status(status)}; the other workers go on"
+        )
 
-    def _take(self, events: List[Dict[str, Any]], worker: Worker, elapsed: float, reason: str) -> None:
+    def _take(self, events: list[dict[str, Any]], worker: Worker, elapsed: float, reason: str) -> None:
         rnd = worker.current
         for event in events:
             if event["kind"] == "failure":
                 self._record_failure(event, worker, rnd, elapsed)
             elif event["kind"] == "interrupted":
                 # A test still running when the round was stopped: no verdict, and said so.
-                self.interrupted.append({"nodeid": event["nodeid"], "worker": worker.number, "round": rnd.number,
-                                         "placement": rnd.placement, "stopped_by": reason})
-                self.progress.say(f"fuzz: interrupted {event['nodeid']} (worker {worker.number}, round {rnd.number}, "
-                                  f"{rnd.placement}): still running when the round was stopped ({reason}); no verdict")
+                self.interrupted.append(
+                    {
+                        "nodeid": event["nodeid"],
+                        "worker": worker.number,
+                        "round": rnd.number,
+                        "placement": rnd.placement,
+                        "stopped_by": reason,
+                    }
+                )
+                self.progress.say(
+                    f"fuzz: interrupted {event['nodeid']} (worker {worker.number}, round {rnd.number}, "
+                    f"{rnd.placement}): still running when the round was stopped ({reason}); no verdict"
+                )
 
-    def _record_failure(self, event: Dict[str, Any], worker: Worker, rnd: Round, elapsed: float) -> None:
+    def _record_failure(self, event: dict[str, Any], worker: Worker, rnd: Round, elapsed: float) -> None:
         key = (event["nodeid"], event.get("example") or event.get("error") or "")
         seen = self.failures.get(key)
         if seen is not None:
@@ -202,20 +253,31 @@ class FuzzRun:
             return
         worker.failures += 1
         self.failures[key] = {
-            "nodeid": event["nodeid"], "clause": event.get("clause"), "worker": worker.number, "workers": [worker.number],
-            "round": rnd.number, "placements": [rnd.placement], "found_after_s": round(elapsed, 1),
-            "example": event.get("example"), "blob": event.get("blob"), "error": event.get("error"),
-            "text": event.get("text", ""), "seen": 1,
+            "nodeid": event["nodeid"],
+            "clause": event.get("clause"),
+            "worker": worker.number,
+            "workers": [worker.number],
+            "round": rnd.number,
+            "placements": [rnd.placement],
+            "found_after_s": round(elapsed, 1),
+            "example": event.get("example"),
+            "blob": event.get("blob"),
+            "error": event.get("error"),
+            "text": event.get("text", ""),
+            "seen": 1,
         }
-        self.progress.say(f"fuzz: FAILURE {event['nodeid']} (worker {worker.number}, round {rnd.number}, {rnd.placement}): "
-                          f"{event.get('error') or 'see the report'}")
+        self.progress.say(
+            f"fuzz: FAILURE {event['nodeid']} (worker {worker.number}, round {rnd.number}, {rnd.placement}): "
+            f"{event.get('error') or 'see the report'}"
+        )
 
     def _sample(self, elapsed: float, force: bool = False) -> None:
         for worker in self.workers:
             worker.timeline.sample(elapsed, worker.examples, worker.failures, force)
         self.timeline.sample(elapsed, self.examples, len(self.failures), force)
-        self.progress.update(progress_line(self.budget, elapsed, self.examples, len(self.failures), self._where(),
-                                           len(self.rounds) + 1))
+        self.progress.update(
+            progress_line(self.budget, elapsed, self.examples, len(self.failures), self._where(), len(self.rounds) + 1)
+        )
 
     def _broken_message(self, rnd: Round, status: int) -> str:
         if status == 5 and self.suite.shard is not None and rnd.selected:
@@ -223,22 +285,33 @@ class FuzzRun:
             return f"shard {k}/{n} holds none of the {rnd.selected} selected Hypothesis tests; nothing to fuzz here"
         if status == 5:
             return "no Hypothesis tests match the selection (--tests); nothing to fuzz"
-        return f"pytest could not run the round ({_BROKEN[status]}, exit {status}); see {rnd.log_path}: " + \
-            (rnd.log_tail(1) or "no output")
+        return f"pytest could not run the round ({_BROKEN[status]}, exit {status}); see {rnd.log_path}: " + (
+            rnd.log_tail(1) or "no output"
+        )
 
-    def summary(self) -> Dict[str, Any]:
+    def summary(self) -> dict[str, Any]:
         return {
-            "kind": "fuzz-run", "started_at": self.started_at, "budget_s": self.budget,
-            "elapsed_s": round(self.elapsed, 1), "stopped_by": self.stopped_by or "budget",
-            "complete": self.stopped_by in (None, "max-failures"), "impl": self.suite.impl or "ppaux.transport",
-            "db": self.suite.db, "suite": self.suite.what, "tests": self.suite.tests, "seed": self.seed,
-            "shard": "%d/%d" % self.suite.shard if self.suite.shard else None,
+            "kind": "fuzz-run",
+            "started_at": self.started_at,
+            "budget_s": self.budget,
+            "elapsed_s": round(self.elapsed, 1),
+            "stopped_by": self.stopped_by or "budget",
+            "complete": self.stopped_by in (None, "max-failures"),
+            "impl": self.suite.impl or "ppaux.transport",
+            "db": self.suite.db,
+            "suite": self.suite.what,
+            "tests": self.suite.tests,
+            "seed": self.seed,
+            "shard": f"{self.suite.shard[0]}/{self.suite.shard[1]}" if self.suite.shard else None,
             "placements": sorted({p for w in self.workers for p in w.placements}),
-            "workers": [w.stats() for w in self.workers], "dead_workers": self.dead,
+            "workers": [w.stats() for w in self.workers],
+            "dead_workers": self.dead,
             "examples": self.examples,
             "examples_per_s": round(self.examples / self.elapsed, 1) if self.elapsed else 0.0,
-            "timeout_s": self.suite.timeout or DEFAULT_TIMEOUT, "rounds": self.rounds,
-            "failures": list(self.failures.values()), "interrupted": self.interrupted,
+            "timeout_s": self.suite.timeout or DEFAULT_TIMEOUT,
+            "rounds": self.rounds,
+            "failures": list(self.failures.values()),
+            "interrupted": self.interrupted,
             "timeline": [list(p) for p in thin(self.timeline.points, 600)],
         }
 
@@ -252,7 +325,7 @@ def describe_status(status: int) -> str:
     return f"exit status {status}"
 
 
-def verdict(summary: Dict[str, Any]) -> Tuple[int, Optional[str]]:
+def verdict(summary: dict[str, Any]) -> tuple[int, str | None]:
     """The run's exit status, and why it is not 0 when no test failed: a dead worker, or nothing fuzzed."""
     if summary["dead_workers"]:
         return 1, f"{len(summary['dead_workers'])} worker(s) died: see the report"
@@ -267,8 +340,8 @@ def verdict(summary: Dict[str, Any]) -> Tuple[int, Optional[str]]:
 class Replay:
     suite: Suite
     placement: str
-    rows: List[Dict[str, Any]] = field(default_factory=list)
-    failures: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    failures: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def run(self) -> None:
         self.suite.workdir.mkdir(parents=True, exist_ok=True)
@@ -287,18 +360,28 @@ class Replay:
                 self.failures[event["nodeid"]] = event
         status = rnd.proc.returncode
         if status not in (0, 1, 5):
-            raise RunError(f"pytest could not run the replay (exit {status}); see {rnd.log_path}: "
-                           + (rnd.log_tail(1) or "no output"))
+            raise RunError(
+                f"pytest could not run the replay (exit {status}); see {rnd.log_path}: "
+                + (rnd.log_tail(1) or "no output")
+            )
 
-    def summary(self) -> Dict[str, Any]:
+    def summary(self) -> dict[str, Any]:
         saved = [r for r in self.rows if r.get("saved")]
         kept = ("clause", "example", "blob", "error", "text", "scenario", "scenario_error")
-        still = [dict(r, **{k: self.failures.get(r["nodeid"], {}).get(k) for k in kept})
-                 for r in saved if r["outcome"] == "failed"]
+        still = [
+            dict(r, **{k: self.failures.get(r["nodeid"], {}).get(k) for k in kept})
+            for r in saved
+            if r["outcome"] == "failed"
+        ]
         fixed = [r for r in saved if r["outcome"] == "passed"]
         return {
-            "kind": "fuzz-replay", "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "impl": self.suite.impl or "ppaux.transport", "db": self.suite.db, "placement": self.placement,
-            "tests_with_saved_failures": len(saved), "saved_examples": sum(r["saved"] for r in saved),
-            "still_failing": still, "no_longer_failing": fixed,
+            "kind": "fuzz-replay",
+            "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "impl": self.suite.impl or "ppaux.transport",
+            "db": self.suite.db,
+            "placement": self.placement,
+            "tests_with_saved_failures": len(saved),
+            "saved_examples": sum(r["saved"] for r in saved),
+            "still_failing": still,
+            "no_longer_failing": fixed,
         }

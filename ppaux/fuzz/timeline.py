@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import List, Sequence
 
 __all__ = ["Timeline", "add_up", "thin"]
 
 # A point is [seconds since the start, examples so far, distinct failures so far].
-Point = List[float]
+Point = list[float]
 # At least one point this often, so that a flat stretch still shows as time passing.
 EVERY_S = 5.0
 
 
 @dataclass
 class Timeline:
-    points: List[Point] = field(default_factory=list)
+    points: list[Point] = field(default_factory=list)
 
     def sample(self, elapsed: float, examples: int, failures: int, force: bool = False) -> None:
         point = [round(elapsed, 2), examples, failures]
@@ -24,7 +24,7 @@ class Timeline:
             self.points.append(point)
 
 
-def thin(points: Sequence[Point], limit: int) -> List[Point]:
+def thin(points: Sequence[Point], limit: int) -> list[Point]:
     """At most ``limit`` points, evenly picked, the last one kept."""
     if len(points) <= limit:
         return list(points)
@@ -42,7 +42,7 @@ def _at(points: Sequence[Point], t: float) -> Point:
     return found
 
 
-def add_up(series: Sequence[Sequence[Point]]) -> List[Point]:
+def add_up(series: Sequence[Sequence[Point]]) -> list[Point]:
     """The total of several series (workers, or shards started together) at each time any of them moved.
 
     Each worker counts the failures it found first, and shards fuzz tests of their own, so no

@@ -19,7 +19,6 @@ from __future__ import annotations
 import gc
 import json
 from pathlib import Path
-from typing import Dict, List
 
 import pytest
 
@@ -27,7 +26,7 @@ import pytest
 DURATIONS = "ppaux-test-durations.json"
 
 
-def recorded_durations(directory: Path) -> Dict[str, float]:
+def recorded_durations(directory: Path) -> dict[str, float]:
     """``{nodeid: seconds}`` as the first run in ``directory`` recorded them; empty before it."""
     try:
         return dict(json.loads((directory / DURATIONS).read_text(encoding="utf-8")))
@@ -35,7 +34,7 @@ def recorded_durations(directory: Path) -> Dict[str, float]:
         return {}
 
 
-def cheapest_first(items: List[pytest.Item], durations: Dict[str, float]) -> List[pytest.Item]:
+def cheapest_first(items: list[pytest.Item], durations: dict[str, float]) -> list[pytest.Item]:
     """``items`` by recorded duration, shortest first; those without one last, in their order."""
     return sorted(items, key=lambda item: (item.nodeid not in durations, durations.get(item.nodeid, 0.0)))
 
@@ -45,7 +44,7 @@ class DurationRecorder:
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / DURATIONS
-        self.seconds: Dict[str, float] = {}
+        self.seconds: dict[str, float] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":
@@ -61,7 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     durations = recorded_durations(config.invocation_params.dir)
     if durations:
         items[:] = cheapest_first(items, durations)

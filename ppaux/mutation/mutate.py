@@ -21,11 +21,12 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any
 
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.mutation.project import MutmutProject, changed_line, run_with_mutant, show_counts
@@ -89,14 +90,14 @@ class MutateOptions:
     """What ``ppaux mutate`` is asked: its command-line options, by the same names."""
 
     impl: str
-    baseline: Optional[str] = None
+    baseline: str | None = None
     gate: float = 100.0
     report: str = DEFAULT_REPORT
     marks: str = "contract or robustness"
-    tests: Optional[str] = None
+    tests: str | None = None
     profile: str = "mutation"
-    equivalents: Optional[str] = None
-    max_children: Optional[int] = None
+    equivalents: str | None = None
+    max_children: int | None = None
     timeout: float = DEFAULT_TIMEOUT
 
 
@@ -105,8 +106,8 @@ class KillSet:
     """The suite on the unmutated copy: the tests that pass (they may kill), the robustness tests
     that fail (left out)."""
 
-    passed: List[str]
-    left_out: List[str] = field(default_factory=list)
+    passed: list[str]
+    left_out: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -117,10 +118,10 @@ class MutateRun:
     options: MutateOptions
     target: Target
     kill_set: KillSet
-    suite: Dict[str, str]
-    baseline: Optional[Dict[str, str]] = None
-    diffs: Dict[str, str] = field(default_factory=dict)
-    equivalents: Dict[str, str] = field(default_factory=dict)
+    suite: dict[str, str]
+    baseline: dict[str, str] | None = None
+    diffs: dict[str, str] = field(default_factory=dict)
+    equivalents: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
 
     def missed(self, name: str) -> bool:
@@ -128,7 +129,7 @@ class MutateRun:
         return not is_killed(self.suite[name]) or (self.baseline is not None and self.baseline[name] == "survived")
 
 
-def _suite_args(options: MutateOptions, target: Target) -> List[str]:
+def _suite_args(options: MutateOptions, target: Target) -> list[str]:
     cmd = [
         "-p",
         "no:cacheprovider",
@@ -144,7 +145,7 @@ def _suite_args(options: MutateOptions, target: Target) -> List[str]:
     return cmd + (["-k", options.tests] if options.tests else [])
 
 
-def check_inputs(options: MutateOptions) -> Tuple[Target, Dict[str, str], Optional[List[str]]]:
+def check_inputs(options: MutateOptions) -> tuple[Target, dict[str, str], list[str] | None]:
     """The module to mutate, the equivalents and the baseline command, or the one line that says what is wrong."""
     for module, name in (("mutmut", "mutmut 3"), ("tomli_w", "tomli-w")):
         try:
@@ -197,7 +198,7 @@ def kill_set(options: MutateOptions, target: Target, scratch: Path) -> KillSet:
     return KillSet(passed=passed, left_out=[r["nodeid"] for r in failed])
 
 
-def baseline_imports_the_copy(command: List[str], target: Target, scratch: Path) -> None:
+def baseline_imports_the_copy(command: list[str], target: Target, scratch: Path) -> None:
     """Where the module under test is a copy that raises on import, the baseline must fail:
     otherwise it imports the module from elsewhere and cannot kill a mutant."""
     sentinel = scratch / "sentinel"
@@ -210,7 +211,7 @@ def baseline_imports_the_copy(command: List[str], target: Target, scratch: Path)
         )
 
 
-def baseline_on_the_copy(command: List[str], scratch: Path) -> float:
+def baseline_on_the_copy(command: list[str], scratch: Path) -> float:
     """The baseline must pass on the unmutated copy: how long it takes."""
     status, seconds = run_with_mutant(command, pythonpath=[scratch], timeout=CLEAN_BASELINE_TIMEOUT_S)
     if status != "survived":
@@ -221,7 +222,7 @@ def baseline_on_the_copy(command: List[str], scratch: Path) -> float:
 
 def mutants_against_the_suite(
     options: MutateOptions, target: Target, scratch: Path, kills: KillSet, progress: Progress
-) -> Tuple[MutmutProject, Dict[str, str]]:
+) -> tuple[MutmutProject, dict[str, str]]:
     """mutmut's run over the copy, killing with the kill set alone: its verdicts."""
     # Only the kill set: the left-out tests would "kill" every mutant.
     pytest_args = _suite_args(options, target) + [arg for nodeid in kills.left_out for arg in ("--deselect", nodeid)]
@@ -236,12 +237,12 @@ def mutants_against_the_suite(
 
 
 def mutants_against_the_baseline(
-    command: List[str], scratch: Path, mutants: List[str], clean_s: float, workers: int
-) -> Dict[str, str]:
+    command: list[str], scratch: Path, mutants: list[str], clean_s: float, workers: int
+) -> dict[str, str]:
     """The baseline once per mutant, ``workers`` at once, each bounded by ten times the clean run (at least 10 s)."""
     progress = Progress(every=PROGRESS_EVERY_S)
     timeout = max(10.0, 10 * clean_s)
-    done: Dict[str, str] = {}
+    done: dict[str, str] = {}
 
     def show(final: bool = False) -> None:
         killed = sum(s != "survived" for s in done.values())
@@ -259,7 +260,7 @@ def mutants_against_the_baseline(
     return {name: done[name] for name in mutants}
 
 
-def build_report(run: MutateRun) -> Dict[str, Any]:
+def build_report(run: MutateRun) -> dict[str, Any]:
     """``mutate.json``: the score, the kill set, the verdicts, every mutant (with its diff where
     either side missed it); with a baseline, its score over the same mutants and the side-by-side counts."""
     options, suite, baseline = run.options, run.suite, run.baseline
@@ -267,7 +268,7 @@ def build_report(run: MutateRun) -> Dict[str, Any]:
     scored = score(suite, judged)
     mutants = []
     for name, status in suite.items():
-        entry: Dict[str, Any] = {"mutant": name, "suite": status}
+        entry: dict[str, Any] = {"mutant": name, "suite": status}
         if baseline is not None:
             entry["baseline"] = baseline[name]
         if name in judged:
@@ -276,7 +277,7 @@ def build_report(run: MutateRun) -> Dict[str, Any]:
             entry["diff"] = run.diffs.get(name, "")
             entry["line"] = changed_line(entry["diff"])
         mutants.append(entry)
-    report: Dict[str, Any] = {
+    report: dict[str, Any] = {
         "kind": "mutate",
         "implementation": options.impl,
         "module": run.target.module,
@@ -301,9 +302,9 @@ def build_report(run: MutateRun) -> Dict[str, Any]:
 
 
 def _side_by_side(
-    command: Optional[str], mutants: List[Dict[str, Any]], judged: Mapping[str, str], scored: Score
-) -> Dict[str, Any]:
-    def kind(m: Dict[str, Any]) -> str:
+    command: str | None, mutants: list[dict[str, Any]], judged: Mapping[str, str], scored: Score
+) -> dict[str, Any]:
+    def kind(m: dict[str, Any]) -> str:
         by_suite, by_baseline = is_killed(m["suite"]), m["baseline"] != "survived"
         return {(True, True): "both", (True, False): "only ppaux", (False, True): "only the baseline"}.get(
             (by_suite, by_baseline), "neither"
@@ -368,7 +369,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _fresh_scratch(report_dir: str) -> Tuple[Path, Path]:
+def _fresh_scratch(report_dir: str) -> tuple[Path, Path]:
     out = Path(report_dir).resolve()
     scratch = out / "scratch"
     shutil.rmtree(scratch, ignore_errors=True)

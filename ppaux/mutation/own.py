@@ -13,10 +13,11 @@ import shutil
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO, Tuple
+from typing import Any, TextIO
 
 from ppaux.mutation.project import MUTANT_PYTEST_ARGS, MutmutProject, changed_line, module_of, mutmut_table, select
 from ppaux.mutation.report import (
@@ -55,12 +56,12 @@ class Scope:
     mutants judged equivalent (``{mutant: one-line reason}``, relative to the checkout)."""
 
     name: str
-    mutate: Tuple[str, ...]
-    tests: Tuple[str, ...]
-    gate: Optional[float]
+    mutate: tuple[str, ...]
+    tests: tuple[str, ...]
+    gate: float | None
     doc: str
     marks: str
-    equivalents: Tuple[str, ...] = ()
+    equivalents: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,20 +70,20 @@ class Checkout:
     pytest arguments of every test run, what is never mutated, and the modules gated at 100% in every scope."""
 
     root: Path
-    copied: Tuple[str, ...]
-    pytest_args: Tuple[str, ...]
-    do_not_mutate: Tuple[str, ...]
-    always_gated: Tuple[str, ...]
+    copied: tuple[str, ...]
+    pytest_args: tuple[str, ...]
+    do_not_mutate: tuple[str, ...]
+    always_gated: tuple[str, ...]
 
-    def gate_for(self, module: str, scope: Scope) -> Optional[float]:
+    def gate_for(self, module: str, scope: Scope) -> float | None:
         """The always-gated modules at 100% in every scope; the others at the scope's gate."""
         if module.replace(".", "/") + ".py" in self.always_gated:
             return 100.0
         return scope.gate
 
-    def equivalents(self, scope: Scope) -> Dict[str, str]:
+    def equivalents(self, scope: Scope) -> dict[str, str]:
         """The scope's mutants judged equivalent, from its files in order."""
-        judged: Dict[str, str] = {}
+        judged: dict[str, str] = {}
         for path in scope.equivalents:
             judged.update(read_equivalents(self.root / path))
         return judged
@@ -129,11 +130,11 @@ def source_of(mutant: str) -> str:
 
 
 def score_modules(
-    results: Mapping[str, str], judged: Mapping[str, str], gate_for: Callable[[str], Optional[float]]
-) -> Dict[str, Dict[str, Any]]:
+    results: Mapping[str, str], judged: Mapping[str, str], gate_for: Callable[[str], float | None]
+) -> dict[str, dict[str, Any]]:
     """The score per module: its mutants, those killed and judged equivalent, its survivors (the
     mutants neither killed nor judged equivalent), its gate (``gate_for(module)``) and whether it passes."""
-    by_module: Dict[str, Dict[str, str]] = defaultdict(dict)
+    by_module: dict[str, dict[str, str]] = defaultdict(dict)
     for name, status in sorted(results.items()):
         by_module[module_of(name)][name] = status
     out = {}
@@ -153,7 +154,7 @@ def score_modules(
     return out
 
 
-def render_markdown(report: Mapping[str, Any], markings: Callable[[Mapping[str, Any]], List[str]]) -> List[str]:
+def render_markdown(report: Mapping[str, Any], markings: Callable[[Mapping[str, Any]], list[str]]) -> list[str]:
     """``mutation.md``: the score and gate, the table per module, the mutants judged equivalent,
     the stale entries, the ``markings`` section (the caller's), every survivor with its diff."""
     scored = Score(
@@ -192,7 +193,7 @@ def render_markdown(report: Mapping[str, Any], markings: Callable[[Mapping[str, 
     return lines
 
 
-def _run_mutmut(project: MutmutProject, out: Path, max_children: Optional[int], only: List[str]) -> int:
+def _run_mutmut(project: MutmutProject, out: Path, max_children: int | None, only: list[str]) -> int:
     code = project.run(
         max_children=max_children, only=only, log=out / "mutmut-run.log", progress=Progress(every=PROGRESS_EVERY_S)
     )
@@ -211,7 +212,7 @@ def _run_mutmut(project: MutmutProject, out: Path, max_children: Optional[int], 
     return code
 
 
-def _fresh(out_dir: str) -> Tuple[Path, Path]:
+def _fresh(out_dir: str) -> tuple[Path, Path]:
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
     scratch = out / "project"
@@ -224,11 +225,11 @@ def run_scope(
     checkout: Checkout,
     scope: Scope,
     out_dir: str,
-    max_children: Optional[int],
+    max_children: int | None,
     only: Sequence[str] = (),
     *,
-    markings: Callable[[], List[Dict[str, Any]]] = list,
-    markings_section: Callable[[Mapping[str, Any]], List[str]] = lambda report: [],
+    markings: Callable[[], list[dict[str, Any]]] = list,
+    markings_section: Callable[[Mapping[str, Any]], list[str]] = lambda report: [],
 ) -> int:
     """The scope's run, its report in ``out_dir`` (``mutation.md``, ``.json``) and a summary on the
     console: 0 when every module reaches its gate and no marking (``markings()``, each with its
@@ -287,7 +288,7 @@ def run_scope(
     return 0 if report["passes"] else 1
 
 
-def _in_order(mutant: str) -> Tuple[str, int]:
+def _in_order(mutant: str) -> tuple[str, int]:
     # A function's mutants by number: _2 before _10.
     function, _, number = mutant.rpartition("__mutmut_")
     return function, int(number)
@@ -297,9 +298,9 @@ def list_mutants(
     checkout: Checkout,
     scope: Scope,
     out_dir: str,
-    max_children: Optional[int],
+    max_children: int | None,
     only: Sequence[str] = (),
-    stream: Optional[TextIO] = None,
+    stream: TextIO | None = None,
 ) -> int:
     """Every mutant of the scope (those ``only`` picks), one a line: its name and the line it
     changes, ``name: before -> after``; mutmut generates them, no test runs. 0, or 1 when mutmut made none."""

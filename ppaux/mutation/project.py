@@ -16,8 +16,9 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any
 
 from ppaux.mutation.score import SUSPICIOUS, crashed
 from ppaux.testing.progress import Progress
@@ -72,7 +73,7 @@ def show_counts(
         progress.update(text, state=counts)
 
 
-def status_lines(chunks: Iterable[str]) -> Iterator[Tuple[str, List["re.Match[str]"]]]:
+def status_lines(chunks: Iterable[str]) -> Iterator[tuple[str, list[re.Match[str]]]]:
     """Each chunk of mutmut's output with the progress lines it completes: a line that a chunk
     boundary cuts in two is read once, whole (read alone, its second half looks like a line)."""
     pending = ""
@@ -85,14 +86,14 @@ def status_lines(chunks: Iterable[str]) -> Iterator[Tuple[str, List["re.Match[st
         yield "", list(_PROGRESS.finditer(pending))
 
 
-def parse_results(text: str) -> Dict[str, str]:
+def parse_results(text: str) -> dict[str, str]:
     """``{mutant: status}`` from ``mutmut results --all true``."""
     return {m["name"]: m["status"] for m in map(_RESULT_LINE.match, text.splitlines()) if m}
 
 
-def _exit_codes(mutants: Path) -> Dict[str, Any]:
+def _exit_codes(mutants: Path) -> dict[str, Any]:
     # mutmut keeps every mutant's exit code (None until it ran) in the *.meta files under mutants/.
-    codes: Dict[str, Any] = {}
+    codes: dict[str, Any] = {}
     for meta in sorted(mutants.rglob("*.meta")):
         try:
             codes.update(json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {}))
@@ -101,20 +102,20 @@ def _exit_codes(mutants: Path) -> Dict[str, Any]:
     return codes
 
 
-def select(results: Dict[str, Any], only: Sequence[str]) -> Dict[str, Any]:
+def select(results: dict[str, Any], only: Sequence[str]) -> dict[str, Any]:
     """The entries of the mutants ``only`` names (fnmatch patterns, as ``mutmut run`` takes them); all when empty."""
     if not only:
         return dict(results)
     return {name: value for name, value in results.items() if any(fnmatch.fnmatch(name, p) for p in only)}
 
 
-def crashes(mutants: Path) -> Dict[str, str]:
+def crashes(mutants: Path) -> dict[str, str]:
     """``{mutant: "crashed (SIGNAME)"}`` for each mutant whose test process died by a signal,
     read from the exit codes in mutmut's ``*.meta`` files under ``mutants``."""
     return {name: crashed(code) for name, code in _exit_codes(mutants).items() if isinstance(code, int) and code < 0}
 
 
-def name_crashes(results: Dict[str, str], crashed: Dict[str, str]) -> Dict[str, str]:
+def name_crashes(results: dict[str, str], crashed: dict[str, str]) -> dict[str, str]:
     """``results`` with each "suspicious" verdict that was a death by a signal named as such."""
     return {name: crashed.get(name, status) if status == SUSPICIOUS else status for name, status in results.items()}
 
@@ -131,7 +132,7 @@ def changed_line(diff: str) -> str:
     return f"{' / '.join(before)} -> {' / '.join(after)}" if before or after else ""
 
 
-def mutmut_table(config: Dict[str, Any]) -> str:
+def mutmut_table(config: dict[str, Any]) -> str:
     """``config`` as a TOML ``[tool.mutmut]`` table."""
     # Imported here: only mutate needs it, and tomli-w comes with the mutate extra, as mutmut does.
     import tomli_w
@@ -139,7 +140,7 @@ def mutmut_table(config: Dict[str, Any]) -> str:
     return tomli_w.dumps({"tool": {"mutmut": config}})
 
 
-def _counts(match: "re.Match[str]", selected: Optional[int] = None) -> Tuple[int, int, int, int]:
+def _counts(match: re.Match[str], selected: int | None = None) -> tuple[int, int, int, int]:
     """(done, total, killed, survived) from mutmut's progress line; ``selected``: the total of a
     narrowed run. "suspicious" stays out of both until the verdicts are read."""
     done, total, killed, _, timeout, _, survived = map(int, match.groups())
@@ -159,11 +160,11 @@ class MutmutProject:
     def run(
         self,
         *,
-        max_children: Optional[int],
+        max_children: int | None,
         only: Sequence[str] = (),
         log: Path,
         progress: Progress,
-        env: Optional[Mapping[str, str]] = None,
+        env: Mapping[str, str] | None = None,
     ) -> int:
         """``mutmut run`` (in ``env``, default this process's); its output goes to ``log`` while
         ``progress`` reports on it. mutmut's exit status."""
@@ -189,7 +190,7 @@ class MutmutProject:
             seen = None
             # mutmut's total counts every mutant even when ``only`` picks a few: count the picked ones
             # once mutmut has generated them (its first progress line).
-            selected: Optional[int] = None
+            selected: int | None = None
             # mutmut rewrites its status line with "\r": read it in chunks, not lines.
             stdout: Any = proc.stdout
             for chunk, matches in status_lines(iter(lambda: stdout.read(256), "")):
@@ -204,12 +205,12 @@ class MutmutProject:
             show_counts(progress, *_counts(seen, selected), final=True)
         return code
 
-    def results(self) -> Dict[str, str]:
+    def results(self) -> dict[str, str]:
         """Every mutant's verdict, deaths by a signal named as crashes ("not checked" before a run)."""
         listing = self._mutmut("results", "--all", "true", capture_output=True)
         return name_crashes(parse_results(listing.stdout), crashes(self.root / "mutants"))
 
-    def generate(self, *, max_children: Optional[int]) -> List[str]:
+    def generate(self, *, max_children: int | None) -> list[str]:
         """Generate the mutants as ``mutmut run`` does first, and run no test: their names."""
         subprocess.run(
             [sys.executable, "-c", _GENERATE_SCRIPT, str(max_children or os.cpu_count() or 1)],
@@ -221,7 +222,7 @@ class MutmutProject:
 
     # pragma: no mutate end
 
-    def diffs(self, mutants: Iterable[str], source_of: Callable[[str], str]) -> Dict[str, str]:
+    def diffs(self, mutants: Iterable[str], source_of: Callable[[str], str]) -> dict[str, str]:
         """Each mutant's unified diff, in one process (``mutmut show`` costs ~0.5 s a mutant)."""
         pairs = [(name, source_of(name)) for name in mutants]
         if not pairs:
@@ -260,7 +261,7 @@ print(json.dumps(out))
 
 def run_with_mutant(
     command: Sequence[str], *, pythonpath: Sequence[Path], timeout: float, mutant: str = ""
-) -> Tuple[str, float]:
+) -> tuple[str, float]:
     """Run ``command`` in the caller's directory with ``mutant`` active (mutmut's trampolines
     read ``MUTANT_UNDER_TEST``): ``("survived" | "killed" | "timeout", seconds)``; without a
     mutant it runs the unmutated code."""

@@ -5,8 +5,9 @@ verdicts, each shown mutant with its diff, the judged-equivalent and stale entri
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any
 
 from ppaux.mutation.score import Score
 
@@ -25,7 +26,7 @@ __all__ = [
 STALE = "stale equivalence entry (killed, or no such mutant)"
 
 
-def score_fields(score: Score) -> Dict[str, Any]:
+def score_fields(score: Score) -> dict[str, Any]:
     """The score's fields of a report's JSON."""
     return {"equivalent": score.equivalent, "killed": score.killed, "score": score.percent}
 
@@ -41,19 +42,19 @@ def verdicts_line(verdicts: Mapping[str, int]) -> str:
     return "- verdicts: " + ", ".join(f"{status} {n}" for status, n in verdicts.items())
 
 
-def diff_block(diff: str) -> List[str]:
+def diff_block(diff: str) -> list[str]:
     """A mutant's unified diff, fenced."""
     return ["```diff", diff.strip(), "```", ""]
 
 
-def equivalent_lines(judged: Mapping[str, str], *, source: Optional[str] = None) -> List[str]:
+def equivalent_lines(judged: Mapping[str, str], *, source: str | None = None) -> list[str]:
     """The section of the mutants judged equivalent, each with its reason (``source``: the files they come from)."""
     lines = ["## Judged equivalent" + (f" ({source})" if source else ""), ""]
     lines += [f"- `{name}`: {why}" for name, why in sorted(judged.items())] or ["None."]
     return lines + [""]
 
 
-def stale_lines(stale: Sequence[str]) -> List[str]:
+def stale_lines(stale: Sequence[str]) -> list[str]:
     """The section of stale equivalence entries; none without any."""
     if not stale:
         return []

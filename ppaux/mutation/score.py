@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import signal
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping
 
 __all__ = [
     "CRASHED",
@@ -47,7 +47,7 @@ def crashed(exit_code: int) -> str:
         return f"{CRASHED} (signal {-exit_code})"
 
 
-def verdicts(results: Mapping[str, str]) -> Dict[str, int]:
+def verdicts(results: Mapping[str, str]) -> dict[str, int]:
     """How many mutants got each verdict, most common first: how the killed ones were killed."""
     return dict(sorted(Counter(results.values()).items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -78,12 +78,12 @@ def score(results: Mapping[str, str], equivalent: Iterable[str] = ()) -> Score:
     return Score(killed=sum(map(is_killed, counted)), counted=len(counted), equivalent=len(judged))
 
 
-def judged_equivalent(results: Mapping[str, str], equivalents: Mapping[str, str]) -> Dict[str, str]:
+def judged_equivalent(results: Mapping[str, str], equivalents: Mapping[str, str]) -> dict[str, str]:
     """The entries of ``equivalents`` that hold: the mutant exists and survived."""
     return {name: why for name, why in equivalents.items() if name in results and not is_killed(results[name])}
 
 
-def stale(results: Mapping[str, str], equivalents: Mapping[str, str]) -> List[str]:
+def stale(results: Mapping[str, str], equivalents: Mapping[str, str]) -> list[str]:
     """The entries of ``equivalents`` that no longer hold: no such mutant, or it was killed."""
     return sorted(set(equivalents) - set(judged_equivalent(results, equivalents)))
 
@@ -92,7 +92,7 @@ class EquivalentsError(ValueError):
     """An equivalents file that cannot be read, or is not ``{mutant: reason}`` with a reason for each."""
 
 
-def read_equivalents(path: Path) -> Dict[str, str]:
+def read_equivalents(path: Path) -> dict[str, str]:
     """``{mutant: one-line reason}`` from the JSON file at ``path``."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence, Tuple
 
 from ppaux.mutation.project import MUTANT_PYTEST_ARGS, mutmut_table
 from ppaux.testing.impl import ImplementationError, load
@@ -15,7 +15,7 @@ from ppaux.testing.impl import ImplementationError, load
 __all__ = ["Target", "resolve", "scratch_package_init", "write_config", "write_scratch"]
 
 
-def resolve(spec: str) -> "Target":
+def resolve(spec: str) -> Target:
     """The module ``spec`` names (a module name or a ``.py`` file), checked as an implementation;
     raises :class:`~ppaux.testing.impl.ImplementationError` with one line for the user."""
     impl = load(spec)
@@ -53,7 +53,7 @@ class Target:
 
     module: str
     source: Path
-    packages: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
+    packages: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def relative_path(self) -> Path:
@@ -78,7 +78,7 @@ def scratch_package_init(original_dirs: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_scratch(target: Target, root: Path, *, tests: Sequence[Path], source: Optional[bytes] = None) -> None:
+def write_scratch(target: Target, root: Path, *, tests: Sequence[Path], source: bytes | None = None) -> None:
     """The scratch project: the target module under its own name (``source``, or the target's own)
     and a copy of the tests."""
     dest = root / target.relative_path

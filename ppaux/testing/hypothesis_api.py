@@ -14,9 +14,10 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import random
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any
 
 import hypothesis
 
@@ -26,8 +27,15 @@ import hypothesis
 from hypothesis import core
 from hypothesis.internal import observability, reflection
 
-__all__ = ["HypothesisAPIError", "REQUIRED", "Requirement", "add_to_database_key", "check_hypothesis_api",
-           "observe_test_cases", "replace_seed_generator"]
+__all__ = [
+    "HypothesisAPIError",
+    "REQUIRED",
+    "Requirement",
+    "add_to_database_key",
+    "check_hypothesis_api",
+    "observe_test_cases",
+    "replace_seed_generator",
+]
 
 _MISSING = object()
 # The attribute of a test's inner function whose bytes Hypothesis adds to its example-database key.
@@ -55,12 +63,14 @@ def _takes(*keywords: str) -> Callable[[Any], bool]:
             return False
         parameters = inspect.signature(value).parameters
         return all(keyword in parameters for keyword in keywords)
+
     return fits
 
 
 def _has_fields(*names: str) -> Callable[[Any], bool]:
     def fits(value: Any) -> bool:
         return dataclasses.is_dataclass(value) and set(names) <= {f.name for f in dataclasses.fields(value)}
+
     return fits
 
 
@@ -68,35 +78,61 @@ def _reads_add_digest(function_digest: Any) -> bool:
     # Behaviour, not source: a function's digest must change with the extra bytes.
     def probe() -> None:
         pass  # pragma: no cover - never called, only digested
+
     before = function_digest(probe)
     setattr(probe, _ADD_DIGEST, b"ppaux")
     return bool(function_digest(probe) != before)
 
 
-REQUIRED: List[Requirement] = [
-    Requirement("hypothesis.internal.observability", "add_observability_callback", "a function (f, /, *, all_threads)",
-                "to count the examples a fuzz round runs (one test_case observation each, on any thread)",
-                _takes("all_threads")),
-    Requirement("hypothesis.internal.observability", "remove_observability_callback", "a function (f, /)",
-                "to stop counting when a round's pytest session ends", _takes()),
-    Requirement("hypothesis.internal.observability", "OBSERVABILITY_COLLECT_COVERAGE", "a bool",
-                "to switch off tracing each example's coverage while counting (it slows a round several times over)",
-                lambda value: isinstance(value, bool)),
-    Requirement("hypothesis.internal.observability", "TestCaseObservation", "a dataclass with fields type, status",
-                "to tell a test case's observation (type 'test_case', status passed, failed or gave_up) from others",
-                _has_fields("type", "status")),
-    Requirement("hypothesis.core", "threadlocal", "an object with _hypothesis_global_random",
-                "to seed a fuzz round and keep its example database (@seed, --hypothesis-seed, derandomize drop it)",
-                lambda value: hasattr(value, "_hypothesis_global_random")),
-    Requirement("hypothesis.internal.reflection", "function_digest", "a function whose digest reads " + _ADD_DIGEST,
-                "to key each plugin's check_observer apart in the example database (the checks share one source)",
-                _reads_add_digest),
+REQUIRED: list[Requirement] = [
+    Requirement(
+        "hypothesis.internal.observability",
+        "add_observability_callback",
+        "a function (f, /, *, all_threads)",
+        "to count the examples a fuzz round runs (one test_case observation each, on any thread)",
+        _takes("all_threads"),
+    ),
+    Requirement(
+        "hypothesis.internal.observability",
+        "remove_observability_callback",
+        "a function (f, /)",
+        "to stop counting when a round's pytest session ends",
+        _takes(),
+    ),
+    Requirement(
+        "hypothesis.internal.observability",
+        "OBSERVABILITY_COLLECT_COVERAGE",
+        "a bool",
+        "to switch off tracing each example's coverage while counting (it slows a round several times over)",
+        lambda value: isinstance(value, bool),
+    ),
+    Requirement(
+        "hypothesis.internal.observability",
+        "TestCaseObservation",
+        "a dataclass with fields type, status",
+        "to tell a test case's observation (type 'test_case', status passed, failed or gave_up) from others",
+        _has_fields("type", "status"),
+    ),
+    Requirement(
+        "hypothesis.core",
+        "threadlocal",
+        "an object with _hypothesis_global_random",
+        "to seed a fuzz round and keep its example database (@seed, --hypothesis-seed, derandomize drop it)",
+        lambda value: hasattr(value, "_hypothesis_global_random"),
+    ),
+    Requirement(
+        "hypothesis.internal.reflection",
+        "function_digest",
+        "a function whose digest reads " + _ADD_DIGEST,
+        "to key each plugin's check_observer apart in the example database (the checks share one source)",
+        _reads_add_digest,
+    ),
 ]
 
-_MODULES: Dict[str, ModuleType] = {module.__name__: module for module in (core, observability, reflection)}
+_MODULES: dict[str, ModuleType] = {module.__name__: module for module in (core, observability, reflection)}
 
 
-def check_hypothesis_api(modules: Optional[Mapping[str, Any]] = None, version: str = hypothesis.__version__) -> None:
+def check_hypothesis_api(modules: Mapping[str, Any] | None = None, version: str = hypothesis.__version__) -> None:
     """Raise :class:`HypothesisAPIError` naming the Hypothesis version and every required name that is
     missing or no longer what ppaux expects; ``modules`` maps a module name to its namespace (default: imported)."""
     found: Mapping[str, Any] = _MODULES if modules is None else modules
@@ -108,8 +144,10 @@ def check_hypothesis_api(modules: Optional[Mapping[str, Any]] = None, version: s
         elif not need.fits(value):
             problems.append(f"{need.module}.{need.name} is no longer {need.kind}: ppaux needs it {need.why}")
     if problems:
-        raise HypothesisAPIError(f"Hypothesis {version} moved names ppaux relies on (ppaux/testing/hypothesis_api.py): "
-                                 + "; ".join(problems))
+        raise HypothesisAPIError(
+            f"Hypothesis {version} moved names ppaux relies on (ppaux/testing/hypothesis_api.py): "
+            + "; ".join(problems)
+        )
 
 
 def observe_test_cases(on_test_case: Callable[[str], None]) -> Callable[[], None]:
@@ -137,13 +175,13 @@ def observe_test_cases(on_test_case: Callable[[str], None]) -> Callable[[], None
     return stop
 
 
-def replace_seed_generator(generator: Optional[random.Random]) -> Optional[random.Random]:
+def replace_seed_generator(generator: random.Random | None) -> random.Random | None:
     """Make ``generator`` the one this thread's Hypothesis tests draw their seeds from; return the old one.
 
     ``None`` is a process that has run no test yet: Hypothesis makes a fresh one on first use. Seeded,
     each test of a round gets the same seed on a rerun, and the example database stays on.
     """
-    old: Optional[random.Random] = core.threadlocal._hypothesis_global_random
+    old: random.Random | None = core.threadlocal._hypothesis_global_random
     core.threadlocal._hypothesis_global_random = generator
     return old
 

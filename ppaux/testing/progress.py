@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Hashable, Optional, TextIO
+from collections.abc import Hashable
+from typing import TextIO
 
 __all__ = ["Progress"]
 
@@ -17,7 +18,7 @@ class Progress:
     :meth:`finish` shows the last state and ends the line. ``started``: when the run began."""
 
     def __init__(
-        self, stream: Optional[TextIO] = None, *, every: float = 10.0, redraw: float = 0.25, tty: Optional[bool] = None
+        self, stream: TextIO | None = None, *, every: float = 10.0, redraw: float = 0.25, tty: bool | None = None
     ) -> None:
         self.stream = sys.stderr if stream is None else stream
         self.every = every

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ EXAMPLE_HEADER = re.compile(r"(?:Falsifying|Failing)(?: explicit)? (?:example|te
 _BLOCK_END = ("You can reproduce", "Explanation:", "Traceback", "Unreliable")
 
 
-def _plain_lines(text: str) -> List[str]:
+def _plain_lines(text: str) -> list[str]:
     # pytest prefixes failure text with "E   " and exception groups with "| ".
     out = []
     for line in text.splitlines():
@@ -32,7 +33,7 @@ def _plain_lines(text: str) -> List[str]:
     return out
 
 
-def failure_details(text: str) -> Dict[str, Optional[str]]:
+def failure_details(text: str) -> dict[str, str | None]:
     """The minimal example and the reproduce blob from a failure's report text."""
     lines = _plain_lines(text)
     start = next((i for i, line in enumerate(lines) if EXAMPLE_HEADER.match(line.lstrip())), None)
@@ -49,17 +50,17 @@ def failure_details(text: str) -> Dict[str, Optional[str]]:
     return {"example": example, "blob": blob.group(0) if blob else None}
 
 
-def finding(error_type: Optional[str]) -> Optional[str]:
+def finding(error_type: str | None) -> str | None:
     """What kind of finding a failure is, beside a broken assertion: a hang or a crash."""
     return {"Hang": "hang", "Crash": "crash"}.get(error_type or "")
 
 
-def row(item: pytest.Item, report: pytest.TestReport, excinfo: Any = None) -> Dict[str, Any]:
+def row(item: pytest.Item, report: pytest.TestReport, excinfo: Any = None) -> dict[str, Any]:
     """One test's row: its clause, kind, description and outcome; a failure's error, example and blob."""
     clause = item.get_closest_marker("clause")
     func = getattr(item, "function", None)
     doc = (getattr(item, "cls", None) or func).__doc__ if func else None
-    out: Dict[str, Any] = {
+    out: dict[str, Any] = {
         "nodeid": item.nodeid,
         "clause": clause.args[0] if clause else None,
         "marks": sorted({m.name for m in item.iter_markers()} & set(KINDS)),
@@ -80,7 +81,7 @@ def row(item: pytest.Item, report: pytest.TestReport, excinfo: Any = None) -> Di
     return out
 
 
-def scenario(calls: CallRecorder, prefix: str) -> Dict[str, Any]:
+def scenario(calls: CallRecorder, prefix: str) -> dict[str, Any]:
     """A failing test's calls into the implementation, as code (``scenario``), or why they cannot be."""
     if not calls.calls:
         return {"scenario_error": "the test made no call into the implementation"}
@@ -90,14 +91,14 @@ def scenario(calls: CallRecorder, prefix: str) -> Dict[str, Any]:
         return {"scenario_error": str(exc)}
 
 
-def split_jsonl(data: bytes) -> Tuple[List[Dict[str, Any]], bytes]:
+def split_jsonl(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
     """The rows of the complete lines of JSON-lines ``data`` (blank lines skipped) and what follows
     its last newline: a line still being written, or one torn by a writer that died mid-line."""
     *complete, rest = data.split(b"\n")
     return [json.loads(line) for line in complete if line.strip()], rest
 
 
-def read_jsonl(path: Union[str, Path]) -> List[Dict[str, Any]]:
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """The rows of the JSON-lines file at ``path``: none when there is no file; blank lines skipped.
     Every row a writer finished ends with a newline (:class:`ResultRecorder`, the fuzz rounds'
     events), so a last line without one was torn by a writer that died: it is left out. A
@@ -117,10 +118,10 @@ class ResultRecorder:
     a failing test's calls into the implementation, as code (``None`` when the run records none).
     """
 
-    def __init__(self, path: str, calls_of: Optional[Callable[[pytest.Item], Optional[Dict[str, Any]]]] = None) -> None:
+    def __init__(self, path: str, calls_of: Callable[[pytest.Item], dict[str, Any] | None] | None = None) -> None:
         self.path = path
         self.calls_of = calls_of
-        self.rows: List[Dict[str, Any]] = []
+        self.rows: list[dict[str, Any]] = []
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: Any):
