@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import functools
 import gc
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any
 
 import torch
 from hypothesis import given
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky, InvalidArgument
+from ppaux_strategies.tensors import tensors_equal, visible_devices
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from ppaux.core.errors import CATALOG
@@ -42,7 +44,6 @@ from ppaux.testing.findings import GLOO_REJECTED_DTYPES, collision, message
 from ppaux.testing.hypothesis_api import add_to_database_key
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.lifecycle import difference, has_lifecycle, to_host
-from ppaux_strategies.tensors import tensors_equal, visible_devices
 
 # pytest leaves out the frames of a module with this global: a failing check shows the plugin
 # author's own test line and the finding, not the kit's machinery (``--full-trace`` shows it all).
@@ -77,12 +78,12 @@ def check_observer(
     observer_factory: Callable[[], Any],
     outputs: st.SearchStrategy[Any],
     *,
-    equal: Optional[Callable[[Any, Any], bool]] = None,
+    equal: Callable[[Any, Any], bool] | None = None,
     channel: str = "loopback",
-    devices: Union[str, Sequence[Union[str, torch.device]]] = "auto",
-    settings: Optional[Settings] = None,
-    impl: Union[Implementation, str, None] = None,
-    timeout: Optional[float] = None,
+    devices: str | Sequence[str | torch.device] = "auto",
+    settings: Settings | None = None,
+    impl: Implementation | str | None = None,
+    timeout: float | None = None,
 ) -> KitResult:
     """Check, for every output ``outputs`` draws, that add -> relay -> pop with
     ``observer_factory()`` rebuilds an equal output, on each receiving device.
@@ -93,8 +94,8 @@ def check_observer(
     outputs without ``copy_to_host`` are compared by their ``to_pp_tensors()`` only.
     ``equal(original, rebuilt)`` replaces that comparison. ``channel`` is ``"loopback"`` (in-process),
     ``"gloo"`` (real processes) or ``"sglang"`` (real processes running SGLang's own wire code,
-    :mod:`ppaux.relay.sglang`; its receiver allocates on its current device). ``devices``: where the receiving stage allocates;
-    ``"auto"`` is cpu and every visible cuda device. ``settings`` are Hypothesis settings
+    :mod:`ppaux.relay.sglang`; its receiver allocates on its current device). ``devices``: where the
+    receiving stage allocates; ``"auto"`` is cpu and every visible cuda device. ``settings`` are Hypothesis settings
     (``max_examples``, ``database``, ...); the kit always runs without a deadline.
     ``impl`` is the add/pop to relay with: an :class:`~ppaux.testing.impl.Implementation`,
     a module name or ``.py`` path, or ``None`` for ppaux's reference (the pytest fixture
@@ -107,11 +108,12 @@ def check_observer(
     seconds. ``timeout`` (seconds) replaces that limit for this check, with a guard of its own.
     A step past its limit is K14, a step that ends the process K15. When nothing supervises this
     process (no guard installed for the test) and CUDA is not initialized in it, the check runs
-    first in a forked child: whatever the plugin does there ends the child, not the caller. Only a check that fails or dies there is
-    run again here, with each step first in a forked child of its own where the check's child
-    died; the same examples are drawn again (the example database replays the failure, and the
-    forked child draws Hypothesis's seed from the generator this process draws from next). So what
-    a passing check's observer records stays in that child. Raises :class:`KitFailure`.
+    first in a forked child: whatever the plugin does there ends the child, not the caller. Only a
+    check that fails or dies there is run again here, with each step first in a forked child of its
+    own where the check's child died; the same examples are drawn again (the example database
+    replays the failure, and the forked child draws Hypothesis's seed from the generator this
+    process draws from next). So what a passing check's observer records stays in that child.
+    Raises :class:`KitFailure`.
 
     Says how many outputs it drew: a passing check prints its :class:`KitResult` (one line) and
     returns it; a failing one adds a note to what it raises, ``check_observer drew N outputs
@@ -175,7 +177,9 @@ def check_observer(
     return result
 
 
-def _execute(run: Callable[[], None], guard: Guard, supervisor: Optional[Guard], in_process: bool, result: KitResult) -> None:
+def _execute(
+    run: Callable[[], None], guard: Guard, supervisor: Guard | None, in_process: bool, result: KitResult
+) -> None:
     """``run()``, here or first in a forked child; ``result`` ends up with the passing run's count.
     ``in_process``: the channel relays within this process (no gloo workers)."""
     if supervisor is not None or not can_fork() or torch.cuda.is_initialized():
@@ -216,12 +220,14 @@ def _contained(run: Callable[[], None], guard: Guard, result: KitResult) -> None
     run()
     # The same examples passed here: what failed there depends on more than the drawn output.
     if error is not None:
-        raise Flaky(f"the check failed in a forked child ({error}) but passed when run again in this process, on the same "
-                    "examples: it depends on state outside the drawn output (an earlier example, a file, the clock)")
+        raise Flaky(
+            f"the check failed in a forked child ({error}) but passed when run again in this process, on the same "
+            "examples: it depends on state outside the drawn output (an earlier example, a file, the clock)"
+        )
     raise KitFailure("K14" if outcome.stopped else "K15", detail=_unrepeated(outcome))
 
 
-def _first_run(run: Callable[[], None], result: KitResult) -> Dict[str, Any]:
+def _first_run(run: Callable[[], None], result: KitResult) -> dict[str, Any]:
     """What the check raised, in one line (``None`` when it passed), and how many outputs it drew."""
     try:
         run()
@@ -231,8 +237,11 @@ def _first_run(run: Callable[[], None], result: KitResult) -> Dict[str, Any]:
 
 
 def _unrepeated(outcome: ChildOutcome) -> str:
-    return (f"the check's first run, in a forked child, {outcome.describe()}; run again with each step in a process of "
-            "its own, every step returned: it depends on state outside the drawn output (an earlier example, a file, the clock)")
+    return (
+        f"the check's first run, in a forked child, {outcome.describe()}; run again with each step in a process of "
+        "its own, every step returned: it depends"
+        " on state outside the drawn output (an earlier example, a file, the clock)"
+    )
 
 
 def _unguarded(impl: Implementation) -> Implementation:
@@ -240,7 +249,10 @@ def _unguarded(impl: Implementation) -> Implementation:
     ``functools.partial(guard.call, "add", add)``."""
     if impl.guard is None:
         return impl
-    add, pop = (fn.args[-1] if isinstance(fn, functools.partial) and fn.func == impl.guard.call else fn for fn in (impl.add, impl.pop))
+    add, pop = (
+        fn.args[-1] if isinstance(fn, functools.partial) and fn.func == impl.guard.call else fn
+        for fn in (impl.add, impl.pop)
+    )
     return replace(impl, add=add, pop=pop, guard=None)
 
 
@@ -263,7 +275,7 @@ def _implementation(impl: Any) -> Implementation:
         raise InvalidArgument(f"impl={impl!r}: {exc}") from None
 
 
-def _receiving_devices(devices: Any) -> Tuple[torch.device, ...]:
+def _receiving_devices(devices: Any) -> tuple[torch.device, ...]:
     if isinstance(devices, str) and devices == "auto":
         return tuple(torch.device(d) for d in visible_devices())
     if isinstance(devices, (str, torch.device)) or not isinstance(devices, Sequence) or not devices:
@@ -274,7 +286,7 @@ def _receiving_devices(devices: Any) -> Tuple[torch.device, ...]:
         raise InvalidArgument(f"devices={devices!r}: {exc}") from None
 
 
-def _sglang_dict() -> Dict[str, Any]:
+def _sglang_dict() -> dict[str, Any]:
     # The ordinary keys SGLang's last stage sends next to the aux keys (0.5.23).
     # pragma: no mutate start - equivalent: the ordinary entries ride along for realism; the kit judges only aux keys
     return {
@@ -286,7 +298,9 @@ def _sglang_dict() -> Dict[str, Any]:
     # pragma: no mutate end
 
 
-def _round_trip(impl: Implementation, factory: Callable[[], Any], output: Any, equal: Any, channel: str, device: torch.device) -> None:
+def _round_trip(
+    impl: Implementation, factory: Callable[[], Any], output: Any, equal: Any, channel: str, device: torch.device
+) -> None:
     """One output through add, the relay and pop. ``impl`` is guarded: its add and pop, and every
     other step that runs the plugin's code, run under ``impl.guard``."""
     guard = impl.guard
@@ -294,7 +308,7 @@ def _round_trip(impl: Implementation, factory: Callable[[], Any], output: Any, e
     sent = _sglang_dict()
     ordinary = set(sent)
     _catalog_call("add", impl.add, sent, output)
-    names = [key[len(impl.prefix):] for key in sent if key not in ordinary]
+    names = [key[len(impl.prefix) :] for key in sent if key not in ordinary]
     for name in names:
         _check_wire(name, sent[impl.prefix + name])
         clash = collision(name, impl.prefix)
@@ -356,12 +370,16 @@ def _compare(guard: Guard, equal: Any, original: Any, rebuilt: Any) -> None:
         return
     # An output with copy_to_host() is judged by what SGLang does with it after pop; one without
     # it only by its to_pp_tensors(), the weaker check.
-    difference = _lifecycle_difference(guard, original, rebuilt) if has_lifecycle(original) else _payload_difference(guard, original, rebuilt)
+    difference = (
+        _lifecycle_difference(guard, original, rebuilt)
+        if has_lifecycle(original)
+        else _payload_difference(guard, original, rebuilt)
+    )
     if difference:
         raise KitFailure("K9", detail=difference)
 
 
-def _lifecycle_difference(guard: Guard, original: Any, rebuilt: Any) -> Optional[str]:
+def _lifecycle_difference(guard: Guard, original: Any, rebuilt: Any) -> str | None:
     """``copy_to_host(copy)`` on both outputs, as SGLang's scheduler calls it, then the host outputs compared."""
     if not has_lifecycle(rebuilt):
         raise KitFailure("K11", detail=type(rebuilt).__name__)
@@ -370,7 +388,9 @@ def _lifecycle_difference(guard: Guard, original: Any, rebuilt: Any) -> Optional
         try:
             host = guard.call("copy_to_host", output.copy_to_host, to_host)
         except Exception as exc:
-            raise KitFailure("K13", detail=f"copy_to_host() of the {side} output raised {type(exc).__name__}: {exc}") from exc
+            raise KitFailure(
+                "K13", detail=f"copy_to_host() of the {side} output raised {type(exc).__name__}: {exc}"
+            ) from exc
         if not callable(getattr(host, "consume", None)):
             raise KitFailure("K12", detail=side, host=f"a {type(host).__name__}")
         hosts.append(host)
@@ -381,7 +401,7 @@ def _lifecycle_difference(guard: Guard, original: Any, rebuilt: Any) -> Optional
         raise KitFailure("K13", detail=f"comparing the host outputs raised {type(exc).__name__}: {exc}") from exc
 
 
-def _payload_difference(guard: Guard, original: Any, rebuilt: Any) -> Optional[str]:
+def _payload_difference(guard: Guard, original: Any, rebuilt: Any) -> str | None:
     if not isinstance(rebuilt, PipelineParallelAuxiliaryOutput):
         return f"the rebuilt {type(rebuilt).__name__} has no to_pp_tensors() to compare; pass equal="
     before = dict(guard.call("to_pp_tensors", original.to_pp_tensors))
@@ -401,7 +421,7 @@ def _payload_difference(guard: Guard, original: Any, rebuilt: Any) -> Optional[s
     return None
 
 
-def _check_released(weak: Dict[str, StorageWeakRef], observer: Any) -> None:
+def _check_released(weak: dict[str, StorageWeakRef], observer: Any) -> None:
     """Once the rebuilt output is dropped, nothing may keep the received tensors alive."""
     if any(not ref.expired() for ref in weak.values()):
         # Only a reference cycle can still free them; a full collection costs tens of ms with torch loaded.
