@@ -12,6 +12,7 @@ from pathlib import Path
 from ppaux.cli import check
 from ppaux.cli.main import main
 from ppaux.core.clauses import CLAUSES
+from ppaux.testing import state
 from ppaux.testing.impl import DEFAULT_IMPL
 from tests.support import cli_defaults, cli_help
 
@@ -247,7 +248,7 @@ def test_a_dot_directory_that_cannot_be_made_is_a_usage_error_before_the_run(cap
     monkeypatch.setattr(check, "run_suite", fake)
     # Under a file, where no one (root included) can make a directory.
     (tmp_path / "file").write_text("")
-    monkeypatch.setattr(check, "STATE", tmp_path / "file" / ".ppaux")
+    monkeypatch.setattr(state, "STATE", tmp_path / "file" / ".ppaux")
     assert main(["check"]) == 2
     assert capsys.readouterr().err == f"ppaux: error: cannot create {tmp_path / 'file' / '.ppaux'}: Not a directory\n"
     assert fake.calls == []

@@ -37,6 +37,7 @@ from ppaux.relay.faults import (
 from ppaux.relay.gloo import Outcome, RankFailure
 from ppaux.relay.pipeline import PipelineConfig, Stage, StageReport
 from ppaux.relay.wire import TensorMetadata, recv_object, recv_tensor_dict, split_tensor_dict
+from ppaux.testing import state
 from tests.support import HalfGather, SentLog, cli_defaults, cli_help
 
 pytestmark = pytest.mark.wire
@@ -277,13 +278,53 @@ def test_cli_passes_its_options_to_the_matrix_and_names_the_report_by_mode(tmp_p
     )
 
 
+def test_without_report_the_matrix_goes_to_a_dot_directory_that_git_ignores(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(faults_cli, "matrix", lambda **kw: dict(_CELLS))
+    monkeypatch.setitem(fault_matrix.EXPECTED, ("loopback", False), {n: v.outcome for n, v in _CELLS.items()})
+    monkeypatch.chdir(tmp_path)
+    assert main(["faults"]) == 0
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
+        ".ppaux",
+        ".ppaux/.gitignore",
+        ".ppaux/faults",
+        ".ppaux/faults/faults-loopback.json",
+        ".ppaux/faults/faults-loopback.md",
+    ]
+    assert (tmp_path / ".ppaux" / ".gitignore").read_text() == "# Created by ppaux automatically.\n*\n"
+    assert (tmp_path / ".ppaux" / "faults" / "faults-loopback.md").read_text() == capsys.readouterr().out
+
+
+def test_a_faults_report_directory_given_is_exactly_the_one_written(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(faults_cli, "matrix", lambda **kw: dict(_CELLS))
+    monkeypatch.setitem(fault_matrix.EXPECTED, ("loopback", False), {n: v.outcome for n, v in _CELLS.items()})
+    monkeypatch.chdir(tmp_path)
+    assert main(["faults", "--report", "out"]) == 0
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
+        "out",
+        "out/faults-loopback.json",
+        "out/faults-loopback.md",
+    ]
+
+
+def test_a_dot_directory_that_cannot_be_made_is_a_usage_error_before_the_matrix_runs(tmp_path, capsys, monkeypatch):
+    calls = []
+    monkeypatch.setattr(faults_cli, "matrix", lambda **kw: calls.append(kw) or dict(_CELLS))
+    # Under a file, where no one (root included) can make a directory.
+    (tmp_path / "file").write_text("")
+    monkeypatch.setattr(state, "STATE", tmp_path / "file" / ".ppaux")
+    assert main(["faults"]) == 2
+    assert capsys.readouterr().err == f"ppaux: error: cannot create {tmp_path / 'file' / '.ppaux'}: Not a directory\n"
+    assert calls == []
+
+
 def test_faults_help_names_every_option(capsys):
     assert cli_help(capsys, "faults").endswith(
         "-h, --help show this help message and exit"
         " --channel {loopback,gloo,sglang} loopback (threads), gloo (processes "
         "on 127.0.0.1), or sglang (the same, over SGLang's own wire code)"
         " --integrity add/pop with the integrity manifest (off by default, as SGLang)"
-        " --report DIR where to write faults-<channel>[-integrity].md/.json (default reports/out/faults)"
+        " --report DIR where to write faults-<channel>[-integrity].md/.json "
+        "(default .ppaux/faults in the current directory)"
         " --timeout S gloo watchdog per run, seconds (default 1)"
     )
 
@@ -293,7 +334,7 @@ def test_faults_defaults_are_the_ones_its_help_states():
         "command": "faults",
         "channel": "loopback",
         "integrity": False,
-        "report": "reports/out/faults",
+        "report": None,
         "timeout": 1.0,
     }
     assert build_parser().parse_args(["faults", "--timeout", "0.25"]).timeout == 0.25

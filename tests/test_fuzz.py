@@ -35,6 +35,7 @@ from ppaux.fuzz.report import merge_runs, write_run
 from ppaux.fuzz.rounds import Suite, from_checkout
 from ppaux.fuzz.runner import FuzzRun, Replay, RunError, Worker, describe_status, progress_line, verdict
 from ppaux.fuzz.timeline import Timeline, add_up, thin
+from ppaux.testing import state
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import EXAMPLE_HEADER
 
@@ -430,6 +431,75 @@ def test_merged_report_tags_each_round_worker_and_failure_with_its_shard_and_lis
     page = (tmp_path / "merged" / "fuzz.md").read_text()
     assert "# Fuzz run (2 shards merged)" in page and "| 2/2 | 100 | 1 | 1 | SIGTERM |" in page
     assert "- worker 1 of shard 2/2: round 1 (cpu), running `t`, exit status -9; log l" in page
+
+
+def _two_shards(tmp_path):
+    for i, shard in enumerate(("1/2", "2/2")):
+        (tmp_path / str(i)).mkdir()
+        (tmp_path / str(i) / "fuzz.json").write_text(json.dumps(_run_summary(shard)))
+    return ["report", "--merge", "0", "1"]
+
+
+def test_without_report_the_merged_report_goes_to_a_dot_directory_that_git_ignores(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    merge = _two_shards(tmp_path)
+    status, out, _ = ppaux_fuzz(capsys, *merge)
+    assert status == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ppaux", "0", "1"]
+    assert sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / ".ppaux").rglob("*")) == [
+        ".ppaux/.gitignore",
+        ".ppaux/fuzz",
+        ".ppaux/fuzz/fuzz.json",
+        ".ppaux/fuzz/fuzz.md",
+    ]
+    assert (tmp_path / ".ppaux" / ".gitignore").read_text() == "# Created by ppaux automatically.\n*\n"
+    assert out.splitlines()[-1] == f"fuzz report: {tmp_path / '.ppaux' / 'fuzz' / 'fuzz.md'}"
+    # .ppaux is the user's once it exists: a later run leaves what they changed there as it is.
+    (tmp_path / ".ppaux" / ".gitignore").write_text("fuzz/\n")
+    assert ppaux_fuzz(capsys, *merge)[0] == 0
+    assert (tmp_path / ".ppaux" / ".gitignore").read_text() == "fuzz/\n"
+
+
+def test_a_fuzz_report_directory_given_is_exactly_the_one_written(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = ppaux_fuzz(capsys, *_two_shards(tmp_path), "--report", "out")
+    assert status == 0
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
+        "0",
+        "0/fuzz.json",
+        "1",
+        "1/fuzz.json",
+        "out",
+        "out/fuzz.json",
+        "out/fuzz.md",
+    ]
+    assert out.splitlines()[-1] == f"fuzz report: {tmp_path / 'out' / 'fuzz.md'}"
+
+
+@pytest.mark.parametrize("command", ["run", "replay", "report"])
+def test_a_dot_directory_that_cannot_be_made_is_one_line_and_exit_2_before_anything_runs(
+    tmp_path, monkeypatch, capsys, command
+):
+    monkeypatch.chdir(tmp_path)
+    argv = _two_shards(tmp_path) if command == "report" else [command, "--db", str(tmp_path / "db")]
+    (tmp_path / "db").mkdir()
+    # Under a file, where no one (root included) can make a directory.
+    (tmp_path / "file").write_text("")
+    monkeypatch.setattr(state, "STATE", tmp_path / "file" / ".ppaux")
+    assert ppaux_fuzz(capsys, *argv) == (
+        2,
+        "",
+        f"ppaux: error: cannot create {tmp_path / 'file' / '.ppaux'}: Not a directory\n",
+    )
+    made = ["0", "1"] if command == "report" else []
+    assert sorted(p.name for p in tmp_path.iterdir()) == [*made, "db", "file"]
+
+
+def test_a_usage_error_found_after_the_database_is_opened_leaves_no_dot_directory(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    status, _, err = ppaux_fuzz(capsys, "run", "--db", "db", "--shard", "x")
+    assert (status, err) == (2, "ppaux: error: --shard 'x': expected K/N, this machine's share of N (e.g. 1/4)\n")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_verdict_of_a_run_that_fuzzed_nothing_or_lost_a_worker_is_not_clean():

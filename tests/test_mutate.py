@@ -26,6 +26,7 @@ from ppaux.mutation.project import changed_line, crashes, name_crashes, parse_re
 from ppaux.mutation.score import is_killed, verdicts
 from ppaux.mutation.target import Target, resolve, scratch_package_init, write_config, write_scratch
 from ppaux.testing import progress as progress_module
+from ppaux.testing import state
 from ppaux.testing.impl import ImplementationError
 from ppaux.testing.progress import Progress
 
@@ -744,6 +745,48 @@ def test_the_clean_run_keeps_the_users_environment_with_or_without_a_pythonpath(
     ((cmd, kw),) = fake.calls
     assert kw["env"]["PPAUX_TEST_USER_SETTING"] == "kept"
     assert kw["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path / "out" / "scratch")
+
+
+def test_without_report_the_run_goes_to_a_dot_directory_that_git_ignores(tmp_path, monkeypatch, capsys):
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    fake = _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
+    monkeypatch.setattr(mutate, "MutmutProject", _Verdicts)
+    monkeypatch.chdir(tmp_path)
+    assert main(["mutate", "--impl", "own_pop.py", "--gate", "50"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ppaux", "own_pop.py"]
+    assert sorted(p.name for p in (tmp_path / ".ppaux").iterdir()) == [".gitignore", "mutate"]
+    assert (tmp_path / ".ppaux" / ".gitignore").read_text() == "# Created by ppaux automatically.\n*\n"
+    out = tmp_path / ".ppaux" / "mutate"
+    assert sorted(p.name for p in out.iterdir()) == ["mutate.json", "mutate.md", "scratch"]
+    ((_, kw),) = fake.calls
+    assert kw["cwd"] == out / "scratch"
+    assert capsys.readouterr().err.endswith(f"; gate 50.0% pass; report {out / 'mutate.md'}\n")
+
+
+def test_a_mutate_report_directory_given_is_exactly_the_one_written(tmp_path, monkeypatch, capsys):
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
+    monkeypatch.setattr(mutate, "MutmutProject", _Verdicts)
+    monkeypatch.chdir(tmp_path)
+    assert main(["mutate", "--impl", "own_pop.py", "--gate", "50", "--report", "out"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "own_pop.py"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["mutate.json", "mutate.md", "scratch"]
+    assert capsys.readouterr().err.endswith(f"; gate 50.0% pass; report {tmp_path / 'out' / 'mutate.md'}\n")
+
+
+def test_a_dot_directory_that_cannot_be_made_is_a_usage_error_before_the_run(tmp_path, monkeypatch, capsys):
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    fake = _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
+    monkeypatch.chdir(tmp_path)
+    # Under a file, where no one (root included) can make a directory.
+    monkeypatch.setattr(state, "STATE", tmp_path / "own_pop.py" / ".ppaux")
+    assert run_cli(capsys, "mutate", "--impl", "own_pop.py") == (
+        2,
+        "",
+        f"ppaux: error: cannot create {tmp_path / 'own_pop.py' / '.ppaux'}: Not a directory\n",
+    )
+    assert fake.calls == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["own_pop.py"]
 
 
 @pytest.mark.parametrize("gate, code", [("0", 0), ("100", 1)])

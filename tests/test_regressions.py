@@ -33,7 +33,7 @@ from ppaux.cli import check
 from ppaux.cli.main import main
 from ppaux.conformance.test_properties import _TrapTensor
 from ppaux.core.clauses import statement
-from ppaux.regressions import MARKER, check_directory, driver, module_search_path, write_regressions
+from ppaux.regressions import MARKER, driver, module_search_path, write_regressions
 from ppaux.regressions.expect import expected_steps
 from ppaux.regressions.layout import wrap
 from ppaux.regressions.render import STANDARD, Finding, imported_roots, method_name, render
@@ -631,11 +631,6 @@ def test_a_value_the_recorded_calls_cannot_write_is_the_rows_reason(monkeypatch)
     recorder = CallRecorder()
     recorder.wrap("pop", lambda d, observer: None)({"k": object()}, None)
     assert results.scenario(recorder, "p.")["scenario_error"].startswith("a object value (<object object at ")
-
-
-def test_a_directory_that_cannot_be_written_is_said_so(tmp_path, monkeypatch):
-    monkeypatch.setattr(os, "access", lambda path, mode: False)
-    assert check_directory(tmp_path) == f"{tmp_path} is not writable"
 
 
 def test_two_tests_of_one_name_get_two_methods():

@@ -24,10 +24,11 @@ import ppaux.conformance as conformance
 from ppaux.cli.usage import UsageError, timeout_seconds
 from ppaux.core.clauses import CLAUSES, statement
 from ppaux.isolation import DEFAULT_TIMEOUT
-from ppaux.regressions import check_directory, module_search_path, write_regressions
+from ppaux.regressions import module_search_path, write_regressions
 from ppaux.testing.impl import DEFAULT_IMPL, ImplementationError, load
 from ppaux.testing.profiles import PROFILES
 from ppaux.testing.results import read_jsonl
+from ppaux.testing.state import STATE, StateError, check_directory, report_directory
 
 SUITE = "ppaux.conformance"
 FINDING_MEANS = {
@@ -36,11 +37,6 @@ FINDING_MEANS = {
 }
 # Node ids read "ppaux/conformance/test_add.py::..." from a checkout and from a wheel alike.
 ROOT = Path(conformance.__file__).resolve().parent.parent.parent
-# ppaux's files in the user's directory, as .pytest_cache and .hypothesis are pytest's and Hypothesis's:
-# the report goes to .ppaux/check unless --report names a directory.
-STATE = Path(".ppaux")
-# Written when .ppaux is created, as pytest does for its cache: the user's git status never shows .ppaux.
-STATE_GITIGNORE = "# Created by ppaux automatically.\n*\n"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -301,18 +297,6 @@ def _implementation(impl: str) -> str:
     return spec
 
 
-def _report_directory(args: argparse.Namespace) -> Path:
-    """``--report``'s directory, else .ppaux/check; .ppaux, when this creates it, with a .gitignore of ``*``."""
-    if args.report is not None:
-        return Path(args.report)
-    if not os.path.lexists(STATE):
-        why = check_directory(STATE)
-        if why:
-            raise UsageError(why)
-        (STATE / ".gitignore").write_text(STATE_GITIGNORE)
-    return STATE / "check"
-
-
 def _check_outputs(args: argparse.Namespace, report: Path) -> None:
     """Every path the run will write to, checked before the run: a bad one is a usage error, not a lost run."""
     for option, folder in (
@@ -356,7 +340,10 @@ def run(args: argparse.Namespace) -> int:
     if args.profile not in PROFILES:
         raise UsageError(f"unknown profile {args.profile!r}; choose from {', '.join(PROFILES)}")
     spec = _implementation(args.impl)
-    out = _report_directory(args)
+    try:
+        out = report_directory(args.report, "check")
+    except StateError as exc:
+        raise UsageError(str(exc)) from None
     _check_outputs(args, out)
     rows = _suite_rows(args, spec)
     report = build_report(

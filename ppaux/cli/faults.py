@@ -11,8 +11,7 @@ from pathlib import Path
 from ppaux.cli.usage import UsageError
 from ppaux.relay.hop import CHANNELS
 from ppaux.relay.matrix import EXPECTED, markdown, matrix
-
-DEFAULT_REPORT = os.path.join("reports", "out", "faults")
+from ppaux.testing.state import STATE, StateError, report_directory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,9 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--report",
-        default=DEFAULT_REPORT,
         metavar="DIR",
-        help=f"where to write faults-<channel>[-integrity].md/.json (default {DEFAULT_REPORT})",
+        help="where to write faults-<channel>[-integrity].md/.json "
+        f"(default {STATE / 'faults'} in the current directory)",
     )
     parser.add_argument(
         "--timeout", type=float, default=1.0, metavar="S", help="gloo watchdog per run, seconds (default 1)"
@@ -39,13 +38,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
+    try:
+        report = report_directory(args.report, "faults")
+    except StateError as exc:
+        raise UsageError(str(exc)) from None
     expected = EXPECTED[(args.channel, args.integrity)]
     cells = matrix(channel=args.channel, integrity=args.integrity, timeout=args.timeout)
     # Over SGLang's own code, ppaux's model of it (on gloo) stands beside it, fault by fault.
     model = matrix(channel="gloo", integrity=args.integrity, timeout=args.timeout) if args.channel == "sglang" else None
     text = markdown(cells, channel=args.channel, integrity=args.integrity, expected=expected, model=model)
-    os.makedirs(args.report, exist_ok=True)
-    stem = os.path.join(args.report, f"faults-{args.channel}" + ("-integrity" if args.integrity else ""))
+    report.mkdir(parents=True, exist_ok=True)
+    stem = os.path.join(report, f"faults-{args.channel}" + ("-integrity" if args.integrity else ""))
     # Bytes, UTF-8 encoded here: the files do not depend on the locale.
     Path(stem + ".md").write_bytes(text.encode())
     data = {

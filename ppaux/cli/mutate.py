@@ -12,8 +12,9 @@ from pathlib import Path
 import ppaux.conformance as conformance
 from ppaux.cli.usage import UsageError, timeout_seconds
 from ppaux.isolation import DEFAULT_TIMEOUT
-from ppaux.mutation.mutate import DEFAULT_REPORT, MutateInputError, MutateOptions, mutate
+from ppaux.mutation.mutate import MutateInputError, MutateOptions, mutate
 from ppaux.testing.profiles import PROFILES
+from ppaux.testing.state import STATE
 
 # The shipped conformance tests: what kills the mutants.
 SUITE = sorted(Path(conformance.__file__).resolve().parent.glob("test_*.py"))
@@ -37,9 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--report",
-        default=DEFAULT_REPORT,
         metavar="DIR",
-        help=f"where to write mutate.md, mutate.json and the scratch project (default {DEFAULT_REPORT})",
+        help="where to write mutate.md, mutate.json and the scratch project "
+        f"(default {STATE / 'mutate'} in the current directory)",
     )
     parser.add_argument(
         "--marks",

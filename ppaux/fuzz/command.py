@@ -11,8 +11,9 @@ from typing import Any
 
 from ppaux.fuzz.options import FuzzUsageError, parse_shard
 from ppaux.isolation import DEFAULT_TIMEOUT
-from ppaux.regressions import check_directory, module_search_path, write_regressions
+from ppaux.regressions import module_search_path, write_regressions
 from ppaux.testing.results import finding
+from ppaux.testing.state import STATE, StateError, check_directory, report_directory
 
 __all__ = ["add_arguments", "run"]
 
@@ -35,7 +36,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--tests", default=None, metavar="EXPR", help="pytest -k expression over test names, files and marks"
     )
     p.add_argument(
-        "--report", default="reports/out/fuzz", metavar="DIR", help="report directory (default reports/out/fuzz)"
+        "--report", metavar="DIR", help=f"report directory (default {STATE / 'fuzz'} in the current directory)"
     )
     p.add_argument(
         "--timeout",
@@ -91,16 +92,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     report_p.add_argument(
         "--report",
-        default="reports/out/fuzz",
         metavar="DIR",
-        help="where to write the merged fuzz.md and fuzz.json (default reports/out/fuzz)",
+        help=f"where to write the merged fuzz.md and fuzz.json (default {STATE / 'fuzz'} in the current directory)",
     )
+
+
+def _report_directory(report: str | None) -> Path:
+    """``--report``'s directory, else .ppaux/fuzz (:func:`~ppaux.testing.state.report_directory`), resolved."""
+    from ppaux.fuzz.report import check_report_dir
+
+    try:
+        return check_report_dir(report_directory(report, "fuzz"))
+    except StateError as exc:
+        raise FuzzUsageError(str(exc)) from None
 
 
 def _suite(args: argparse.Namespace, *, replay: bool):
     """The rounds' common ground from the options, each bad one a :class:`FuzzUsageError`."""
     from ppaux.fuzz.database import DEFAULT_DB, DatabaseError, open_database
-    from ppaux.fuzz.report import check_report_dir
     from ppaux.fuzz.rounds import Suite
     from ppaux.isolation import parse_timeout
     from ppaux.testing.impl import ImplementationError, load
@@ -126,8 +135,9 @@ def _suite(args: argparse.Namespace, *, replay: bool):
         open_database(db, must_exist=replay)
     except DatabaseError as exc:
         raise FuzzUsageError(str(exc)) from None
-    report = check_report_dir(Path(args.report))
     shard = parse_shard(getattr(args, "shard", None))
+    # Last: a usage error above leaves no .ppaux behind.
+    report = _report_directory(args.report)
     return Suite(db=db, workdir=report / "rounds", tests=args.tests, impl=impl, timeout=timeout, shard=shard), report
 
 
@@ -229,7 +239,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if twice is not None:
         raise FuzzUsageError(f"--merge {str(twice)!r} is named twice: its rounds would count twice")
     runs = [read_run(d) for d in dirs]
-    out = check_report_dir(Path(args.report))
+    out = _report_directory(args.report)
     summary = merge_runs(runs)
     path = write_run(summary, out)
     status, why = verdict(summary)

@@ -54,9 +54,9 @@ from ppaux.testing.impl import ImplementationError
 from ppaux.testing.profiles import PROFILES
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import read_jsonl
+from ppaux.testing.state import StateError, report_directory
 
 __all__ = [
-    "DEFAULT_REPORT",
     "KillSet",
     "MutateInputError",
     "MutateOptions",
@@ -72,7 +72,6 @@ __all__ = [
     "render_markdown",
 ]
 
-DEFAULT_REPORT = os.path.join("reports", "out", "mutate")
 # The bound shows only on a baseline that hangs for ten minutes.
 CLEAN_BASELINE_TIMEOUT_S = 600.0
 # Any source that fails to import serves.
@@ -92,7 +91,8 @@ class MutateOptions:
     impl: str
     baseline: str | None = None
     gate: float = 100.0
-    report: str = DEFAULT_REPORT
+    # None: .ppaux/mutate in the current directory (ppaux.testing.state).
+    report: str | None = None
     marks: str = "contract or robustness"
     tests: str | None = None
     profile: str = "mutation"
@@ -369,8 +369,11 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _fresh_scratch(report_dir: str) -> tuple[Path, Path]:
-    out = Path(report_dir).resolve()
+def _fresh_scratch(report: str | None) -> tuple[Path, Path]:
+    try:
+        out = report_directory(report, "mutate").resolve()
+    except StateError as exc:
+        raise MutateInputError(str(exc)) from None
     scratch = out / "scratch"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)

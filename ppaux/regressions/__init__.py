@@ -25,20 +25,7 @@ from ppaux.regressions.render import (
 )
 from ppaux.testing.scenario import Unwritable
 
-__all__ = ["MARKER", "check_directory", "module_search_path", "stale_files", "write_regressions"]
-
-
-def check_directory(directory: Path) -> str | None:
-    """Why ``directory`` cannot hold regression files (created if missing), or ``None``."""
-    if directory.exists() and not directory.is_dir():
-        return f"{directory} is not a directory"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        return f"cannot create {directory}: {exc.strerror or exc}"
-    if not os.access(directory, os.W_OK | os.X_OK):
-        return f"{directory} is not writable"
-    return None
+__all__ = ["MARKER", "module_search_path", "stale_files", "write_regressions"]
 
 
 def module_search_path(spec: str, cwd: Path) -> list[str]:
