@@ -246,7 +246,10 @@ def section_mutate(page: Page) -> None:
     data = _load(js)
     if not isinstance(data, dict):
         return page.add(
-            "mutate", "ppaux mutate", "missing", _missing("ppaux mutate --impl MODULE_OR_FILE [--baseline COMMAND]")
+            "mutate",
+            "ppaux mutate",
+            "missing",
+            _missing("ppaux mutate --impl MODULE_OR_FILE [--baseline COMMAND] --report reports/out/mutate"),
         )
     counted = data["total"] - data["equivalent"]
     body = (
@@ -360,7 +363,9 @@ def section_fuzz(page: Page) -> None:
     d = page.out / "fuzz"
     data = _load(d / "fuzz.json")
     if not isinstance(data, dict):
-        return page.add("fuzz", "Fuzz run", "missing", _missing("ppaux fuzz run --budget 30m"))
+        return page.add(
+            "fuzz", "Fuzz run", "missing", _missing("ppaux fuzz run --budget 30m --report reports/out/fuzz")
+        )
     fails = data["failures"]
     body = _fuzz_summary(data) + _fuzz_chart(data["timeline"], data["budget_s"], _fuzz_series(data))
     for f in fails:
@@ -402,7 +407,10 @@ def section_faults(page: Page) -> None:
     matrices = [(p, m) for p, m in matrices if isinstance(m, dict) and isinstance(m.get("cells"), dict)]
     if not matrices:
         return page.add(
-            "faults", "Fault matrix", "missing", _missing("python -m ppaux faults --channel gloo --integrity")
+            "faults",
+            "Fault matrix",
+            "missing",
+            _missing("python -m ppaux faults --channel gloo --integrity --report reports/out/faults"),
         )
     body, all_expected = "", True
     for path, m in matrices:

@@ -288,6 +288,14 @@ def test_missing_inputs_are_not_yet_generated_sections(tmp_path):
         assert f'<section id="{sid}">' in page
     assert page.count("Not yet generated.") == len(SECTIONS)
     assert '<a href="out/' not in page
+    # The commands' own defaults are .ppaux/<command>: each says where the page reads its files.
+    for command in (
+        "ppaux check --report reports/out/conformance",
+        "python -m ppaux faults --channel gloo --integrity --report reports/out/faults",
+        "ppaux mutate --impl MODULE_OR_FILE [--baseline COMMAND] --report reports/out/mutate",
+        "ppaux fuzz run --budget 30m --report reports/out/fuzz",
+    ):
+        assert f"Run <code>{command}</code>." in page, command
 
 
 def _links(page: str) -> list:
