@@ -1,4 +1,4 @@
-"""The ``# pragma: no mutate`` markings of a source tree, each with its one-line reason and the
+"""The no-mutate pragmas (mutmut's markings) of a source tree, each with its one-line reason and the
 problem that makes the gate refuse it: what ppaux's own runs report beside the equivalents files
 (:mod:`ppaux.mutation.own`), while the markings last."""
 
@@ -7,8 +7,9 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Dict, List, Mapping
+from typing import Any
 
 __all__ = ["NO_REASON", "REGION_AFTER_CODE", "REGION_INSIDE_BRACKETS", "markings", "markings_section"]
 
@@ -26,7 +27,7 @@ REGION_INSIDE_BRACKETS = (
 )
 
 
-def _bracket_depths(text: str) -> Dict[int, int]:
+def _bracket_depths(text: str) -> dict[int, int]:
     """For each line with a comment, how many brackets are open where the comment stands."""
     depth, depths = 0, {}
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
@@ -39,8 +40,8 @@ def _bracket_depths(text: str) -> Dict[int, int]:
     return depths
 
 
-def markings(source: Path) -> List[Dict[str, object]]:
-    """Every ``# pragma: no mutate`` under ``source``: where it is, whether it covers more than its
+def markings(source: Path) -> list[dict[str, object]]:
+    """Every no-mutate pragma under ``source``: where it is, whether it covers more than its
     line, the one-line reason after its `` - `` (``None`` when it gives none), and the
     ``problem`` that makes the gate refuse it (``None`` for a sound marking)."""
     found = []
@@ -83,7 +84,7 @@ def _marking_line(marking: Mapping[str, Any]) -> str:
     return f"- `{marking['where']}`{' (block)' if marking['block'] else ''}: {' '.join(said)}"
 
 
-def markings_section(report: Mapping[str, Any]) -> List[str]:
+def markings_section(report: Mapping[str, Any]) -> list[str]:
     """The report's section of the markings (``report["equivalents"]``), each with its reason and problem."""
     return [
         "## Marked equivalent (`# pragma: no mutate`)",
