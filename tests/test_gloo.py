@@ -312,6 +312,21 @@ def test_world_that_cannot_rendezvous_fails_to_start(monkeypatch, tmp_path):
     assert not w.running
 
 
+def test_a_world_keeps_its_files_out_of_the_current_directory_and_stop_removes_them(monkeypatch, tmp_path):
+    """The ranks' FileStore and stack files live in the world's own directory: a user's working
+    directory (which the worker processes share) gets none of them, and stop() removes them all."""
+    monkeypatch.chdir(tmp_path)
+    w = gloo.GlooWorld(2, timeout=20.0)
+    try:
+        w.start()
+        assert w.run({0: (_rank, ()), 1: (_rank, ())})[1].value == 1
+        own = w.tmp
+        assert own is not None and os.listdir(own) and os.listdir(tmp_path) == []
+    finally:
+        w.stop()
+    assert not os.path.exists(own) and os.listdir(tmp_path) == []
+
+
 def _reply(conn, thread, limit=20.0):
     """The next reply of the rank running in ``thread``; fails as soon as that rank has died."""
     deadline = time.monotonic() + limit

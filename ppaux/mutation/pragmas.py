@@ -1,4 +1,4 @@
-"""The ``# pragma: no mutate`` markings of a source tree, each with its one-line reason and the
+"""The no-mutate pragmas (mutmut's markings) of a source tree, each with its one-line reason and the
 problem that makes the gate refuse it: what ppaux's own runs report beside the equivalents files
 (:mod:`ppaux.mutation.own`), while the markings last."""
 
@@ -41,7 +41,7 @@ def _bracket_depths(text: str) -> dict[int, int]:
 
 
 def markings(source: Path) -> list[dict[str, object]]:
-    """Every ``# pragma: no mutate`` under ``source``: where it is, whether it covers more than its
+    """Every no-mutate pragma under ``source``: where it is, whether it covers more than its
     line, the one-line reason after its `` - `` (``None`` when it gives none), and the
     ``problem`` that makes the gate refuse it (``None`` for a sound marking)."""
     found = []

@@ -139,16 +139,13 @@ class LoopbackChannel:
         # receiver's uninitialised memory); zeros here, so that the model is deterministic.
         target = _as_bytes(tensor)
         target[data.numel() :] = 0
-        # pragma: no mutate start - equivalent without CUDA: every buffer is on the CPU
         target[: data.numel()].copy_(data.to(tensor.device))
-        # pragma: no mutate end
 
     def pending(self) -> int:
         """Messages sent and not yet received (a lost or extra message shows here)."""
         return sum(q.qsize() for q in self.outbox.values())
 
 
-# pragma: no mutate start - equivalent: the poll period and the idle count only tune how soon a stuck receive gives up
 def _wait_for(inbox: queue.Queue, stall: Stall, timeout: float, group: str) -> torch.Tensor:
     deadline = time.monotonic() + timeout
     idle = 0
@@ -162,9 +159,6 @@ def _wait_for(inbox: queue.Queue, stall: Stall, timeout: float, group: str) -> t
                 raise ChannelHang(
                     f"nothing will arrive on the {group} group: every peer is waiting or has failed"
                 ) from None
-
-
-# pragma: no mutate end
 
 
 class ThreadAllGather:

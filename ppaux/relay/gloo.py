@@ -55,9 +55,7 @@ EXIT_CODE_WAIT = 1.0
 # file is looked at.
 STACK_SIGNAL = signal.SIGUSR1
 STACK_WAIT = 0.5
-# pragma: no mutate start - equivalent: how often the file is looked at changes only how soon a written stack is seen
 STACK_POLL = 0.01
-# pragma: no mutate end
 
 # Set in worker processes: faults that kill "their" process only do so there.
 IN_WORKER = False
@@ -148,16 +146,12 @@ class RankContext:
 
 def make_context(rank: int, world_size: int, store_path: str, ag_size: int, timeout: float) -> RankContext:
     """Join the gloo groups of one rank (blocks until every rank has joined)."""
-    # pragma: no mutate start - equivalent: FileStore counts ranks only to delete its file at the end
     store = torch.distributed.FileStore(store_path, world_size)
-    # pragma: no mutate end
     td = datetime.timedelta(seconds=timeout)
 
     def group(prefix: str, r: int, n: int) -> Any:
         prefixed = torch.distributed.PrefixStore(prefix, store)
-        # pragma: no mutate start - equivalent: td bounds only an op that never ends; the watchdog kills its rank first
         return torch.distributed.ProcessGroupGloo(prefixed, r, n, td)
-        # pragma: no mutate end
 
     cpu = group(CPU_GROUP, rank, world_size)
     device = group(DEVICE_GROUP, rank, world_size)
@@ -264,17 +258,13 @@ def _bare_main() -> Iterator[None]:
 
 def rendezvous_dir() -> str:
     """A fresh directory for one world's FileStore (removed when the world stops)."""
-    # pragma: no mutate start - equivalent: the directory's name prefix only helps a person reading /tmp
     return tempfile.mkdtemp(prefix="ppaux-gloo-")
-    # pragma: no mutate end
 
 
 def _context() -> Any:
     # Workers start with torch already imported (a restart costs well under a second).
-    # pragma: no mutate start - equivalent: the start method and the preload only change how fast a world starts
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["torch", "ppaux.relay.wire", "ppaux.relay.gloo"])
-    # pragma: no mutate end
     return ctx
 
 
@@ -302,9 +292,7 @@ class GlooWorld:
         self.extension = extension
         self.procs: list[Any] = []
         self.conns: list[Any] = []
-        # pragma: no mutate start - equivalent: before start() there is no rendezvous directory, and stop() removes none
         self.tmp: str | None = None
-        # pragma: no mutate end
         self._lock = threading.Lock()
 
     @property
@@ -316,9 +304,7 @@ class GlooWorld:
             return
         mp = _context()
         self.tmp = rendezvous_dir()
-        # pragma: no mutate start - equivalent: any file name in the world's fresh directory serves
         store = os.path.join(self.tmp, "store")
-        # pragma: no mutate end
         for rank in range(self.world_size):
             parent, child = mp.Pipe()
             p = mp.Process(
@@ -374,9 +360,7 @@ class GlooWorld:
 
     def _stack_path(self, rank: int) -> str:
         assert self.tmp is not None
-        # pragma: no mutate start - equivalent: any file name in the world's fresh directory serves
         return os.path.join(self.tmp, f"rank{rank}.stack")
-        # pragma: no mutate end
 
     def _stacks(self, hung: Sequence[int], dead: Sequence[int]) -> dict[int, str]:
         """The stacks of the ``hung`` ranks, still running, and of the ``dead`` ones (what a fatal

@@ -75,12 +75,10 @@ class Observer:
 def scenario(name: str, integrity: bool) -> PipelineConfig:
     # Any values serve as long as every tensor differs between the two steps (a reordered step
     # must show); a test pins the names, dtypes, shapes and that difference.
-    # pragma: no mutate start - equivalent: other values serve as well
     outputs = [
         {"scores": torch.arange(6.0).reshape(2, 3) / 4, "ids": torch.tensor([3, 4])},
         {"scores": torch.full((2, 3), 0.5), "ids": torch.tensor([5, 6])},
     ]
-    # pragma: no mutate end
     if name == "diverge":
         return PipelineConfig([Stage(observer=Observer()), Stage()], outputs=outputs, ag_size=2, integrity=integrity)
     return PipelineConfig([Stage(observer=Observer()), Stage(), Stage()], outputs=outputs, integrity=integrity)

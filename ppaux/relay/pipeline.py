@@ -194,9 +194,7 @@ class _ModelLink:
     def __init__(self, ctx: Any, prev_rank: int, next_rank: int, device: str) -> None:
         self.to_next, self.from_prev = ctx.channel(next_rank), ctx.channel(prev_rank)
         self.gather = ctx.all_gather
-        # pragma: no mutate start - equivalent without CUDA: every stage is on the CPU
         self.receive = functools.partial(recv_tensor_dict, device=device)
-        # pragma: no mutate end
 
     def recv(self) -> dict[Any, Any]:
         return self.receive(self.from_prev, all_gather_group=self.gather)
@@ -214,9 +212,7 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
     config = plan.config
     stage, member = divmod(ctx.rank, config.ag_size)
     # Where this stage's tensors live and arrive.
-    # pragma: no mutate start - equivalent without CUDA: every stage is on the CPU
     device = config.stages[stage].device
-    # pragma: no mutate end
     link = _link(ctx, plan, stage, member, device)
     report = StageReport(stage, member)
     if stage == len(config.stages) - 1:
@@ -232,8 +228,7 @@ def _link(ctx: Any, plan: Plan, stage: int, member: int, device: str) -> Any:
     """The rank's hops of the ring: to the same all-gather member of the next stage, from the previous one's."""
     stage_count, ag_size = len(plan.config.stages), plan.config.ag_size
     if plan.wire == "sglang":  # pragma: no cover - SGLang's side runs in gloo workers (test_wire_diff.py, -m sglang)
-        # pragma: no mutate start - runs only in gloo worker processes under -m sglang, which mutmut cannot map
-        # (tests/test_wire_diff.py)
+        # pragma: no mutate start - runs only in gloo workers under -m sglang (test_wire_diff.py): mutmut cannot map it
         return sglang.Link(ctx.sglang, (stage - 1) % stage_count, (stage + 1) % stage_count)
         # pragma: no mutate end
     prev_rank = ((stage - 1) % stage_count) * ag_size + member
@@ -280,10 +275,7 @@ def _run_first_stage(config: PipelineConfig, link: Any, report: StageReport) -> 
     """Every step: receive from the last stage, pop the auxiliary output with this stage's
     observer and forward the dict to stage 1, in ``config.order``."""
     observer = config.stages[0].observer
-    # pragma: no mutate start - equivalent: check_wiring refused observers without PP support
-    # (and without aux output pop calls none)
     observer = Witness(observer) if isinstance(observer, PipelineParallelSamplingObserver) else observer
-    # pragma: no mutate end
     handed = observer.received if isinstance(observer, Witness) else []
     for step in range(config.steps):
         d = link.recv()
