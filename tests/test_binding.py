@@ -14,6 +14,8 @@ pytestmark = pytest.mark.subprocess
 IMPLS = ROOT / "tests" / "impls"
 
 
+# Nightly: the reverse order below runs the same machinery in CI.
+@pytest.mark.thorough
 def test_a_non_atomic_add_fails_the_suite_after_nested_sessions(tmp_path):
     """The planted add writes each key as soon as its item passes: exactly add.6 and the leak machine catch it."""
     status, rows, output = run_in_one_process(str(IMPLS / "non_atomic_add.py"), tmp_path)

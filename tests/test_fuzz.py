@@ -594,6 +594,33 @@ def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reporte
     assert not (tmp_path / "rounds" / "worker-9-round-001.log").exists()
 
 
+def test_the_command_says_where_it_fuzzes_and_that_a_worker_died(tmp_path, monkeypatch, capsys):
+    """What `ppaux fuzz run` says on the console when a worker dies, with scripted rounds: the
+    CPU-only note first, the dead worker and the verdict's reason last, exit 1 (the end-to-end run
+    with a real SIGKILL is nightly)."""
+    import ppaux.fuzz.options as options
+    import ppaux.fuzz.rounds as rounds
+
+    events = [{"kind": "started", "pid": 1}, COLLECTED, {"kind": "running", "nodeid": "t.py::t"}]
+    plan = {
+        "1": {"events": [*events, {"kind": "progress", "examples": 3}], "end": "exit 0"},
+        "2": {"events": events, "end": "kill"},
+    }
+    monkeypatch.setenv("FAKE_ROUND", json.dumps(plan))
+    monkeypatch.setattr(rounds, "Suite", ScriptedSuite)
+    monkeypatch.setattr(options, "visible_gpus", lambda: [])
+    report = tmp_path / "report"
+    status, _, err = ppaux_fuzz(
+        capsys, "run", "--workers", "2", "--budget", "2s", "--db", str(tmp_path / "db"), "--report", str(report)
+    )
+    assert status == 1, err
+    lines = err.splitlines()
+    assert lines[0] == "fuzz: no CUDA device visible: fuzzing on CPU only", err
+    died = "exit status -9 (killed by SIGKILL); the other workers go on"
+    assert f"fuzz: worker 2 died in round 1 (cpu) running t.py::t: {died}" in lines, err
+    assert lines[-2:] == [f"fuzz: report {report / 'fuzz.md'}", "fuzz: 1 worker(s) died: see the report"], err
+
+
 def test_a_round_that_breaks_after_its_tests_were_collected_is_a_dead_worker_not_bad_input(tmp_path, monkeypatch):
     # pytest's "internal error" mid-run: that worker's problem, not the selection's.
     events = [COLLECTED, {"kind": "running", "nodeid": "t.py::t"}]
@@ -910,7 +937,9 @@ def _kill_worker_once_it_runs_a_test(events: Path, killed: dict) -> None:
         time.sleep(0.05)
 
 
+# Nightly: 40 s of real rounds; CI checks the same console and summary with scripted rounds.
 @pytest.mark.slow
+@pytest.mark.thorough
 def test_a_worker_that_dies_is_reported_and_the_others_go_on(tmp_path, capsys):
     """As the OOM killer would: worker 2's pytest process gets SIGKILL in the middle of a test."""
     report, killed = tmp_path / "report", {}
@@ -954,7 +983,9 @@ def test_a_worker_that_dies_is_reported_and_the_others_go_on(tmp_path, capsys):
     assert [r["ended_by"] for r in summary["rounds"] if r["worker"] == 1][-1] == "budget"
 
 
+# Nightly: a real fuzz process for 10 s and more; in CI, scripted rounds take the SIGTERM (run._signal).
 @pytest.mark.slow
+@pytest.mark.thorough
 def test_sigterm_stops_cleanly_with_a_partial_report(tmp_path):
     report = tmp_path / "report"
     proc = subprocess.Popen(
