@@ -310,6 +310,8 @@ def _small_checkout(root: Path) -> Checkout:
     return Checkout(root=root, copied=("arith", "pyproject.toml"), pytest_args=(), do_not_mutate=(), always_gated=())
 
 
+# mutmut generates the mutants in a child process (seconds): with the slow end-to-end runs.
+@pytest.mark.slow
 def test_a_scopes_mutants_are_listed_with_the_line_each_changes_and_no_test_runs(tmp_path, capsys):
     """mutmut's own generation on a small checkout: every mutant, in order, ``name: before -> after``."""
     checkout = _small_checkout(tmp_path / "checkout")

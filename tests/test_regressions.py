@@ -376,6 +376,8 @@ def test_the_proof_driver_tells_an_error_in_the_implementation_from_one_in_the_t
     }
 
 
+# Proves files in child interpreters (several seconds): with the slow end-to-end runs.
+@pytest.mark.slow
 def test_a_crash_becomes_a_test_that_runs_the_calls_in_a_child_with_a_time_limit(tmp_path):
     """A file given by path is imported by its stem, with a comment saying which file that is."""
     d = {"next_token_ids": torch.zeros(())}
@@ -771,6 +773,8 @@ def test_a_hang_and_an_assertion_of_one_clause_share_a_file():
     assert "    def test_b(self):" in source and "        exitcode = run_in_child(a_calls, seconds=1.0)" in source
 
 
+# Proves files in child interpreters (several seconds): with the slow end-to-end runs.
+@pytest.mark.slow
 def test_a_clause_keeps_the_tests_that_tell_the_implementation_from_the_reference(tmp_path):
     atomic = Call("add", {}, PPOutput({"scores": torch.zeros(1), "bad": [0.5]}), [])
     none = Call("add", {}, None, [])
