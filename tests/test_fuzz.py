@@ -594,10 +594,11 @@ def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reporte
     assert not (tmp_path / "rounds" / "worker-9-round-001.log").exists()
 
 
-def test_the_command_says_where_it_fuzzes_and_that_a_worker_died(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("devices", ["auto", "cpu"])
+def test_the_command_says_where_it_fuzzes_and_that_a_worker_died(devices, tmp_path, monkeypatch, capsys):
     """What `ppaux fuzz run` says on the console when a worker dies, with scripted rounds: the
-    CPU-only note first, the dead worker and the verdict's reason last, exit 1 (the end-to-end run
-    with a real SIGKILL is nightly)."""
+    CPU-only note first when GPUs were asked for and none is visible, the dead worker, and the
+    verdict's reason last, exit 1 (the end-to-end run with a real SIGKILL is nightly)."""
     import ppaux.fuzz.options as options
     import ppaux.fuzz.rounds as rounds
 
@@ -611,11 +612,15 @@ def test_the_command_says_where_it_fuzzes_and_that_a_worker_died(tmp_path, monke
     monkeypatch.setattr(options, "visible_gpus", lambda: [])
     report = tmp_path / "report"
     status, _, err = ppaux_fuzz(
-        capsys, "run", "--workers", "2", "--budget", "2s", "--db", str(tmp_path / "db"), "--report", str(report)
+        capsys,
+        *("run", "--workers", "2", "--budget", "2s", "--devices", devices),
+        *("--db", str(tmp_path / "db"), "--report", str(report)),
     )
     assert status == 1, err
     lines = err.splitlines()
-    assert lines[0] == "fuzz: no CUDA device visible: fuzzing on CPU only", err
+    note = "fuzz: no CUDA device visible: fuzzing on CPU only"
+    assert [line for line in lines if line == note] == ([note] if devices == "auto" else []), err
+    assert lines[0] == note or devices == "cpu", err
     died = "exit status -9 (killed by SIGKILL); the other workers go on"
     assert f"fuzz: worker 2 died in round 1 (cpu) running t.py::t: {died}" in lines, err
     assert lines[-2:] == [f"fuzz: report {report / 'fuzz.md'}", "fuzz: 1 worker(s) died: see the report"], err
