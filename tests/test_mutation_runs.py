@@ -5,6 +5,7 @@ mutant generation on a small checkout."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import io
 import json
@@ -288,16 +289,33 @@ def test_the_scratch_project_carries_the_scopes_mutmut_table(tmp_path):
     mutation.CHECKOUT.project(mutation.SCOPES["package"], tmp_path)
     table = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["mutmut"]
     assert table["only_mutate"] == ["ppaux/*"] and table["source_paths"] == ["ppaux/"]
-    assert table["do_not_mutate"] == ["ppaux/conformance/*", "ppaux/mutation/mutant_runs.py"]
+    assert table["do_not_mutate"] == ["ppaux/conformance/*", "ppaux/examples/*", "ppaux/mutation/mutant_runs.py"]
     assert table["pytest_add_cli_args_test_selection"] == list(mutation.SCOPES["package"].tests)
     assert table["pytest_add_cli_args"][:2] == ["-p", "ppaux.mutation.mutant_runs"]
     assert table["pytest_add_cli_args"][-2:] == ["-m", "not sglang or subprocess"]
+    deselected = [
+        arg.removeprefix("--deselect=") for arg in table["pytest_add_cli_args"] if arg.startswith("--deselect=")
+    ]
+    assert deselected == [test for test, _ in mutation.SCOPES["package"].deselect]
     assert all((tmp_path / path.rstrip("/")).exists() for path in table["also_copy"])
     assert "ppaux/" not in table["also_copy"] and "pyproject.toml" not in table["also_copy"]
     assert (tmp_path / "ppaux" / "core" / "transport.py").read_bytes() == (
         ROOT / "ppaux" / "core" / "transport.py"
     ).read_bytes()
     assert not list((tmp_path / "ppaux").rglob("__pycache__"))
+
+
+def test_every_test_a_scope_leaves_out_is_a_test_of_the_checkout_with_its_reason():
+    """A renamed or removed test would leave its --deselect naming nothing: pytest says nothing of it."""
+    for scope in mutation.SCOPES.values():
+        for test, reason in scope.deselect:
+            path, _, name = test.partition("::")
+            tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+            tests = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+            assert name in tests, test
+            assert reason.strip() and "\n" not in reason, test
+            assert any(path.startswith(selected) for selected in scope.tests), test
+    assert mutation.SCOPES["contract"].deselect == ()
 
 
 def _small_checkout(root: Path) -> Checkout:

@@ -52,8 +52,9 @@ PROGRESS_EVERY_S = 5.0
 @dataclass(frozen=True)
 class Scope:
     """What one kind of run mutates (mutmut's ``only_mutate`` patterns), which tests may kill (and
-    ``marks``, their pytest ``-m`` expression), the gate (``None``: reported only), and the files of
-    mutants judged equivalent (``{mutant: one-line reason}``, relative to the checkout)."""
+    ``marks``, their pytest ``-m`` expression), the gate (``None``: reported only), the files of
+    mutants judged equivalent (``{mutant: one-line reason}``, relative to the checkout), and the
+    tests left out of every run (``deselect``: ``(pytest node id, why it cannot run in mutmut's copy)``)."""
 
     name: str
     mutate: tuple[str, ...]
@@ -62,6 +63,7 @@ class Scope:
     doc: str
     marks: str
     equivalents: tuple[str, ...] = ()
+    deselect: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,13 @@ class Checkout:
                 for n in self.copied
                 if n not in (package, "pyproject.toml")
             ],
-            "pytest_add_cli_args": [*MUTANT_PYTEST_ARGS, *self.pytest_args, "-m", scope.marks],
+            "pytest_add_cli_args": [
+                *MUTANT_PYTEST_ARGS,
+                *self.pytest_args,
+                *(f"--deselect={test}" for test, _ in scope.deselect),
+                "-m",
+                scope.marks,
+            ],
             "pytest_add_cli_args_test_selection": list(scope.tests),
             # Fork every mutant from a server that has already imported torch and collected the suite:
             # forking from mutmut's own process re-imports torch and every test module per mutant (~2 s each).
