@@ -21,7 +21,10 @@ OPT_IN = {
     "slow": ("PPAUX_SLOW", "an end-to-end run of the fuzz job or of mutmut (half a minute or more)"),
     # Left out of the quick run only: in-process, they are what kills the mutants of ppaux mutate's
     # command line, so the package mutation run asks for them.
-    "subprocess": ("PPAUX_SUBPROCESS", "runs the conformance suite or a baseline in child processes (seconds each)"),
+    "subprocess": (
+        "PPAUX_SUBPROCESS",
+        "runs the suite, a baseline, fuzz workers or gloo ranks in child processes (seconds each)",
+    ),
     # The nightly workflow runs these; CI a cheaper test of the same path (or a sample of the table),
     # so that .ci/run stays well under ten minutes on two cores.
     "thorough": ("PPAUX_THOROUGH", "the longest end-to-end runs and the rest of a table-driven one beyond CI's sample"),

@@ -561,6 +561,7 @@ def scripted_run(tmp_path, monkeypatch, plan, *, workers=2, budget=60.0, shard=N
     )
 
 
+@pytest.mark.subprocess
 def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reported(tmp_path, monkeypatch):
     events = [
         {"kind": "started", "pid": 1},
@@ -594,6 +595,7 @@ def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reporte
     assert not (tmp_path / "rounds" / "worker-9-round-001.log").exists()
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("devices", ["auto", "cpu"])
 def test_the_command_says_where_it_fuzzes_and_that_a_worker_died(devices, tmp_path, monkeypatch, capsys):
     """What `ppaux fuzz run` says on the console when a worker dies, with scripted rounds: the

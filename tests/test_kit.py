@@ -788,6 +788,7 @@ def test_output_in_a_reference_cycle_is_not_retention():
     check_observer(Cyclic, good(), settings=settings(database=None, max_examples=5))
 
 
+@pytest.mark.subprocess
 @pytest.mark.wire
 @pytest.mark.gloo
 def test_a_well_behaved_pair_survives_the_real_gloo_relay():

@@ -113,6 +113,7 @@ def test_a_long_line_is_broken_into_lines_that_fit_and_mean_the_same(line):
     assert ast.dump(ast.parse("\n".join(lines).strip())) == ast.dump(ast.parse(line.strip()))
 
 
+@pytest.mark.subprocess
 def test_the_steps_of_a_counterexample_read_as_a_hand_written_test(tmp_path):
     """The file's test for SGLang's add.6 counterexample, as a maintainer would receive it."""
     scores = torch.zeros(())
@@ -151,6 +152,7 @@ def test_failed_add_leaves_dict_exactly_as_before(self):
     )
 
 
+@pytest.mark.subprocess
 def test_a_test_that_passes_against_the_implementation_is_not_written(tmp_path):
     call = Call("add", {}, None, [])
     row = {"nodeid": "t.py::test_none", "clause": "add.1", "outcome": "failed", "scenario": describe([call], "p.")}

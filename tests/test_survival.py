@@ -42,6 +42,7 @@ def payload_items(example: str) -> int:
     return line.count("tensor(")
 
 
+@pytest.mark.subprocess
 def test_a_pure_python_hang_is_a_minimal_hang_finding(capsys, tmp_path):
     code, report = check(capsys, tmp_path, "hangs_on_three_items.py", "--tests", "test_round_trip", "--timeout", "0.5")
     assert (code, report["failed_clauses"], report["findings"]) == (1, ["round-trip"], {"hang": 1, "crash": 0})
@@ -76,6 +77,7 @@ def test_a_hang_no_signal_reaches_is_stopped_from_outside_and_still_shrinks(caps
     )
 
 
+@pytest.mark.subprocess
 def test_os_exit_in_add_is_a_crash_naming_the_status(capsys, tmp_path):
     code, report = check(
         capsys,
@@ -91,6 +93,7 @@ def test_os_exit_in_add_is_a_crash_naming_the_status(capsys, tmp_path):
     assert "'00'" in found["example"]
 
 
+@pytest.mark.subprocess
 def test_a_segfault_is_a_crash_naming_the_signal_and_where(capsys, tmp_path):
     code, report = check(
         capsys, tmp_path, "segfaults_without_observer.py", "--tests", "test_observer_checks_precede_value_checks"
