@@ -16,12 +16,12 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Protocol
 
 import torch
 
 from ppaux.core.tensors import tensor_bytes
-from ppaux.relay.wire import CPU_GROUP, DEVICE_GROUP
+from ppaux.relay.wire import CPU_GROUP, DEVICE_GROUP, Work
 
 # Seconds a loopback receive or all-gather waits at most. Only a last resort: a world of
 # threads notices a receive that can never complete (see Stall) and gives up at once.
@@ -30,6 +30,19 @@ LAST_RESORT_TIMEOUT = 30.0
 # gloo's own text (ProcessGroupGloo), so that loopback and gloo fail alike.
 GLOO_NOT_CONTIGUOUS = "input tensor has to be contiguous"
 SIZE_MISMATCH = "Received data size doesn't match expected size"
+
+
+class ProcessGroup(Protocol):
+    """What the gloo channels use of a gloo process group (torch's ``ProcessGroupGloo``, whose stubs
+    type it as a ``Backend`` without these methods)."""
+
+    def send(self, tensors: list[torch.Tensor], dst: int, tag: int, /) -> Work: ...  # pragma: no cover
+
+    def recv(self, tensors: list[torch.Tensor], src: int, tag: int, /) -> Work: ...  # pragma: no cover
+
+    def allgather(
+        self, output_tensors: list[list[torch.Tensor]], input_tensors: list[torch.Tensor], /
+    ) -> Work: ...  # pragma: no cover
 
 
 class StageKilled(RuntimeError):
@@ -60,11 +73,11 @@ class Stall:
         self.lock = threading.Lock()
         # Threads that may still send: one per rank, plus each rank's background receiver.
         self.alive = alive
-        self.waiters: dict[int, queue.Queue | None] = {}
+        self.waiters: dict[int, queue.Queue[torch.Tensor] | None] = {}
         self.failed = threading.Event()
 
     @contextlib.contextmanager
-    def waiting(self, on: queue.Queue | None = None) -> Iterator[None]:
+    def waiting(self, on: queue.Queue[torch.Tensor] | None = None) -> Iterator[None]:
         """This thread waits on ``on`` (``None``: on another thread of its own rank)."""
         me = threading.get_ident()
         with self.lock:
@@ -82,7 +95,7 @@ class Stall:
             return len(self.waiters) >= self.alive and all(q is None or q.empty() for q in self.waiters.values())
 
 
-def mailbox() -> dict[str, queue.Queue]:
+def mailbox() -> dict[str, queue.Queue[torch.Tensor]]:
     """One direction of an in-process link: a queue per process group, as gloo has a group each."""
     return {CPU_GROUP: queue.Queue(), DEVICE_GROUP: queue.Queue()}
 
@@ -98,8 +111,8 @@ class LoopbackChannel:
 
     def __init__(
         self,
-        outbox: dict[str, queue.Queue] | None = None,
-        inbox: dict[str, queue.Queue] | None = None,
+        outbox: dict[str, queue.Queue[torch.Tensor]] | None = None,
+        inbox: dict[str, queue.Queue[torch.Tensor]] | None = None,
         *,
         stall: Stall | None = None,
         timeout: float = LAST_RESORT_TIMEOUT,
@@ -146,7 +159,7 @@ class LoopbackChannel:
         return sum(q.qsize() for q in self.outbox.values())
 
 
-def _wait_for(inbox: queue.Queue, stall: Stall, timeout: float, group: str) -> torch.Tensor:
+def _wait_for(inbox: queue.Queue[torch.Tensor], stall: Stall, timeout: float, group: str) -> torch.Tensor:
     deadline = time.monotonic() + timeout
     idle = 0
     while True:
@@ -170,7 +183,7 @@ class ThreadAllGather:
     def __init__(self, size: int, *, timeout: float = LAST_RESORT_TIMEOUT) -> None:
         self.size = size
         self._barrier = threading.Barrier(size, timeout=timeout)
-        self._slots: list[Any] = [None] * size
+        self._slots: list[torch.Tensor | None] = [None] * size
 
     def member(self, rank: int) -> _Member:
         return _Member(self, rank)
@@ -189,7 +202,8 @@ class _Member:
         g = self.group
         g._slots[self.rank] = tensor.clone()
         g._barrier.wait()
-        out = torch.cat(g._slots)
+        # Every slot is filled: the barrier lets no rank read before all have written.
+        out = torch.cat(g._slots)  # type: ignore[arg-type]
         # Everyone must have read the slots before any rank's next gather overwrites them.
         g._barrier.wait()
         return out
@@ -214,7 +228,7 @@ class GlooChannel:
     meta kernels return at once, it moves nothing for a meta tensor.
     """
 
-    def __init__(self, cpu: Any, device: Any, peer: int) -> None:
+    def __init__(self, cpu: ProcessGroup, device: ProcessGroup, peer: int) -> None:
         self.groups = {CPU_GROUP: cpu, DEVICE_GROUP: device}
         self.peer = peer
 
@@ -222,7 +236,7 @@ class GlooChannel:
         if not tensor.is_meta:
             self.groups[group].send([tensor], self.peer, 0).wait()
 
-    def isend(self, tensor: torch.Tensor, group: str) -> Any:
+    def isend(self, tensor: torch.Tensor, group: str) -> Work:
         if tensor.is_meta:
             return NOTHING_SENT
         return self.groups[group].send([tensor], self.peer, 0)
@@ -235,7 +249,7 @@ class GlooChannel:
 class GlooAllGather:
     """An all-gather group backed by a gloo process group (concatenates along dim 0)."""
 
-    def __init__(self, pg: Any, rank: int, size: int) -> None:
+    def __init__(self, pg: ProcessGroup, rank: int, size: int) -> None:
         self.pg = pg
         self.rank = rank
         self.size = size

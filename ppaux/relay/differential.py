@@ -11,8 +11,9 @@ metadata list compared by what it says). :func:`difference` says where they part
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
+import hypothesis
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,16 +24,18 @@ import ppaux.relay.gloo as gloo
 import ppaux.relay.sglang as sglang
 from ppaux.core.tensors import tensor_bytes
 from ppaux.relay.gloo import Outcome
-from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
+from ppaux.relay.wire import AllGatherGroup, Channel, TensorDict, recv_tensor_dict, send_tensor_dict
 
 SIDES = ("ppaux", "sglang")
 Record = tuple[str, str, int, torch.Tensor]
+# A side's messages: Records, each call's begun by a ("begin", op) marker; SGLang's is the Boundary's own list.
+Log: TypeAlias = list[Any]
 
 
 class RecordingChannel:
     """A model channel that records each message as the Boundary records SGLang's."""
 
-    def __init__(self, channel: Any, peer: int, log: list[Any]) -> None:
+    def __init__(self, channel: Channel, peer: int, log: Log) -> None:
         self.channel = channel
         self.peer = peer
         self.log = log
@@ -47,7 +50,7 @@ class RecordingChannel:
 
 
 class RecordingAllGather:
-    def __init__(self, group: Any, log: list[Any]) -> None:
+    def __init__(self, group: AllGatherGroup, log: Log) -> None:
         self.group = group
         self.size = group.size
         self.rank = group.rank
@@ -58,11 +61,11 @@ class RecordingAllGather:
         return self.group.all_gather(tensor)
 
 
-def normalize(log: list[Any]) -> list[tuple[Any, ...]]:
+def normalize(log: Log) -> list[tuple[object, ...]]:
     """Messages as the two sides can share them: each call's first two messages are a pickled
     object (its size, then its bytes), compared by what the object says; every other message by
     its call, group, peer, dtype and shape."""
-    out: list[tuple[Any, ...]] = []
+    out: list[tuple[object, ...]] = []
     pending = 0
     for entry in log:
         if entry[0] == "begin":
@@ -80,13 +83,13 @@ def normalize(log: list[Any]) -> list[tuple[Any, ...]]:
     return out
 
 
-def ring(ctx: Any, sent: dict[Any, Any], side: str) -> dict[str, Any]:
+def ring(ctx: gloo.RankContext, sent: TensorDict, side: str) -> dict[str, object]:
     """One rank's part of the ring on ``side``; what it received and the messages it exchanged."""
     ag = ctx.ag_size
     stages = ctx.world_size // ag
     stage, member = divmod(ctx.rank, ag)
     if side == "ppaux":
-        log: list[Any] = []
+        log: Log = []
         nxt, prev = ((stage + 1) % stages) * ag + member, ((stage - 1) % stages) * ag + member
         to_next, from_prev = (
             RecordingChannel(ctx.channel(nxt), nxt, log),
@@ -94,23 +97,23 @@ def ring(ctx: Any, sent: dict[Any, Any], side: str) -> dict[str, Any]:
         )
         gather = RecordingAllGather(ctx.all_gather, log) if ctx.all_gather is not None else None
 
-        def send(d: dict[Any, Any]) -> None:
+        def send(d: TensorDict) -> None:
             log.append(("begin", "send"))
             send_tensor_dict(to_next, d, all_gather_group=gather)
 
-        def recv() -> dict[Any, Any]:
+        def recv() -> TensorDict:
             log.append(("begin", "recv"))
             return recv_tensor_dict(from_prev, all_gather_group=gather)
     else:  # pragma: no cover - SGLang's side runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
-        s = ctx.sglang
+        s = ctx.sglang  # type: ignore[attr-defined]  # set by sglang.join, the world's extension
         log = s.boundary.messages
         log.clear()
 
-        def send(d: dict[Any, Any]) -> None:
+        def send(d: TensorDict) -> None:
             log.append(("begin", "send"))
             s.pp.send_tensor_dict(d, dst=(stage + 1) % stages, all_gather_group=s.tp)
 
-        def recv() -> dict[Any, Any]:
+        def recv() -> TensorDict:
             log.append(("begin", "recv"))
             return s.pp.recv_tensor_dict(src=(stage - 1) % stages, all_gather_group=s.tp)
 
@@ -128,7 +131,7 @@ def world(stages: int, ag: int, version: str, source: str) -> gloo.GlooWorld:
     return gloo.world(stages * ag, ag_size=ag, extension=(sglang.join, (version, source)))
 
 
-def run(w: gloo.GlooWorld, sent: list[dict[Any, Any]], *, timeout: float = 5.0) -> dict[str, dict[int, Outcome]]:
+def run(w: gloo.GlooWorld, sent: list[TensorDict], *, timeout: float = 5.0) -> dict[str, dict[int, Outcome]]:
     """Both sides' outcomes on every rank; ``sent[member]`` is what the last stage's member sends."""
     ag = w.ag_size
     last = (w.world_size // ag - 1) * ag
@@ -188,7 +191,7 @@ def _said(o: Outcome) -> str:
 CONFIGS = ((2, 1), (3, 1), (2, 2), (3, 2))
 
 
-def _diverged(d: dict[Any, Any], member: int) -> dict[Any, Any]:
+def _diverged(d: TensorDict, member: int) -> TensorDict:
     """What another attention-TP rank holds when its tensors differ from rank 0's: the same keys,
     dtypes and shapes, the last byte of every tensor changed (any dtype, bool included)."""
 
@@ -200,7 +203,7 @@ def _diverged(d: dict[Any, Any], member: int) -> dict[Any, Any]:
     return {k: changed(v) if torch.is_tensor(v) and v.numel() else v for k, v in d.items()}
 
 
-def sent_dicts(draw: Any, ag: int) -> list[dict[Any, Any]]:
+def sent_dicts(draw: Any, ag: int) -> list[TensorDict]:
     """What each attention-TP rank of the last stage sends: one drawn PP dict (aux keys, empty and
     0-d tensors, every dtype, a size-1 dimension with any stride, str values), the same on every
     rank or, drawn too, different per rank (the all-gather rule mixes those, on both sides alike)."""
@@ -212,7 +215,7 @@ def sent_dicts(draw: Any, ag: int) -> list[dict[Any, Any]]:
     return [d if m == 0 or not diverge else _diverged(d, m) for m in range(ag)]
 
 
-def check(version: str, settings: Any, configs: tuple[tuple[int, int], ...] = CONFIGS) -> None:
+def check(version: str, settings: hypothesis.settings, configs: tuple[tuple[int, int], ...] = CONFIGS) -> None:
     """Hypothesis over every configuration: raises AssertionError (with the minimal example and
     Hypothesis's notes) at the first configuration where the two sides part."""
     source = sglang.wire_source(version)
@@ -221,7 +224,7 @@ def check(version: str, settings: Any, configs: tuple[tuple[int, int], ...] = CO
 
         # Runs within this iteration (given(...)() below), so the loop's w, stages and ag are this
         # configuration's; binding them as defaults would add parameters for Hypothesis to see.
-        def wire_diff(data: Any) -> None:
+        def wire_diff(data: st.DataObject) -> None:
             found = difference(run(w, sent_dicts(data.draw, ag)))  # noqa: B023 - runs within this iteration
             if found is not None:
                 raise AssertionError(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -28,7 +28,17 @@ from ppaux.core.tensors import tensor_bytes
 from ppaux.core.transport import _OUTPUT_PREFIX
 from ppaux.isolation import describe_exitcode
 from ppaux.relay.channels import StageKilled
-from ppaux.relay.wire import TensorMetadata, send_object, send_split, send_tensor_dict, split_tensor_dict
+from ppaux.relay.wire import (
+    AllGatherGroup,
+    MetadataList,
+    SendChannel,
+    TensorDict,
+    TensorMetadata,
+    send_object,
+    send_split,
+    send_tensor_dict,
+    split_tensor_dict,
+)
 
 OUTCOMES = ("documented error", "other exception", "hang stopped by the watchdog", "silent corruption", "harmless")
 
@@ -41,7 +51,7 @@ SAME_SIZE_DTYPES = {
 }
 
 
-def _default_target(keys: Any) -> Any | None:
+def _default_target(keys: Iterable[Hashable]) -> Hashable | None:
     return next((k for k in keys if isinstance(k, str) and k.startswith(_OUTPUT_PREFIX)), None)
 
 
@@ -51,9 +61,9 @@ class Fault:
 
     name: ClassVar[str] = "none"
     doc: ClassVar[str] = "no fault"
-    key: Any | None = None
+    key: Hashable | None = None
 
-    def target(self, keys: Any) -> Any | None:
+    def target(self, keys: Iterable[Hashable]) -> Hashable | None:
         if self.key is not None:
             return self.key if self.key in list(keys) else None
         return _default_target(keys)
@@ -61,19 +71,21 @@ class Fault:
     def payload(self, payload: dict[str, torch.Tensor], member: int) -> dict[str, torch.Tensor]:
         return payload
 
-    def _change_target(self, payload: dict[str, torch.Tensor], change: Any) -> dict[str, torch.Tensor]:
+    def _change_target(
+        self, payload: dict[str, torch.Tensor], change: Callable[[torch.Tensor], torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
         """``payload`` with ``change`` applied to the one aux tensor this fault targets."""
         name = self.target([_OUTPUT_PREFIX + n for n in payload])
         return {n: change(t) if _OUTPUT_PREFIX + n == name else t for n, t in payload.items()}
 
     def send(
         self,
-        channel: Any,
-        tensor_dict: dict[Any, Any],
+        channel: SendChannel,
+        tensor_dict: TensorDict,
         *,
-        all_gather_group: Any = None,
+        all_gather_group: AllGatherGroup | None = None,
         faulty: bool = True,
-        state: dict | None = None,
+        state: dict[str, TensorDict] | None = None,
     ) -> None:
         """Send ``tensor_dict``; ``faulty`` steps get the fault. ``state`` lives across one
         run's steps (a fault that holds a message back keeps it there)."""
@@ -83,11 +95,13 @@ class Fault:
         metadata, tensors = split_tensor_dict(tensor_dict)
         self.mangle(channel, metadata, tensors, all_gather_group)
 
-    def mangle(self, channel: Any, metadata: list[tuple[Any, Any]], tensors: list[torch.Tensor], group: Any) -> None:
+    def mangle(
+        self, channel: SendChannel, metadata: MetadataList, tensors: list[torch.Tensor], group: AllGatherGroup | None
+    ) -> None:
         send_split(channel, metadata, tensors, all_gather_group=group)
 
 
-def _tensor_index(metadata: list[tuple[Any, Any]], key: Any) -> int:
+def _tensor_index(metadata: MetadataList, key: Hashable) -> int:
     """Position of ``key``'s tensor in the tensor list (-1 if it is not a tensor)."""
     index = 0
     for k, value in metadata:
@@ -101,14 +115,16 @@ def _tensor_index(metadata: list[tuple[Any, Any]], key: Any) -> int:
 class _OnTarget(Fault):
     """A fault that rewrites the metadata entry and tensor of its target key."""
 
-    def mangle(self, channel: Any, metadata: list[tuple[Any, Any]], tensors: list[torch.Tensor], group: Any) -> None:
+    def mangle(
+        self, channel: SendChannel, metadata: MetadataList, tensors: list[torch.Tensor], group: AllGatherGroup | None
+    ) -> None:
         key = self.target([k for k, _ in metadata])
         if key is not None:
             pos = next(i for i, (k, _) in enumerate(metadata) if k == key)
             self.rewrite(metadata, tensors, pos, _tensor_index(metadata, key))
         send_split(channel, metadata, tensors, all_gather_group=group)
 
-    def rewrite(self, metadata: list[tuple[Any, Any]], tensors: list[torch.Tensor], pos: int, index: int) -> None:
+    def rewrite(self, metadata: MetadataList, tensors: list[torch.Tensor], pos: int, index: int) -> None:
         raise NotImplementedError  # pragma: no cover - every subclass overrides
 
 
@@ -151,7 +167,9 @@ class _TensorFault(_OnTarget):
             key, meta = metadata[pos]
             metadata[pos], tensors[index] = self.change(key, meta, tensors[index])
 
-    def change(self, key: Any, meta: TensorMetadata, tensor: torch.Tensor) -> tuple[tuple[Any, Any], torch.Tensor]:
+    def change(
+        self, key: Hashable, meta: TensorMetadata, tensor: torch.Tensor
+    ) -> tuple[tuple[Hashable, object], torch.Tensor]:
         raise NotImplementedError  # pragma: no cover - every subclass overrides
 
 
@@ -330,7 +348,7 @@ def _documented_code(err: BaseException) -> str | None:
     return None
 
 
-def _same(sent: Mapping[str, torch.Tensor], got: Mapping[str, Any] | None, device: str) -> str | None:
+def _same(sent: Mapping[str, torch.Tensor], got: Mapping[str, torch.Tensor] | None, device: str) -> str | None:
     """Why ``got`` is not what was sent (names, dtype, shape, bits, receiver's device), or None."""
     if got is None:
         return "the output was lost: pop returned None"
@@ -347,7 +365,7 @@ def _same(sent: Mapping[str, torch.Tensor], got: Mapping[str, Any] | None, devic
     return None
 
 
-def classify(outcomes: Mapping[int, Any], config: Any) -> Verdict:
+def classify(outcomes: Mapping[int, gloo.Outcome], config: Any) -> Verdict:  # config: a pipeline.PipelineConfig
     """The verdict of one run at the popping stage (see the module docstring)."""
     ranked = sorted(outcomes.items())
     errors = [(rank, o.error) for rank, o in ranked if o.status == "error"]

@@ -25,6 +25,8 @@ import faulthandler
 import io
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.context
+import multiprocessing.process
 import os
 import re
 import shutil
@@ -34,16 +36,16 @@ import tempfile
 import threading
 import time
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeAlias
 
 import torch
 
 from ppaux.isolation import describe_exitcode
 from ppaux.isolation.status import Frame, frames_in_dump, render
-from ppaux.relay.channels import ChannelHang, GlooAllGather, GlooChannel
-from ppaux.relay.wire import CPU_GROUP, DEVICE_GROUP, recv_tensor_dict, send_tensor_dict
+from ppaux.relay.channels import ChannelHang, GlooAllGather, GlooChannel, ProcessGroup
+from ppaux.relay.wire import CPU_GROUP, DEVICE_GROUP, TensorDict, recv_tensor_dict, send_tensor_dict
 
 DEFAULT_TIMEOUT = 10.0
 # How long the other ranks may still finish once one has failed.
@@ -59,6 +61,9 @@ STACK_POLL = 0.01
 
 # Set in worker processes: faults that kill "their" process only do so there.
 IN_WORKER = False
+
+# A call a rank runs, ``fn(ctx, *args)``: picklable, and ``fn`` takes the rank's context first.
+Call: TypeAlias = tuple[Callable[..., object], tuple[object, ...]]
 
 
 class RankFailure(RuntimeError):
@@ -83,8 +88,8 @@ class Outcome:
     """
 
     status: str
-    value: Any = None
-    error: RankFailure | None = None
+    value: Any = None  # what the call returned, unpickled: the caller knows what it asked for
+    error: Exception | None = None
     exitcode: int | None = None
     stack: str | None = None
     limit: float | None = None
@@ -124,13 +129,13 @@ class RankContext:
     def __init__(
         self,
         rank: int,
-        cpu: Any,
-        device: Any,
+        cpu: ProcessGroup,
+        device: ProcessGroup,
         all_gather: GlooAllGather | None,
         *,
         world_size: int = 0,
         ag_size: int = 1,
-        store: Any = None,
+        store: Any = None,  # a torch.distributed.Store, which torch's stubs do not export
     ) -> None:
         self.rank = rank
         self.cpu = cpu
@@ -149,7 +154,7 @@ def make_context(rank: int, world_size: int, store_path: str, ag_size: int, time
     store = torch.distributed.FileStore(store_path, world_size)
     td = datetime.timedelta(seconds=timeout)
 
-    def group(prefix: str, r: int, n: int) -> Any:
+    def group(prefix: str, r: int, n: int) -> Any:  # torch's stubs type ProcessGroupGloo without send/recv
         prefixed = torch.distributed.PrefixStore(prefix, store)
         return torch.distributed.ProcessGroupGloo(prefixed, r, n, td)
 
@@ -163,7 +168,7 @@ def make_context(rank: int, world_size: int, store_path: str, ag_size: int, time
     return RankContext(rank, cpu, device, gather, world_size=world_size, ag_size=ag_size, store=store)
 
 
-def dumps(obj: Any) -> bytes:
+def dumps(obj: object) -> bytes:
     """Serialise a call or a reply between parent and worker.
 
     ``torch.save`` rather than ``pickle``: plain pickle cannot load uint16/32/64 tensors back.
@@ -173,11 +178,11 @@ def dumps(obj: Any) -> bytes:
     return buf.getvalue()
 
 
-def loads(data: bytes) -> Any:
+def loads(data: bytes) -> Any:  # whatever the other side pickled
     return torch.load(io.BytesIO(data), weights_only=False)
 
 
-def serve(conn: Any, ctx: RankContext) -> None:
+def serve(conn: multiprocessing.connection.Connection, ctx: RankContext) -> None:
     """Run calls from the parent until it sends ``None``; report each result or exception."""
     while True:
         data = conn.recv_bytes()
@@ -186,7 +191,7 @@ def serve(conn: Any, ctx: RankContext) -> None:
             if call is None:
                 return
             fn, args = call
-            reply: tuple[Any, ...] = ("ok", fn(ctx, *args))
+            reply: tuple[object, ...] = ("ok", fn(ctx, *args))
         except Exception as exc:  # reported to the parent, which classifies it
             reply = ("error", type(exc).__name__, str(exc), getattr(exc, "code", None))
         conn.send_bytes(dumps(reply))
@@ -198,8 +203,8 @@ def rank_main(
     store_path: str,
     ag_size: int,
     timeout: float,
-    conn: Any,
-    extension: tuple[Callable[..., Any], tuple[Any, ...]] | None = None,
+    conn: multiprocessing.connection.Connection,
+    extension: Call | None = None,
 ) -> None:
     """A worker's whole life (also run in threads by the tests, for coverage). ``extension``,
     ``(fn, args)``, runs ``fn(ctx, *args)`` once the rank has joined its groups."""
@@ -212,7 +217,7 @@ def rank_main(
 
 
 # The rank's stack file, open for the life of the worker process (faulthandler writes to its descriptor).
-_STACK_FILE: Any = None
+_STACK_FILE: io.FileIO | None = None
 
 
 # pragma: no mutate start - runs only in a worker process, where mutmut cannot see which tests reach it
@@ -222,8 +227,8 @@ def _process_main(  # pragma: no cover - runs in the child; rank_main is covered
     store_path: str,
     ag_size: int,
     timeout: float,
-    conn: Any,
-    extension: Any = None,
+    conn: multiprocessing.connection.Connection,
+    extension: Call | None = None,
     stack_path: str | None = None,
 ) -> None:
     global IN_WORKER, _STACK_FILE
@@ -261,7 +266,7 @@ def rendezvous_dir() -> str:
     return tempfile.mkdtemp(prefix="ppaux-gloo-")
 
 
-def _context() -> Any:
+def _context() -> multiprocessing.context.ForkServerContext:
     # Workers start with torch already imported (a restart costs well under a second).
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["torch", "ppaux.relay.wire", "ppaux.relay.gloo"])
@@ -282,7 +287,7 @@ class GlooWorld:
         *,
         ag_size: int = 1,
         timeout: float = DEFAULT_TIMEOUT,
-        extension: tuple[Callable[..., Any], tuple[Any, ...]] | None = None,
+        extension: Call | None = None,
     ) -> None:
         if world_size < 2 or world_size % ag_size:
             raise ValueError(f"world_size={world_size} must be >= 2 and a multiple of ag_size={ag_size}")
@@ -290,8 +295,8 @@ class GlooWorld:
         self.ag_size = ag_size
         self.timeout = timeout
         self.extension = extension
-        self.procs: list[Any] = []
-        self.conns: list[Any] = []
+        self.procs: list[multiprocessing.process.BaseProcess] = []
+        self.conns: list[multiprocessing.connection.Connection] = []
         self.tmp: str | None = None
         self._lock = threading.Lock()
 
@@ -331,7 +336,7 @@ class GlooWorld:
             self.stop()
             raise RuntimeError(f"gloo ranks failed to start: {ready!r}")
 
-    def _collect(self, ranks: Any, timeout: float) -> dict[int, Outcome]:
+    def _collect(self, ranks: Iterable[int], timeout: float) -> dict[int, Outcome]:
         watchdog = Watchdog(time.monotonic(), timeout)
         out: dict[int, Outcome] = {}
         waiting = list(ranks)
@@ -390,9 +395,7 @@ class GlooWorld:
         except OSError:  # the rank could not make it (the rendezvous directory is unusable)
             return b""
 
-    def run(
-        self, calls: dict[int, tuple[Callable[..., Any], tuple[Any, ...]]], *, timeout: float | None = None
-    ) -> dict[int, Outcome]:
+    def run(self, calls: Mapping[int, Call], *, timeout: float | None = None) -> dict[int, Outcome]:
         """Run ``fn(ctx, *args)`` on each named rank at once; the outcome of each.
 
         After any outcome other than ``ok`` every rank is killed (the next call restarts them).
@@ -420,7 +423,9 @@ class GlooWorld:
             self.tmp = None
 
 
-def read_reply(conn: Any, proc: Any) -> Outcome | None:
+def read_reply(
+    conn: multiprocessing.connection.Connection, proc: multiprocessing.process.BaseProcess
+) -> Outcome | None:
     """A rank's reply, ``died`` if it is gone without one, or ``None`` while it still works.
     Never waits: :meth:`GlooWorld._collect` waits on every rank's pipe at once."""
     if conn.poll(0):
@@ -434,18 +439,16 @@ def read_reply(conn: Any, proc: Any) -> Outcome | None:
     return None
 
 
-def _outcome(reply: tuple[Any, ...]) -> Outcome:
+def _outcome(reply: tuple[Any, ...]) -> Outcome:  # a worker's reply, unpickled
     if reply[0] == "error":
         return Outcome("error", error=RankFailure(reply[1], reply[2], reply[3]))
     return Outcome("ok", value=reply[1] if len(reply) > 1 else None)
 
 
-_worlds: dict[tuple[Any, ...], GlooWorld] = {}
+_worlds: dict[tuple[int, int, Call | None], GlooWorld] = {}
 
 
-def world(
-    world_size: int, *, ag_size: int = 1, extension: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
-) -> GlooWorld:
+def world(world_size: int, *, ag_size: int = 1, extension: Call | None = None) -> GlooWorld:
     """The shared world of that shape and extension (started on first use, stopped at interpreter exit)."""
     key = (world_size, ag_size, extension)
     if key not in _worlds:
@@ -459,11 +462,11 @@ def stop_all() -> None:
         w.stop()
 
 
-def _send(ctx: RankContext, tensor_dict: dict[Any, Any], dst: int, async_send: bool = False) -> None:
+def _send(ctx: RankContext, tensor_dict: TensorDict, dst: int, async_send: bool = False) -> None:
     send_tensor_dict(ctx.channel(dst), tensor_dict, all_gather_group=ctx.all_gather, async_send=async_send)
 
 
-def _recv(ctx: RankContext, src: int, device: Any) -> dict[Any, Any]:
+def _recv(ctx: RankContext, src: int, device: str | None) -> TensorDict:
     return recv_tensor_dict(ctx.channel(src), all_gather_group=ctx.all_gather, device=device)
 
 
@@ -530,7 +533,7 @@ def raise_failure(outcomes: dict[int, Outcome]) -> None:
             raise ChannelHang(describe_failure(rank, o))
 
 
-def relay(tensor_dict: dict[Any, Any], *, device: Any = None) -> dict[Any, Any]:
+def relay(tensor_dict: TensorDict, *, device: torch.device | str | None = None) -> TensorDict:
     """One hop rank 0 -> rank 1 of the shared 2-rank world; the dict rank 1 received."""
     if device is not None:
         device = str(torch.device(device))

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 import ppaux.relay.gloo as gloo
 import ppaux.relay.sglang as sglang
 from ppaux.relay.channels import LoopbackChannel
-from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
+from ppaux.relay.wire import TensorDict, recv_tensor_dict, send_tensor_dict
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ _KINDS = (
 CHANNELS = tuple(kind.name for kind in _KINDS)
 
 
-def channel_kind(channel: Any) -> ChannelKind:
+def channel_kind(channel: object) -> ChannelKind:
     """The :class:`ChannelKind` named ``channel``; ``ValueError`` naming :data:`CHANNELS` for any other."""
     for kind in _KINDS:
         if kind.name == channel:
@@ -41,8 +40,8 @@ def channel_kind(channel: Any) -> ChannelKind:
 
 
 def relay(
-    tensor_dict: dict[Any, Any], *, channel: str = "loopback", device: torch.device | str | None = None
-) -> dict[Any, Any]:
+    tensor_dict: TensorDict, *, channel: str = "loopback", device: torch.device | str | None = None
+) -> TensorDict:
     """The dict the next stage receives after one hop of send/recv_tensor_dict over ``channel``.
 
     ``channel`` is ``"loopback"`` (in process), ``"gloo"`` (a long-lived pair of gloo

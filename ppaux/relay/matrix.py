@@ -9,7 +9,7 @@ the outcomes the test suite asserts. ``ppaux faults`` (:mod:`ppaux.cli.faults`) 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 import torch
 
@@ -68,7 +68,7 @@ class Rebuilt:
 class Observer:
     """The scenario's first-stage observer: PP-capable, rebuilds from any tensors."""
 
-    def from_pp_tensors(self, tensors: Any) -> Rebuilt:
+    def from_pp_tensors(self, tensors: Mapping[str, torch.Tensor]) -> Rebuilt:
         return Rebuilt()
 
 

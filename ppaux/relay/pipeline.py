@@ -23,9 +23,9 @@ import copy
 import functools
 import queue
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 import torch
 
@@ -43,9 +43,10 @@ from ppaux.relay.channels import (
     ThreadAllGather,
     mailbox,
 )
+from ppaux.relay.faults import Fault
 from ppaux.relay.gloo import Outcome
 from ppaux.relay.hop import channel_kind
-from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
+from ppaux.relay.wire import AllGatherGroup, Channel, TensorDict, recv_tensor_dict, send_tensor_dict
 
 ORDERS = ("pop_then_forward", "forward_then_pop", "overlap")
 
@@ -55,7 +56,7 @@ class Stage:
     """One PP stage: the device its ranks receive onto and its sampling observer."""
 
     device: str = "cpu"
-    observer: Any = None
+    observer: object = None
 
 
 @dataclass
@@ -89,11 +90,11 @@ class AuxOutput:
 class Witness:
     """Wraps the first stage's observer to keep what it was handed (for the verdict)."""
 
-    def __init__(self, observer: Any) -> None:
+    def __init__(self, observer: PipelineParallelSamplingObserver) -> None:
         self.observer = observer
         self.received: list[dict[str, torch.Tensor]] = []
 
-    def from_pp_tensors(self, tensors: Mapping[str, torch.Tensor]) -> Any:
+    def from_pp_tensors(self, tensors: Mapping[str, torch.Tensor]) -> object:
         self.received.append(dict(tensors))
         return self.observer.from_pp_tensors(tensors)
 
@@ -129,7 +130,7 @@ class Plan:
     (ppaux's send/recv_tensor_dict) or ``"sglang"`` (SGLang's own, :mod:`ppaux.relay.sglang`)."""
 
     config: PipelineConfig
-    fault: Any = None
+    fault: Fault | None = None
     fault_step: int = 0
     wire: str = "model"
 
@@ -138,19 +139,19 @@ class Plan:
 class StageReport:
     stage: int
     member: int
-    keys: list[list[Any]] = field(default_factory=list)
-    popped: list[Any] = field(default_factory=list)
+    keys: list[list[object]] = field(default_factory=list)
+    popped: list[object] = field(default_factory=list)
     received: list[dict[str, torch.Tensor] | None] = field(default_factory=list)
-    final: list[dict[Any, Any]] = field(default_factory=list)
+    final: list[TensorDict] = field(default_factory=list)
 
 
 class _PopMidway(dict):
     """The first stage's dict while a concurrent pop lands during the forward's iteration;
     ``popped`` is what that pop returned."""
 
-    popped: Any
+    popped: object
 
-    def __init__(self, data: dict[Any, Any], pop: Any) -> None:
+    def __init__(self, data: TensorDict, pop: Callable[[TensorDict], object]) -> None:
         super().__init__(data)
         self._pop = pop
 
@@ -162,9 +163,9 @@ class _PopMidway(dict):
         yield from it
 
 
-def sample(step: int, config: PipelineConfig, device: str) -> dict[str, Any]:
+def sample(step: int, config: PipelineConfig, device: str) -> dict[str, object]:
     """The last stage's output dict before add: what it sampled at ``step``."""
-    d: dict[str, Any] = {"next_token_ids": torch.arange(config.batch_size, device=device) + step}
+    d: dict[str, object] = {"next_token_ids": torch.arange(config.batch_size, device=device) + step}
     if config.logprobs:
         # True division makes float32 logprobs of the int64 range.
         d["next_token_logprobs"] = -torch.arange(config.batch_size, device=device) / (step + 1)
@@ -175,38 +176,70 @@ def sample(step: int, config: PipelineConfig, device: str) -> dict[str, Any]:
 _WITH_INTEGRITY = IntegrityTransport(SGLANG_TRANSPORT)
 
 
-def _add(config: PipelineConfig, d: dict[Any, Any], output: Any, step: int) -> None:
+def _add(config: PipelineConfig, d: TensorDict, output: object, step: int) -> None:
     if config.integrity:
         _WITH_INTEGRITY.add(d, output, batch=step)
     else:
         SGLANG_TRANSPORT.add(d, output)
 
 
-def _pop(config: PipelineConfig, d: dict[Any, Any], observer: Any, step: int) -> Any:
+def _pop(config: PipelineConfig, d: TensorDict, observer: object, step: int) -> object:
     if config.integrity:
         return _WITH_INTEGRITY.pop(d, observer, batch=step)
     return SGLANG_TRANSPORT.pop(d, observer)
 
 
+class Rank(Protocol):
+    """A rank's view of its world: gloo's :class:`~ppaux.relay.gloo.RankContext` or a :class:`LoopbackContext`."""
+
+    @property
+    def rank(self) -> int: ...  # pragma: no cover
+
+    @property
+    def all_gather(self) -> AllGatherGroup | None: ...  # pragma: no cover
+
+    def channel(self, peer: int) -> Channel: ...  # pragma: no cover
+
+
+class Link(Protocol):
+    """A rank's hops of the ring: :class:`_ModelLink`, or SGLang's own (:class:`ppaux.relay.sglang.Link`)."""
+
+    def recv(self) -> TensorDict: ...  # pragma: no cover
+
+    def send(
+        self,
+        d: TensorDict,
+        fault: Fault | None = None,
+        faulty: bool = False,
+        state: dict[str, TensorDict] | None = None,
+    ) -> None: ...  # pragma: no cover
+
+
 class _ModelLink:
     """A rank's hops of the ring over ppaux's model of SGLang's wire."""
 
-    def __init__(self, ctx: Any, prev_rank: int, next_rank: int, device: str) -> None:
+    def __init__(self, ctx: Rank, prev_rank: int, next_rank: int, device: str) -> None:
         self.to_next, self.from_prev = ctx.channel(next_rank), ctx.channel(prev_rank)
         self.gather = ctx.all_gather
         self.receive = functools.partial(recv_tensor_dict, device=device)
 
-    def recv(self) -> dict[Any, Any]:
+    def recv(self) -> TensorDict:
         return self.receive(self.from_prev, all_gather_group=self.gather)
 
-    def send(self, d: dict[Any, Any], fault: Any = None, faulty: bool = False, state: dict | None = None) -> None:
+    def send(
+        self,
+        d: TensorDict,
+        fault: Fault | None = None,
+        faulty: bool = False,
+        state: dict[str, TensorDict] | None = None,
+    ) -> None:
         if fault is None:
             send_tensor_dict(self.to_next, d, all_gather_group=self.gather)
         else:
             fault.send(self.to_next, d, all_gather_group=self.gather, faulty=faulty, state=state)
 
 
-def run_rank(ctx: Any, plan: Plan) -> StageReport:
+def run_rank(ctx: Rank, plan: Plan) -> StageReport:
     """One rank's part of a run; ``ctx`` gives ``rank``, ``channel(peer)`` and ``all_gather``
     (and ``sglang`` when the plan relays over SGLang's own wire code)."""
     config = plan.config
@@ -224,26 +257,26 @@ def run_rank(ctx: Any, plan: Plan) -> StageReport:
     return report
 
 
-def _link(ctx: Any, plan: Plan, stage: int, member: int, device: str) -> Any:
+def _link(ctx: Rank, plan: Plan, stage: int, member: int, device: str) -> Link:
     """The rank's hops of the ring: to the same all-gather member of the next stage, from the previous one's."""
     stage_count, ag_size = len(plan.config.stages), plan.config.ag_size
     if plan.wire == "sglang":  # pragma: no cover - SGLang's side runs in gloo workers (test_wire_diff.py, -m sglang)
         # pragma: no mutate start - runs only in gloo workers under -m sglang (test_wire_diff.py): mutmut cannot map it
-        return sglang.Link(ctx.sglang, (stage - 1) % stage_count, (stage + 1) % stage_count)
+        return sglang.Link(ctx.sglang, (stage - 1) % stage_count, (stage + 1) % stage_count)  # type: ignore[attr-defined]
         # pragma: no mutate end
     prev_rank = ((stage - 1) % stage_count) * ag_size + member
     next_rank = ((stage + 1) % stage_count) * ag_size + member
     return _ModelLink(ctx, prev_rank, next_rank, device)
 
 
-def _run_last_stage(plan: Plan, link: Any, device: str, stall: Stall | None, report: StageReport) -> None:
+def _run_last_stage(plan: Plan, link: Link, device: str, stall: Stall | None, report: StageReport) -> None:
     """Every step: sample, add the auxiliary output, send to stage 0; then take the ring's returns."""
     config = plan.config
     # Receive the ring's returns while sending: with two stages, a last stage that sent
     # every step before receiving would deadlock against the first stage's forwards
     # (SGLang breaks the same cycle by ordering send/recv by rank parity).
     returns = _Receiver(link.recv, config.steps, stall)
-    fault_state: dict[str, Any] = {}
+    fault_state: dict[str, TensorDict] = {}
     for step, payload in enumerate(config.outputs):
         faulty = plan.fault is not None and step == plan.fault_step
         d = _last_stage_output(config, step, payload, device, plan.fault if faulty else None, report.member)
@@ -254,8 +287,13 @@ def _run_last_stage(plan: Plan, link: Any, device: str, stall: Stall | None, rep
 
 
 def _last_stage_output(
-    config: PipelineConfig, step: int, payload: Mapping[str, torch.Tensor] | None, device: str, fault: Any, member: int
-) -> dict[Any, Any]:
+    config: PipelineConfig,
+    step: int,
+    payload: Mapping[str, torch.Tensor] | None,
+    device: str,
+    fault: Fault | None,
+    member: int,
+) -> TensorDict:
     """The dict the last stage's all-gather ``member`` sends at ``step``: what it sampled, its
     auxiliary output added (``payload`` spoilt by ``fault`` first, unless that is ``None``) and
     ``__msg_type__``."""
@@ -271,7 +309,7 @@ def _last_stage_output(
     return d
 
 
-def _run_first_stage(config: PipelineConfig, link: Any, report: StageReport) -> None:
+def _run_first_stage(config: PipelineConfig, link: Link, report: StageReport) -> None:
     """Every step: receive from the last stage, pop the auxiliary output with this stage's
     observer and forward the dict to stage 1, in ``config.order``."""
     observer = config.stages[0].observer
@@ -288,8 +326,8 @@ def _run_first_stage(config: PipelineConfig, link: Any, report: StageReport) -> 
 
 
 def _pop_and_forward(
-    config: PipelineConfig, link: Any, d: dict[Any, Any], observer: Any, step: int
-) -> tuple[dict[Any, Any], Any]:
+    config: PipelineConfig, link: Link, d: TensorDict, observer: object, step: int
+) -> tuple[TensorDict, object]:
     """The first stage's pop of ``d`` and its forward of the same dict, ordered as ``config.order``
     says; the dict as forwarded, and what pop returned."""
     if config.order == "pop_then_forward":
@@ -304,7 +342,7 @@ def _pop_and_forward(
     return midway, midway.popped
 
 
-def _run_middle_stage(config: PipelineConfig, link: Any, report: StageReport) -> None:
+def _run_middle_stage(config: PipelineConfig, link: Link, report: StageReport) -> None:
     """Every step: forward what arrives, untouched."""
     for _ in range(config.steps):
         d = link.recv()
@@ -316,8 +354,8 @@ def _run_middle_stage(config: PipelineConfig, link: Any, report: StageReport) ->
 class _Receiver:
     """``count`` calls of ``recv`` on a thread of their own; :meth:`results` re-raises its error."""
 
-    def __init__(self, recv: Any, count: int, stall: Stall | None) -> None:
-        self.values: list[Any] = []
+    def __init__(self, recv: Callable[[], TensorDict], count: int, stall: Stall | None) -> None:
+        self.values: list[TensorDict] = []
         self.error: BaseException | None = None
         self.stall = stall
         if stall is not None:
@@ -326,7 +364,7 @@ class _Receiver:
         self.thread = threading.Thread(target=self._run, args=(recv, count), daemon=True)
         self.thread.start()
 
-    def _run(self, recv: Any, count: int) -> None:
+    def _run(self, recv: Callable[[], TensorDict], count: int) -> None:
         try:
             for _ in range(count):
                 self.values.append(recv())
@@ -336,7 +374,7 @@ class _Receiver:
             with self.stall.lock:
                 self.stall.alive -= 1
 
-    def results(self) -> list[Any]:
+    def results(self) -> list[TensorDict]:
         # Joining is waiting too: the rank can do nothing more until its receiver is done.
         with self.stall.waiting() if self.stall is not None else contextlib.nullcontext():
             self.thread.join()
@@ -351,8 +389,8 @@ class LoopbackContext:
     def __init__(
         self,
         rank: int,
-        links: dict[Any, dict[str, queue.Queue]],
-        all_gather: Any,
+        links: dict[tuple[int, int], dict[str, queue.Queue[torch.Tensor]]],
+        all_gather: AllGatherGroup | None,
         stall: Stall,
         timeout: float,
         *,
@@ -374,7 +412,12 @@ class LoopbackContext:
 
 
 def run_loopback(
-    world_size: int, ag_size: int, fn: Any, args: tuple, *, timeout: float = LAST_RESORT_TIMEOUT
+    world_size: int,
+    ag_size: int,
+    fn: Callable[..., object],
+    args: tuple[object, ...],
+    *,
+    timeout: float = LAST_RESORT_TIMEOUT,
 ) -> dict[int, Outcome]:
     """Run ``fn(ctx, *args)`` on every rank, each in a thread of this process.
 
@@ -417,7 +460,7 @@ def run(
     config: PipelineConfig,
     *,
     channel: str = "loopback",
-    fault: Any = None,
+    fault: Fault | None = None,
     fault_step: int = 0,
     timeout: float | None = None,
     sglang_version: str = sglang.DEFAULT_VERSION,
@@ -443,5 +486,5 @@ def run(
     return w.run({rank: (run_rank, (plan,)) for rank in range(world_size)}, timeout=timeout)
 
 
-def _run_copy(ctx: Any, plan: Plan) -> StageReport:
+def _run_copy(ctx: Rank, plan: Plan) -> StageReport:
     return run_rank(ctx, copy.deepcopy(plan))

@@ -29,8 +29,8 @@ import torch
 import torch.distributed as dist
 
 import ppaux.relay.gloo as gloo
-from ppaux.relay.faults import Reorder
-from ppaux.relay.wire import TensorMetadata
+from ppaux.relay.faults import Fault, Reorder
+from ppaux.relay.wire import MetadataList, TensorDict, TensorMetadata
 
 DEFAULT_VERSION = "0.5.23"
 # The PP auxiliary transport exists from 0.5.19 on.
@@ -144,7 +144,7 @@ class _TorchWithBoundary(types.ModuleType):
         super().__init__("torch")
         self.distributed = boundary
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # torch's own attribute, whatever it is
         return getattr(torch, name)
 
 
@@ -170,31 +170,37 @@ class Boundary:
         self.messages: list[tuple[str, str, int, torch.Tensor]] = []
         self.fault: Callable[[str, torch.Tensor, str], torch.Tensor | None] | None = None
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # torch.distributed's own attribute, whatever it is
         return getattr(dist, name)
 
-    def _group(self, group: Any) -> str:
+    def _group(self, group: dist.ProcessGroup | None) -> str:
         return self.groups.get(id(group), "other")
 
-    def _outgoing(self, tensor: torch.Tensor, group: Any) -> torch.Tensor | None:
+    def _outgoing(self, tensor: torch.Tensor, group: dist.ProcessGroup | None) -> torch.Tensor | None:
         return tensor if self.fault is None else self.fault("send", tensor, self._group(group))
 
-    def send(self, tensor: torch.Tensor, dst: int, group: Any = None, tag: int = 0) -> None:
+    def send(self, tensor: torch.Tensor, dst: int, group: dist.ProcessGroup | None = None, tag: int = 0) -> None:
         self.messages.append(("send", self._group(group), dst, tensor))
         out = self._outgoing(tensor, group)
         if out is not None:
             dist.send(out, dst, group=group, tag=tag)
 
-    def isend(self, tensor: torch.Tensor, dst: int, group: Any = None, tag: int = 0) -> Any:
+    def isend(
+        self, tensor: torch.Tensor, dst: int, group: dist.ProcessGroup | None = None, tag: int = 0
+    ) -> dist.Work | None:
         self.messages.append(("send", self._group(group), dst, tensor))
         out = self._outgoing(tensor, group)
         return None if out is None else dist.isend(out, dst, group=group, tag=tag)
 
-    def irecv(self, tensor: torch.Tensor, src: int, group: Any = None, tag: int = 0) -> Any:
+    def irecv(
+        self, tensor: torch.Tensor, src: int, group: dist.ProcessGroup | None = None, tag: int = 0
+    ) -> dist.Work | None:
         self.messages.append(("recv", self._group(group), src, tensor))
         return dist.irecv(tensor, src, group=group, tag=tag)
 
-    def all_gather(self, outputs: list[torch.Tensor], tensor: torch.Tensor, group: Any = None) -> None:
+    def all_gather(
+        self, outputs: list[torch.Tensor], tensor: torch.Tensor, group: dist.ProcessGroup | None = None
+    ) -> None:
         self.messages.append(("all_gather", self._group(group), -1, tensor))
         dist.all_gather(outputs, tensor, group=group)
 
@@ -210,8 +216,8 @@ class Coordinator:
         boundary: Boundary,
         ranks: Sequence[int],
         rank: int,
-        cpu_group: Any,
-        device_group: Any,
+        cpu_group: dist.ProcessGroup,
+        device_group: dist.ProcessGroup,
     ) -> None:
         self.wire = wire
         self.boundary = boundary
@@ -221,22 +227,22 @@ class Coordinator:
         self.cpu_group = cpu_group
         self.device_group = device_group
 
-    def send_object(self, obj: Any, dst: int, async_send: bool = False, tag: int = 0) -> Any:
+    def send_object(self, obj: object, dst: int, async_send: bool = False, tag: int = 0) -> object:
         return self.wire.send_object(self, obj, dst, async_send, tag)
 
-    def recv_object(self, src: int, tag: int = 0) -> Any:
+    def recv_object(self, src: int, tag: int = 0) -> Any:  # whatever the peer pickled
         return self.wire.recv_object(self, src, tag)
 
     def send_tensor_dict(
         self,
-        tensor_dict: dict[Any, Any],
+        tensor_dict: TensorDict,
         dst: int | None = None,
-        all_gather_group: Any = None,
+        all_gather_group: Coordinator | None = None,
         async_send: bool = False,
-    ) -> Any:
+    ) -> object:
         return self.wire.send_tensor_dict(self, tensor_dict, dst, all_gather_group, async_send)
 
-    def recv_tensor_dict(self, src: int | None = None, all_gather_group: Any = None) -> Any:
+    def recv_tensor_dict(self, src: int | None = None, all_gather_group: Coordinator | None = None) -> TensorDict:
         return self.wire.recv_tensor_dict(self, src, all_gather_group)
 
     def all_gather(self, tensor: torch.Tensor, dim: int = 0) -> torch.Tensor:
@@ -290,10 +296,10 @@ def join(ctx: Any, version: str, source: str) -> None:  # pragma: no cover - run
     ctx.sglang = SGLangRank(pp, tp, boundary, wire)
 
 
-def metadata_of(payload: torch.Tensor) -> Any:
+def metadata_of(payload: torch.Tensor) -> object:
     """What a pickled metadata list says, with either side's ``TensorMetadata`` as a plain tuple."""
 
-    def plain(value: Any) -> Any:
+    def plain(value: Any) -> object:  # Any: either side's TensorMetadata, told by its class name
         if type(value).__name__ == "TensorMetadata":
             return ("TensorMetadata", value.device, str(value.dtype), tuple(value.size))
         if isinstance(value, (list, tuple)):
@@ -318,13 +324,13 @@ class Link:
         self.nxt = nxt
         self.held: list[tuple[torch.Tensor, str]] = []
 
-    def recv(self) -> dict[Any, Any]:
+    def recv(self) -> TensorDict:
         return self.rank.pp.recv_tensor_dict(src=self.prev, all_gather_group=self.rank.tp)
 
-    def _send(self, d: dict[Any, Any]) -> None:
+    def _send(self, d: TensorDict) -> None:
         self.rank.pp.send_tensor_dict(d, dst=self.nxt, all_gather_group=self.rank.tp)
 
-    def _held_send(self, d: dict[Any, Any]) -> list[tuple[torch.Tensor, str]]:
+    def _held_send(self, d: TensorDict) -> list[tuple[torch.Tensor, str]]:
         """SGLang's messages for ``d``, made and held back."""
         messages: list[tuple[torch.Tensor, str]] = []
         self.rank.boundary.fault = lambda op, tensor, group: messages.append((tensor, group))
@@ -339,7 +345,13 @@ class Link:
         for tensor, group in messages:
             dist.send(tensor, self.rank.pp.ranks[self.nxt], group=groups[group])
 
-    def send(self, d: dict[Any, Any], fault: Any = None, faulty: bool = False, state: dict | None = None) -> None:
+    def send(
+        self,
+        d: TensorDict,
+        fault: Fault | None = None,
+        faulty: bool = False,
+        state: dict[str, TensorDict] | None = None,
+    ) -> None:
         if not faulty:
             self._send(d)
             if self.held:  # a message held back by reorder goes after this one
@@ -354,7 +366,7 @@ class Link:
         fault.mangle(_Emitter(self), metadata, tensors, None)
 
 
-def _read_back(messages: list[tuple[torch.Tensor, str]]) -> tuple[list[tuple[Any, Any]], list[torch.Tensor]]:
+def _read_back(messages: list[tuple[torch.Tensor, str]]) -> tuple[MetadataList, list[torch.Tensor]]:
     """(metadata list, tensor list) as ppaux's wire splits a dict, from SGLang's messages: the
     pickle's TensorMetadata as ppaux's, and the empty tensors SGLang never sends as placeholders."""
     payload = messages[1][0]
@@ -395,15 +407,15 @@ class _Emitter:
         self.link._emit([(tensor, group)])
 
 
-def _send_one(ctx: Any, tensor_dict: dict[Any, Any]) -> None:  # pragma: no cover - runs in a gloo worker process
+def _send_one(ctx: Any, tensor_dict: TensorDict) -> None:  # pragma: no cover - runs in a gloo worker process
     ctx.sglang.pp.send_tensor_dict(tensor_dict, dst=0)
 
 
-def _recv_one(ctx: Any) -> dict[Any, Any]:  # pragma: no cover - runs in a gloo worker process
-    return ctx.sglang.pp.recv_tensor_dict(src=1)
+def _recv_one(ctx: gloo.RankContext) -> TensorDict:  # pragma: no cover - runs in a gloo worker process
+    return ctx.sglang.pp.recv_tensor_dict(src=1)  # type: ignore[attr-defined, no-any-return]  # set by join
 
 
-def relay(tensor_dict: dict[Any, Any], *, version: str = DEFAULT_VERSION) -> dict[Any, Any]:
+def relay(tensor_dict: TensorDict, *, version: str = DEFAULT_VERSION) -> TensorDict:
     """One hop rank 1 -> rank 0 with SGLang's own send_tensor_dict / recv_tensor_dict; what rank 0 received.
     The receiver allocates as SGLang does, on its current device of each tensor's type."""
     w = gloo.world(2, extension=(join, (version, wire_source(version))))

@@ -22,23 +22,41 @@ from __future__ import annotations
 
 import pickle
 from collections import namedtuple
-from typing import Any, Protocol
+from collections.abc import Hashable
+from typing import Any, Protocol, TypeAlias, TypeGuard
 
 import torch
 
 TensorMetadata = namedtuple("TensorMetadata", ["device", "dtype", "size"])
 
+# A PP dict as SGLang relays it: str keys in practice, any key in the contract (non-str keys ride
+# along), tensors or any picklable values; not dict[object, object], which is invariant: a caller's
+# dict[str, torch.Tensor] must pass.
+TensorDict: TypeAlias = dict[Any, Any]
+# The pickled half of a dict on the wire: (key, value or TensorMetadata) in key order.
+MetadataList: TypeAlias = list[tuple[Hashable, object]]
+
 CPU_GROUP = "cpu"
 DEVICE_GROUP = "device"
 
 
-class Channel(Protocol):
+class SendChannel(Protocol):
+    """What a send needs of a channel."""
+
     def send(self, tensor: torch.Tensor, group: str) -> None: ...  # pragma: no cover
 
     # Optional: start a send and return something with ``wait()`` (SGLang's ``isend``).
-    # def isend(self, tensor: torch.Tensor, group: str) -> Any
+    # def isend(self, tensor: torch.Tensor, group: str) -> Work
 
+
+class Channel(SendChannel, Protocol):
     def recv(self, tensor: torch.Tensor, group: str) -> None: ...  # pragma: no cover
+
+
+class Work(Protocol):
+    """A started send (SGLang's ``P2PWork``, torch's ``Work``): ``wait()`` until it is done."""
+
+    def wait(self) -> object: ...  # pragma: no cover
 
 
 class AllGatherGroup(Protocol):
@@ -50,9 +68,9 @@ class AllGatherGroup(Protocol):
     def all_gather(self, tensor: torch.Tensor) -> torch.Tensor: ...  # pragma: no cover
 
 
-def split_tensor_dict(tensor_dict: dict[Any, Any]) -> tuple[list[tuple[Any, Any]], list[torch.Tensor]]:
+def split_tensor_dict(tensor_dict: TensorDict) -> tuple[MetadataList, list[torch.Tensor]]:
     """(metadata list in key order, tensors): SGLang's ``_split_tensor_dict``."""
-    metadata_list: list[tuple[Any, Any]] = []
+    metadata_list: MetadataList = []
     tensor_list: list[torch.Tensor] = []
     for key, value in tensor_dict.items():
         if isinstance(value, torch.Tensor):
@@ -67,10 +85,10 @@ def split_tensor_dict(tensor_dict: dict[Any, Any]) -> tuple[list[tuple[Any, Any]
 class _Sender:
     """Sends one after the other, or (``async_send``) starts them all and waits at the end."""
 
-    def __init__(self, channel: Channel, async_send: bool = False) -> None:
+    def __init__(self, channel: SendChannel, async_send: bool = False) -> None:
         self.channel = channel
         self.isend = getattr(channel, "isend", None) if async_send else None
-        self.works: list[Any] = []
+        self.works: list[tuple[Work, torch.Tensor]] = []
 
     def __call__(self, tensor: torch.Tensor, group: str) -> None:
         if self.isend is None:
@@ -84,19 +102,19 @@ class _Sender:
             work.wait()
 
 
-def send_object(channel: Channel, obj: Any) -> None:
+def send_object(channel: SendChannel, obj: object) -> None:
     """Pickle ``obj`` and send its size, then its bytes, on the CPU group (``send_object``)."""
     _send_object(_Sender(channel), obj)
 
 
-def _send_object(send: _Sender, obj: Any) -> None:
+def _send_object(send: _Sender, obj: object) -> None:
     payload = torch.frombuffer(bytearray(pickle.dumps(obj)), dtype=torch.uint8)
     # The size travels as a one-element int64 tensor (torch's dtype for a Python int).
     send(torch.tensor([payload.numel()]), CPU_GROUP)
     send(payload, CPU_GROUP)
 
 
-def recv_object(channel: Channel) -> Any:
+def recv_object(channel: Channel) -> Any:  # Any: whatever the peer pickled
     size = torch.empty(1, dtype=torch.long)
     channel.recv(size, CPU_GROUP)
     payload = torch.empty(int(size.item()), dtype=torch.uint8)
@@ -104,13 +122,13 @@ def recv_object(channel: Channel) -> Any:
     return pickle.loads(payload.numpy().tobytes())
 
 
-def _use_all_gather(group: AllGatherGroup | None, numel: int) -> bool:
+def _use_all_gather(group: AllGatherGroup | None, numel: int) -> TypeGuard[AllGatherGroup]:
     return group is not None and numel % group.size == 0
 
 
 def send_tensor_dict(
-    channel: Channel,
-    tensor_dict: dict[Any, Any],
+    channel: SendChannel,
+    tensor_dict: TensorDict,
     *,
     all_gather_group: AllGatherGroup | None = None,
     async_send: bool = False,
@@ -127,8 +145,8 @@ def send_tensor_dict(
 
 
 def send_split(
-    channel: Channel,
-    metadata_list: list[tuple[Any, Any]],
+    channel: SendChannel,
+    metadata_list: MetadataList,
     tensor_list: list[torch.Tensor],
     *,
     all_gather_group: AllGatherGroup | None = None,
@@ -146,7 +164,7 @@ def send_split(
     send.wait()
 
 
-def _receiver_device(meta_device: str, device: torch.device | None) -> Any:
+def _receiver_device(meta_device: str, device: torch.device | None) -> torch.device | str:
     # The receiver's own device of the sent type (e.g. cuda:1 for "cuda"); the bare type otherwise.
     if device is not None and device.type == meta_device:
         return device
@@ -158,10 +176,10 @@ def recv_tensor_dict(
     *,
     all_gather_group: AllGatherGroup | None = None,
     device: torch.device | str | None = None,
-) -> dict[Any, Any]:
+) -> TensorDict:
     """Receive one dict from the peer behind ``channel``; ``device`` is this stage's own device."""
     own = None if device is None else torch.device(device)
-    tensor_dict: dict[Any, Any] = {}
+    tensor_dict: TensorDict = {}
     for key, value in recv_object(channel):
         if not isinstance(value, TensorMetadata):
             tensor_dict[key] = value
@@ -173,9 +191,10 @@ def recv_tensor_dict(
         gather = _use_all_gather(all_gather_group, tensor.numel())
         if gather:
             shape = tensor.shape
-            tensor = tensor.reshape(all_gather_group.size, -1)[all_gather_group.rank]
+            # gather is True only with a group (_use_all_gather), which a bool kept for later cannot tell mypy.
+            tensor = tensor.reshape(all_gather_group.size, -1)[all_gather_group.rank]  # type: ignore[union-attr]
         channel.recv(tensor, CPU_GROUP if tensor.is_cpu else DEVICE_GROUP)
         if gather:
-            tensor = all_gather_group.all_gather(tensor).reshape(shape)
+            tensor = all_gather_group.all_gather(tensor).reshape(shape)  # type: ignore[union-attr]
         tensor_dict[key] = tensor
     return tensor_dict
