@@ -21,7 +21,7 @@ from hypothesis import settings as Settings
 from hypothesis import strategies as st
 
 from ppaux.isolation import ChildOutcome, Guard
-from ppaux.testing.results import row
+from ppaux.testing.results import JSONObject, row
 
 SUITE = "ppaux.conformance"
 
@@ -41,7 +41,7 @@ def run_contained(item: pytest.Item, nextitem: pytest.Item | None, guard: Guard)
     upto: Any = nextitem if nextitem is not None else item.session
     config = item.config
 
-    def work(isolated: bool) -> list[Any]:
+    def work(isolated: bool) -> list[JSONObject]:
         guard.isolated = isolated
         with guard.installed():
             reports = runtestprotocol(item, log=False, nextitem=upto)
@@ -62,7 +62,7 @@ def run_contained(item: pytest.Item, nextitem: pytest.Item | None, guard: Guard)
                 f"the test's process {first.describe()}, but it passed when run again with each call "
                 "isolated: the crash or hang depends on state outside the drawn example"
             )
-            report.ppaux_row = dict(
+            report.ppaux_row = dict(  # type: ignore[attr-defined]  # see ResultRecorder
                 row(item, report), error=f"{kind(first)}: the test's process {first.describe()}", finding=kind(first)
             )
     return reports
@@ -75,7 +75,7 @@ def prime_seed(value: None) -> None:
     on first use: run this before forking, so that both children of a test draw the same seed."""
 
 
-def _reports(config: pytest.Config, answer: list[Any]) -> list[pytest.TestReport]:
+def _reports(config: pytest.Config, answer: list[JSONObject]) -> list[pytest.TestReport]:
     return [config.hook.pytest_report_from_serializable(config=config, data=d) for d in answer]
 
 
@@ -100,7 +100,7 @@ def _died(item: pytest.Item, first: ChildOutcome, second: ChildOutcome) -> pytes
         duration=first.seconds + second.seconds,
     )
     head, _, detail = text.partition("\n")
-    report.ppaux_row = dict(row(item, report), error=head, finding=kind(second), detail=detail)
+    report.ppaux_row = dict(row(item, report), error=head, finding=kind(second), detail=detail)  # type: ignore[attr-defined]
     return report
 
 

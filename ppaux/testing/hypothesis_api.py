@@ -54,11 +54,11 @@ class Requirement:
     name: str
     kind: str
     why: str
-    fits: Callable[[Any], bool]
+    fits: Callable[[object], bool]
 
 
-def _takes(*keywords: str) -> Callable[[Any], bool]:
-    def fits(value: Any) -> bool:
+def _takes(*keywords: str) -> Callable[[object], bool]:
+    def fits(value: object) -> bool:
         if not callable(value):
             return False
         parameters = inspect.signature(value).parameters
@@ -67,14 +67,14 @@ def _takes(*keywords: str) -> Callable[[Any], bool]:
     return fits
 
 
-def _has_fields(*names: str) -> Callable[[Any], bool]:
-    def fits(value: Any) -> bool:
+def _has_fields(*names: str) -> Callable[[object], bool]:
+    def fits(value: object) -> bool:
         return dataclasses.is_dataclass(value) and set(names) <= {f.name for f in dataclasses.fields(value)}
 
     return fits
 
 
-def _reads_add_digest(function_digest: Any) -> bool:
+def _reads_add_digest(function_digest: Any) -> bool:  # Any: whatever Hypothesis has under that name, called
     # Behaviour, not source: a function's digest must change with the extra bytes.
     def probe() -> None:
         pass  # pragma: no cover - never called, only digested
@@ -132,10 +132,10 @@ REQUIRED: list[Requirement] = [
 _MODULES: dict[str, ModuleType] = {module.__name__: module for module in (core, observability, reflection)}
 
 
-def check_hypothesis_api(modules: Mapping[str, Any] | None = None, version: str = hypothesis.__version__) -> None:
+def check_hypothesis_api(modules: Mapping[str, object] | None = None, version: str = hypothesis.__version__) -> None:
     """Raise :class:`HypothesisAPIError` naming the Hypothesis version and every required name that is
     missing or no longer what ppaux expects; ``modules`` maps a module name to its namespace (default: imported)."""
-    found: Mapping[str, Any] = _MODULES if modules is None else modules
+    found: Mapping[str, object] = _MODULES if modules is None else modules
     problems = []
     for need in REQUIRED:
         value = getattr(found[need.module], need.name, _MISSING)
@@ -162,7 +162,7 @@ def observe_test_cases(on_test_case: Callable[[str], None]) -> Callable[[], None
     collect = observability.OBSERVABILITY_COLLECT_COVERAGE
     observability.OBSERVABILITY_COLLECT_COVERAGE = False
 
-    def observe(observation: Any, thread_id: int) -> None:
+    def observe(observation: Any, thread_id: int) -> None:  # Any: an internal type that moves between versions
         if observation.type == "test_case":
             on_test_case(observation.status)
 
@@ -186,7 +186,7 @@ def replace_seed_generator(generator: random.Random | None) -> random.Random | N
     return old
 
 
-def add_to_database_key(test: Any, extra: bytes) -> None:
+def add_to_database_key(test: Any, extra: bytes) -> None:  # Any: a @given test, read through .hypothesis
     """Add ``extra`` to the key under which the ``@given`` test ``test`` keeps its examples in the
     example database (Hypothesis derives it from the test's source, which may not tell tests apart)."""
     setattr(test.hypothesis.inner_test, _ADD_DIGEST, extra)

@@ -25,7 +25,7 @@ import functools
 import gc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeAlias, TypedDict
 
 import torch
 from hypothesis import given
@@ -39,6 +39,7 @@ from ppaux.core.errors import CATALOG
 from ppaux.core.transport import PipelineParallelAuxiliaryOutput
 from ppaux.isolation import ChildOutcome, Crash, Guard, Hang, can_fork, current, parse_timeout
 from ppaux.relay.hop import channel_kind, relay
+from ppaux.relay.wire import TensorDict
 from ppaux.testing.containment import prime_seed
 from ppaux.testing.findings import GLOO_REJECTED_DTYPES, collision, message
 from ppaux.testing.hypothesis_api import add_to_database_key
@@ -48,6 +49,10 @@ from ppaux.testing.lifecycle import difference, has_lifecycle, to_host
 # pytest leaves out the frames of a module with this global: a failing check shows the plugin
 # author's own test line and the finding, not the kit's machinery (``--full-trace`` shows it all).
 __tracebackhide__ = True
+
+# ``equal(original, rebuilt)``: the plugin's own output type, whatever it is (a Callable's parameters
+# are contravariant: Callable[[object, object], bool] would refuse a function typed for its outputs).
+Equal: TypeAlias = Callable[[Any, Any], bool]
 
 
 class KitFailure(AssertionError):
@@ -75,10 +80,10 @@ def _outputs(count: int) -> str:
 
 
 def check_observer(
-    observer_factory: Callable[[], Any],
-    outputs: st.SearchStrategy[Any],
+    observer_factory: Callable[[], object],
+    outputs: st.SearchStrategy[object],
     *,
-    equal: Callable[[Any, Any], bool] | None = None,
+    equal: Equal | None = None,
     channel: str = "loopback",
     devices: str | Sequence[str | torch.device] = "auto",
     settings: Settings | None = None,
@@ -147,7 +152,7 @@ def check_observer(
 
     # Named like the public function so that Hypothesis prints
     # "Failing test case: check_observer(output=...)".
-    def check_observer(output: Any) -> None:
+    def check_observer(output: object) -> None:
         result.outputs += 1
         try:
             for device in targets:
@@ -227,7 +232,12 @@ def _contained(run: Callable[[], None], guard: Guard, result: KitResult) -> None
     raise KitFailure("K14" if outcome.stopped else "K15", detail=_unrepeated(outcome))
 
 
-def _first_run(run: Callable[[], None], result: KitResult) -> dict[str, Any]:
+class _FirstRun(TypedDict):
+    error: str | None
+    outputs: int
+
+
+def _first_run(run: Callable[[], None], result: KitResult) -> _FirstRun:
     """What the check raised, in one line (``None`` when it passed), and how many outputs it drew."""
     try:
         run()
@@ -256,7 +266,7 @@ def _unguarded(impl: Implementation) -> Implementation:
     return replace(impl, add=add, pop=pop, guard=None)
 
 
-def database_key(observer_factory: Any, outputs: st.SearchStrategy[Any]) -> str:
+def database_key(observer_factory: object, outputs: st.SearchStrategy[object]) -> str:
     """The key of a check's failures in the example database: the factory's module and
     qualified name and the strategy's repr. Names, not reprs with addresses, so that a failure
     saved by one run replays on the next."""
@@ -264,7 +274,7 @@ def database_key(observer_factory: Any, outputs: st.SearchStrategy[Any]) -> str:
     return f"{getattr(observer_factory, '__module__', None) or ''}.{name}:{outputs!r}"
 
 
-def _implementation(impl: Any) -> Implementation:
+def _implementation(impl: Implementation | str | None) -> Implementation:
     if isinstance(impl, Implementation):
         return impl
     if impl is not None and not isinstance(impl, str):
@@ -275,7 +285,7 @@ def _implementation(impl: Any) -> Implementation:
         raise InvalidArgument(f"impl={impl!r}: {exc}") from None
 
 
-def _receiving_devices(devices: Any) -> tuple[torch.device, ...]:
+def _receiving_devices(devices: str | Sequence[str | torch.device]) -> tuple[torch.device, ...]:
     if isinstance(devices, str) and devices == "auto":
         return tuple(torch.device(d) for d in visible_devices())
     if isinstance(devices, (str, torch.device)) or not isinstance(devices, Sequence) or not devices:
@@ -286,7 +296,7 @@ def _receiving_devices(devices: Any) -> tuple[torch.device, ...]:
         raise InvalidArgument(f"devices={devices!r}: {exc}") from None
 
 
-def _sglang_dict() -> dict[str, Any]:
+def _sglang_dict() -> TensorDict:
     # The ordinary keys SGLang's last stage sends next to the aux keys (0.5.23).
     return {
         "next_token_ids": torch.arange(2),
@@ -297,7 +307,12 @@ def _sglang_dict() -> dict[str, Any]:
 
 
 def _round_trip(
-    impl: Implementation, factory: Callable[[], Any], output: Any, equal: Any, channel: str, device: torch.device
+    impl: Implementation,
+    factory: Callable[[], object],
+    output: object,
+    equal: Equal | None,
+    channel: str,
+    device: torch.device,
 ) -> None:
     """One output through add, the relay and pop. ``impl`` is guarded: its add and pop, and every
     other step that runs the plugin's code, run under ``impl.guard``."""
@@ -335,7 +350,7 @@ def _round_trip(
     _check_released(weak, observer)
 
 
-def _catalog_call(stage: str, fn: Callable[[Any, Any], Any], tensors: Any, arg: Any) -> Any:
+def _catalog_call(stage: str, fn: Callable[[TensorDict, object], object], tensors: TensorDict, arg: object) -> object:
     """``fn(tensors, arg)``, a documented error of ``stage`` turned into its KitFailure."""
     try:
         return fn(tensors, arg)
@@ -359,7 +374,7 @@ def _check_wire(name: str, tensor: torch.Tensor) -> None:
         raise KitFailure("K1", name=name)
 
 
-def _compare(guard: Guard, equal: Any, original: Any, rebuilt: Any) -> None:
+def _compare(guard: Guard, equal: Equal | None, original: object, rebuilt: object) -> None:
     if equal is not None:
         if not guard.call("equal", equal, original, rebuilt):
             raise KitFailure("K9", detail="equal(original, rebuilt) returned False")
@@ -375,7 +390,7 @@ def _compare(guard: Guard, equal: Any, original: Any, rebuilt: Any) -> None:
         raise KitFailure("K9", detail=difference)
 
 
-def _lifecycle_difference(guard: Guard, original: Any, rebuilt: Any) -> str | None:
+def _lifecycle_difference(guard: Guard, original: Any, rebuilt: Any) -> str | None:  # Any: has_lifecycle() said so
     """``copy_to_host(copy)`` on both outputs, as SGLang's scheduler calls it, then the host outputs compared."""
     if not has_lifecycle(rebuilt):
         raise KitFailure("K11", detail=type(rebuilt).__name__)
@@ -397,7 +412,7 @@ def _lifecycle_difference(guard: Guard, original: Any, rebuilt: Any) -> str | No
         raise KitFailure("K13", detail=f"comparing the host outputs raised {type(exc).__name__}: {exc}") from exc
 
 
-def _payload_difference(guard: Guard, original: Any, rebuilt: Any) -> str | None:
+def _payload_difference(guard: Guard, original: Any, rebuilt: object) -> str | None:  # Any: to_pp_tensors() is tried
     if not isinstance(rebuilt, PipelineParallelAuxiliaryOutput):
         return f"the rebuilt {type(rebuilt).__name__} has no to_pp_tensors() to compare; pass equal="
     before = dict(guard.call("to_pp_tensors", original.to_pp_tensors))
@@ -417,7 +432,7 @@ def _payload_difference(guard: Guard, original: Any, rebuilt: Any) -> str | None
     return None
 
 
-def _check_released(weak: dict[str, StorageWeakRef], observer: Any) -> None:
+def _check_released(weak: dict[str, StorageWeakRef], observer: object) -> None:
     """Once the rebuilt output is dropped, nothing may keep the received tensors alive."""
     if any(not ref.expired() for ref in weak.values()):
         # Only a reference cycle can still free them; a full collection costs tens of ms with torch loaded.
@@ -427,14 +442,14 @@ def _check_released(weak: dict[str, StorageWeakRef], observer: Any) -> None:
             raise KitFailure("K10", name=name, detail=_holder(observer, ref.cdata))
 
 
-def _holder(observer: Any, cdata: int) -> str:
+def _holder(observer: object, cdata: int) -> str:
     for attr, value in getattr(observer, "__dict__", {}).items():
         if _reaches(value, cdata, depth=3):
             return f"the observer's attribute {attr!r} holds it"
     return "something outside the rebuilt output holds it (the observer, or a cache it writes)"
 
 
-def _reaches(value: Any, cdata: int, depth: int) -> bool:
+def _reaches(value: object, cdata: int, depth: int) -> bool:
     """Whether ``value`` is, or holds within ``depth`` levels, a tensor on that storage."""
     if torch.is_tensor(value):
         return bool(value.untyped_storage()._cdata == cdata)

@@ -23,17 +23,17 @@ def to_host(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach().to("cpu", copy=True)
 
 
-def has_lifecycle(output: Any) -> bool:
+def has_lifecycle(output: object) -> bool:
     return callable(getattr(output, "copy_to_host", None))
 
 
-def _describe(value: Any) -> str:
+def _describe(value: object) -> str:
     if torch.is_tensor(value):
         return f"a tensor {tuple(value.shape)} {value.dtype}"
     return f"a {type(value).__name__}"
 
 
-def _fields(value: Any) -> tuple[tuple[str, Any], ...] | None:
+def _fields(value: object) -> tuple[tuple[str, object], ...] | None:
     """The named parts of a dataclass, a named tuple or a plain object; ``None`` for anything else."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return tuple((f.name, getattr(value, f.name)) for f in dataclasses.fields(value))

@@ -12,15 +12,14 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from ppaux.isolation import DEFAULT_TIMEOUT, Guard, can_fork, parse_timeout
 from ppaux.testing.containment import is_contained, run_contained
 from ppaux.testing.impl import Implementation, ImplementationError, load
-from ppaux.testing.kit import check_observer
-from ppaux.testing.results import ResultRecorder, scenario
+from ppaux.testing.kit import KitResult, check_observer
+from ppaux.testing.results import JSONObject, ResultRecorder, scenario
 from ppaux.testing.scenario import CallRecorder
 
 MARKS = {
@@ -100,7 +99,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
         recorder.start_test()
 
 
-def recorded_calls(item: pytest.Item) -> dict[str, Any] | None:
+def recorded_calls(item: pytest.Item) -> JSONObject | None:
     """A failing test's calls into the implementation as code (``scenario``, or ``scenario_error``
     saying why not), when the run records them (``--ppaux-record-calls``); else ``None``."""
     recorder = item.config.stash[RECORDER_KEY]
@@ -116,7 +115,7 @@ def ppaux_impl(pytestconfig: pytest.Config) -> Implementation:
 
 
 @pytest.fixture(scope="session")
-def ppaux_observer_check(ppaux_impl: Implementation) -> Callable[..., None]:
+def ppaux_observer_check(ppaux_impl: Implementation) -> Callable[..., KitResult]:
     """:func:`ppaux.testing.check_observer` bound to this run's implementation."""
-    check: Any = functools.partial(check_observer, impl=ppaux_impl)
+    check: Callable[..., KitResult] = functools.partial(check_observer, impl=ppaux_impl)
     return check

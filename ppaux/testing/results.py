@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
+import pluggy
 import pytest
 
 from ppaux.testing.scenario import CallRecorder, Unwritable, describe
+
+# A JSON object as json.loads gives it (a test's row, a fuzz event, a run's summary): its values are
+# read by key and used as what the writer put there, unchecked.
+JSONObject: TypeAlias = dict[str, Any]
 
 # The marks a row keeps: what kind of test it is.
 KINDS = ("contract", "robustness", "wire", "gloo", "gpu")
@@ -55,12 +60,14 @@ def finding(error_type: str | None) -> str | None:
     return {"Hang": "hang", "Crash": "crash"}.get(error_type or "")
 
 
-def row(item: pytest.Item, report: pytest.TestReport, excinfo: Any = None) -> dict[str, Any]:
+def row(
+    item: pytest.Item, report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException] | None = None
+) -> JSONObject:
     """One test's row: its clause, kind, description and outcome; a failure's error, example and blob."""
     clause = item.get_closest_marker("clause")
     func = getattr(item, "function", None)
     doc = (getattr(item, "cls", None) or func).__doc__ if func else None
-    out: dict[str, Any] = {
+    out: JSONObject = {
         "nodeid": item.nodeid,
         "clause": clause.args[0] if clause else None,
         "marks": sorted({m.name for m in item.iter_markers()} & set(KINDS)),
@@ -81,7 +88,7 @@ def row(item: pytest.Item, report: pytest.TestReport, excinfo: Any = None) -> di
     return out
 
 
-def scenario(calls: CallRecorder, prefix: str) -> dict[str, Any]:
+def scenario(calls: CallRecorder, prefix: str) -> JSONObject:
     """A failing test's calls into the implementation, as code (``scenario``), or why they cannot be."""
     if not calls.calls:
         return {"scenario_error": "the test made no call into the implementation"}
@@ -91,14 +98,14 @@ def scenario(calls: CallRecorder, prefix: str) -> dict[str, Any]:
         return {"scenario_error": str(exc)}
 
 
-def split_jsonl(data: bytes) -> tuple[list[dict[str, Any]], bytes]:
+def split_jsonl(data: bytes) -> tuple[list[JSONObject], bytes]:
     """The rows of the complete lines of JSON-lines ``data`` (blank lines skipped) and what follows
     its last newline: a line still being written, or one torn by a writer that died mid-line."""
     *complete, rest = data.split(b"\n")
     return [json.loads(line) for line in complete if line.strip()], rest
 
 
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+def read_jsonl(path: str | Path) -> list[JSONObject]:
     """The rows of the JSON-lines file at ``path``: none when there is no file; blank lines skipped.
     Every row a writer finished ends with a newline (:class:`ResultRecorder`, the fuzz rounds'
     events), so a last line without one was torn by a writer that died: it is left out. A
@@ -118,17 +125,20 @@ class ResultRecorder:
     a failing test's calls into the implementation, as code (``None`` when the run records none).
     """
 
-    def __init__(self, path: str, calls_of: Callable[[pytest.Item], dict[str, Any] | None] | None = None) -> None:
+    def __init__(self, path: str, calls_of: Callable[[pytest.Item], JSONObject | None] | None = None) -> None:
         self.path = path
         self.calls_of = calls_of
-        self.rows: list[dict[str, Any]] = []
+        self.rows: list[JSONObject] = []
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: Any):
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
         outcome = yield
         report = outcome.get_result()
         if report.when == "call" or report.failed or report.skipped:
-            report.ppaux_row = row(item, report, call.excinfo)
+            # The row rides on the report to the process that collects the rows (pytest has no field for it).
+            report.ppaux_row = row(item, report, call.excinfo)  # type: ignore[attr-defined]
             if report.failed and report.when == "call" and self.calls_of is not None:
                 report.ppaux_row.update(self.calls_of(item) or {})
 

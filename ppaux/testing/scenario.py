@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import ppaux_strategies as doubles
 import torch
@@ -60,10 +60,10 @@ class Call:
     """One call into the implementation: the dict's items before and after, the output or observer."""
 
     op: str
-    tensors: Any
-    arg: Any
-    before: list[tuple[Any, Any]]
-    after: list[tuple[Any, Any]] | None = None
+    tensors: object
+    arg: object
+    before: list[tuple[object, object]]
+    after: list[tuple[object, object]] | None = None
 
 
 @dataclass
@@ -72,7 +72,7 @@ class CallRecorder:
     Hypothesis): when a test fails, those are its minimal counterexample's calls."""
 
     calls: list[Call] = field(default_factory=list)
-    _example: Any = None
+    _example: object = None
 
     def start_test(self) -> None:
         self.calls, self._example = [], None
@@ -98,14 +98,14 @@ class CallRecorder:
         return recorded
 
 
-def _items(tensors: Any) -> list[tuple[Any, Any]]:
+def _items(tensors: Any) -> list[tuple[object, object]]:  # Any: items() is tried on whatever was passed
     try:
         return list(tensors.items())
     except Exception:  # not a mapping: the implementation's own error is the finding
         return []
 
 
-def _same(a: list[tuple[Any, Any]], b: list[tuple[Any, Any]] | None) -> bool:
+def _same(a: list[tuple[object, object]], b: list[tuple[object, object]] | None) -> bool:
     return b is not None and len(a) == len(b) and all(ka == kb and va is vb for (ka, va), (kb, vb) in zip(a, b))
 
 
@@ -126,15 +126,24 @@ class _Names:
         return name
 
 
+class Step(TypedDict):
+    """One call of a scenario: ``op`` on the dict named ``dict`` with ``arg``, after the ``setup`` lines."""
+
+    op: str
+    dict: str
+    arg: str
+    setup: list[str]
+
+
 @dataclass
 class Scenario:
     """Straight-line code of a counterexample: each step's definitions, then its call."""
 
     prefix: str
-    steps: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     doubles: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"prefix": self.prefix, "steps": self.steps, "doubles": self.doubles}
 
 
@@ -143,11 +152,11 @@ class _Writer:
         self.prefix = prefix
         self.names = _Names()
         self.bound: dict[int, str] = {}
-        self.keep: list[Any] = []  # ids stay unique while the values live
+        self.keep: list[object] = []  # ids stay unique while the values live
         self.lines: list[str] = []
         self.doubles: list[str] = []
 
-    def bind(self, value: Any, hint: str, expr: Callable[[], str]) -> str:
+    def bind(self, value: object, hint: str, expr: Callable[[], str]) -> str:
         if id(value) in self.bound:
             return self.bound[id(value)]
         code = expr()
@@ -161,19 +170,19 @@ class _Writer:
         if double not in self.doubles:
             self.doubles.append(double)
 
-    def key(self, key: Any) -> str:
+    def key(self, key: object) -> str:
         return key_code(key, self.prefix, lambda k: self.value(k, "key"))
 
-    def hint(self, key: Any) -> str:
+    def hint(self, key: object) -> str:
         if isinstance(key, str) and key.startswith(self.prefix):
             key = key[len(self.prefix) :]
         return key if isinstance(key, str) and key else "tensor"
 
-    def mapping(self, items: list[tuple[Any, Any]]) -> str:
+    def mapping(self, items: list[tuple[object, object]]) -> str:
         entries = [f"{self.key(k)}: {self.value(v, self.hint(k))}" for k, v in items]
         return "{" + ", ".join(entries) + "}"
 
-    def value(self, value: Any, hint: str) -> str:
+    def value(self, value: object, hint: str) -> str:
         if isinstance(value, torch.Tensor):
             return self.bind(value, hint, lambda: tensor_expr(value, self))
         double = DOUBLES.get(type(value))
@@ -181,7 +190,7 @@ class _Writer:
             return self.bind(value, hint, lambda: self.double(value, double))
         return literal(value, self)
 
-    def double(self, value: Any, double: str) -> str:
+    def double(self, value: object, double: str) -> str:
         self.use(double)
         if isinstance(value, doubles.PPOutput):
             payload = value.payload
@@ -192,7 +201,7 @@ class _Writer:
         return f"{double}()"
 
 
-def key_code(key: Any, prefix: str, other: Callable[[Any], str] | None = None) -> str:
+def key_code(key: object, prefix: str, other: Callable[[object], str] | None = None) -> str:
     """A PP dict key as code: a reserved key reads ``_OUTPUT_PREFIX + "name"``."""
     if isinstance(key, str) and key.startswith(prefix):
         rest = key[len(prefix) :]
@@ -200,7 +209,7 @@ def key_code(key: Any, prefix: str, other: Callable[[Any], str] | None = None) -
     return (other or literal)(key)
 
 
-def literal(value: Any, writer: _Writer | None = None) -> str:
+def literal(value: object, writer: _Writer | None = None) -> str:
     """``value`` as a Python expression: None, bools, numbers, str, and lists, tuples and dicts of them."""
     if value is None or isinstance(value, (bool, int, str)):
         return repr(value)
@@ -220,7 +229,7 @@ def literal(value: Any, writer: _Writer | None = None) -> str:
     raise Unwritable(f"a {type(value).__name__} value ({value!r}) cannot be written as code")
 
 
-def _element(value: Any, writer: _Writer | None) -> str:
+def _element(value: object, writer: _Writer | None) -> str:
     return writer.value(value, "value") if writer is not None else literal(value)
 
 
@@ -305,7 +314,7 @@ def _reproduces(expr: str, expected: torch.Tensor) -> bool:
     )
 
 
-def describe(calls: list[Call], prefix: str) -> dict[str, Any]:
+def describe(calls: list[Call], prefix: str) -> dict[str, object]:
     """The calls as code: per step, the lines that define what it uses, and the call itself.
 
     A step runs on the dict the previous step left when the test passed that same dict on
