@@ -12,7 +12,7 @@ from typing import Any
 from ppaux.fuzz.options import FuzzUsageError, parse_shard
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.regressions import module_search_path, write_regressions
-from ppaux.testing.results import finding
+from ppaux.testing.results import JSONObject, finding
 from ppaux.testing.state import STATE, StateError, check_directory, report_directory
 
 __all__ = ["add_arguments", "run"]
@@ -107,7 +107,7 @@ def _report_directory(report: str | None) -> Path:
         raise FuzzUsageError(str(exc)) from None
 
 
-def _suite(args: argparse.Namespace, *, replay: bool):
+def _suite(args: argparse.Namespace, *, replay: bool) -> tuple[Any, Path]:  # (a rounds.Suite, imported here only)
     """The rounds' common ground from the options, each bad one a :class:`FuzzUsageError`."""
     from ppaux.fuzz.database import DEFAULT_DB, DatabaseError, open_database
     from ppaux.fuzz.rounds import Suite
@@ -216,9 +216,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 1 if summary["still_failing"] else 0
 
 
-def _write_regressions(summary: dict[str, Any], suite: Any, folder: Path) -> None:
+def _write_regressions(summary: JSONObject, suite: Any, folder: Path) -> None:
     """The still-failing tests as regression files, one per clause, proven as ``ppaux check`` proves them."""
-    clauses: dict[str, list[dict[str, Any]]] = {}
+    clauses: dict[str, list[JSONObject]] = {}
     for row in summary["still_failing"]:
         kind = finding((row.get("error") or "").split(":", 1)[0].rsplit(".", 1)[-1])
         clauses.setdefault(row.get("clause") or "unclassified", []).append(dict(row, finding=kind))

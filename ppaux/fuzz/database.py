@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
@@ -22,7 +23,7 @@ class DatabaseError(FuzzUsageError):
     """The --db spec is unusable; the message is one line for the user."""
 
 
-def _redis_client(spec: str, answer_timeout: float):
+def _redis_client(spec: str, answer_timeout: float) -> Any:  # a redis.Redis: redis is imported for a redis:// --db only
     parts = urlsplit(spec)
     if parts.scheme != "redis" or not parts.hostname:
         raise DatabaseError(f"--db {spec!r}: expected redis://HOST:PORT")

@@ -15,9 +15,10 @@ import random
 import re
 import signal
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+import types
+from collections.abc import Callable, Generator, Iterable
 
+import pluggy
 import pytest
 from hypothesis import Phase, is_hypothesis_test, settings
 from hypothesis.database import ExampleDatabase, ReadOnlyDatabase
@@ -32,7 +33,7 @@ from ppaux.testing.hypothesis_api import (
 )
 from ppaux.testing.plugin import recorded_calls
 from ppaux.testing.profiles import PROFILES
-from ppaux.testing.results import failure_details
+from ppaux.testing.results import JSONObject, failure_details
 
 PROFILE = "ppaux-fuzz"
 # Failure text kept per failure: Hypothesis puts the example and the blob at the end.
@@ -84,7 +85,7 @@ def error_line(text: str) -> str | None:
     return found
 
 
-def _worker_order(items: list) -> list:
+def _worker_order(items: list[pytest.Item]) -> list[pytest.Item]:
     """Worker W of N starts its rounds W/N of the way down the list: early in a run, the
     workers together have tried more tests than one would, and each still reaches every test."""
     worker, _, workers = os.environ.get("PPAUX_FUZZ_WORKER", "1/1").partition("/")
@@ -111,7 +112,7 @@ class FuzzRound:
         self._seeds = None if seed is None else random.Random(int(seed))
         self.shard = parse_shard(env.get("PPAUX_FUZZ_SHARD"))
         # What pytest_unconfigure puts back, last first.
-        self._undo: list[Callable[[], Any]] = []
+        self._undo: list[Callable[[], object]] = []
 
     def _profile(self, env: dict[str, str]) -> settings:
         db = open_database(env.get("PPAUX_FUZZ_DB"), answer_timeout=ROUND_REDIS_TIMEOUT_S)
@@ -129,7 +130,7 @@ class FuzzRound:
     def saved(self, nodeid: str) -> int | None:
         return None if self.database is None else self.database.saved.get(nodeid)
 
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: JSONObject) -> None:
         if not self.events:
             return
         event.setdefault("time", time.time())
@@ -155,7 +156,7 @@ class FuzzRound:
         while self._undo:
             self._undo.pop()()
 
-    def _stop(self, signum: int, frame: Any) -> None:
+    def _stop(self, signum: int, frame: types.FrameType | None) -> None:
         # The parent stops a round with SIGINT. Hypothesis may turn the KeyboardInterrupt into a
         # test failure and carry on, so the session is also told to stop after the current test.
         self.stopping = True
@@ -170,7 +171,7 @@ class FuzzRound:
         self.emit({"kind": "started", "pid": os.getpid()})
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list) -> None:
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         # Plain example tests give the same answer every time: fuzzing them wastes the budget.
         fuzzable = [item for item in items if is_hypothesis_test(getattr(item, "obj", None))]
         keep = [item for item in fuzzable if in_shard(item.nodeid, self.shard)]
@@ -181,7 +182,9 @@ class FuzzRound:
         self.emit({"kind": "collected", "tests": len(keep), "selected": len(fuzzable)})
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any):
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, pluggy.Result[object], None]:
         self.running = item.nodeid
         # Which test a worker was running, should it die.
         self.emit({"kind": "running", "nodeid": item.nodeid})
@@ -192,13 +195,15 @@ class FuzzRound:
         self.running = None
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: Any):
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
         outcome = yield
         # A test of the shipped suite runs in a forked child (ppaux.testing.containment): what it
         # counted there comes back on its reports.
         report = outcome.get_result()
         clause = item.get_closest_marker("clause")
-        report.ppaux_fuzz = {
+        report.ppaux_fuzz = {  # type: ignore[attr-defined]  # rides on the report out of a forked child
             "examples": self.examples,
             "saved": self.saved(item.nodeid),
             "clause": clause.args[0] if clause else None,
@@ -218,7 +223,7 @@ class FuzzRound:
             self.emit({"kind": "interrupted", "nodeid": report.nodeid})
             return  # our own stop: no verdict, not a finding
         outcome = "failed" if report.failed else ("skipped" if report.skipped else "passed")
-        event: dict[str, Any] = {"kind": "test", "nodeid": report.nodeid, "outcome": outcome}
+        event: JSONObject = {"kind": "test", "nodeid": report.nodeid, "outcome": outcome}
         if self.mode == "replay":
             event["saved"] = self.saved(report.nodeid) or 0
         self.emit(event)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.timeline import add_up, thin
+from ppaux.testing.results import JSONObject
 
 __all__ = ["check_report_dir", "merge_runs", "read_run", "write_replay", "write_run"]
 
@@ -27,7 +27,7 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def _failure_md(f: dict[str, Any]) -> list[str]:
+def _failure_md(f: JSONObject) -> list[str]:
     out = [f"### `{f['nodeid']}`", ""]
     if f.get("error"):
         out += [f"- error: `{f['error']}`"]
@@ -51,7 +51,7 @@ def _failure_md(f: dict[str, Any]) -> list[str]:
     return out
 
 
-def _rounds_md(s: dict[str, Any]) -> list[str]:
+def _rounds_md(s: JSONObject) -> list[str]:
     lines = [
         "| shard | worker | round | placement | examples/test | tests | examples | ended by |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -63,7 +63,7 @@ def _rounds_md(s: dict[str, Any]) -> list[str]:
     ]
 
 
-def _dead_md(s: dict[str, Any]) -> list[str]:
+def _dead_md(s: JSONObject) -> list[str]:
     if not s.get("dead_workers"):
         return []
     lines = [
@@ -80,7 +80,7 @@ def _dead_md(s: dict[str, Any]) -> list[str]:
     ]
 
 
-def write_run(summary: dict[str, Any], report_dir: Path) -> Path:
+def write_run(summary: JSONObject, report_dir: Path) -> Path:
     _write(report_dir / "fuzz.json", json.dumps(summary, indent=2))
     s = summary
     shards = s.get("shards")
@@ -145,7 +145,7 @@ def write_run(summary: dict[str, Any], report_dir: Path) -> Path:
     return report_dir / "fuzz.md"
 
 
-def write_replay(summary: dict[str, Any], report_dir: Path) -> Path:
+def write_replay(summary: JSONObject, report_dir: Path) -> Path:
     _write(report_dir / "replay.json", json.dumps(summary, indent=2))
     s = summary
     lines = [
@@ -171,7 +171,7 @@ def write_replay(summary: dict[str, Any], report_dir: Path) -> Path:
     return report_dir / "replay.md"
 
 
-def read_run(directory: Path) -> dict[str, Any]:
+def read_run(directory: Path) -> JSONObject:
     """A shard's ``fuzz.json``, or one line for the user saying why it cannot be merged."""
     path = directory / "fuzz.json"
     try:
@@ -185,15 +185,15 @@ def read_run(directory: Path) -> dict[str, Any]:
     return summary
 
 
-def _tagged(rows: list[dict[str, Any]], shard: str) -> list[dict[str, Any]]:
+def _tagged(rows: list[JSONObject], shard: str) -> list[JSONObject]:
     return [dict(row, shard=shard) for row in rows]
 
 
-def merge_runs(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def merge_runs(runs: Sequence[JSONObject]) -> JSONObject:
     """One report of several shards' runs: every round, worker and failure tagged with its shard,
     a failure found by more than one shard listed once, and the shards' timelines added up."""
     labels = [r.get("shard") or f"run {i + 1}" for i, r in enumerate(runs)]
-    failures: dict[Any, dict[str, Any]] = {}
+    failures: dict[tuple[str, str], JSONObject] = {}
     for run, label in zip(runs, labels):
         for f in run["failures"]:
             key = (f["nodeid"], f.get("example") or f.get("error") or "")

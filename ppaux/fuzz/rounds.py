@@ -9,9 +9,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from ppaux.testing.results import split_jsonl
+from ppaux.testing.results import JSONObject, split_jsonl
 
 __all__ = ["PROFILE", "Round", "Suite", "from_checkout"]
 
@@ -131,7 +130,7 @@ class Round:
     max_examples: int | None
     events_path: Path
     log_path: Path
-    proc: subprocess.Popen = field(repr=False)
+    proc: subprocess.Popen[bytes] = field(repr=False)
     examples: int = 0
     collected: int | None = None
     selected: int | None = None
@@ -170,7 +169,7 @@ class Round:
             )
         return cls(number, worker[0], placement, max_examples, events, log, proc)
 
-    def poll_events(self) -> list[dict[str, Any]]:
+    def poll_events(self) -> list[JSONObject]:
         with open(self.events_path, "rb") as fh:
             fh.seek(self._offset)
             chunk = fh.read()

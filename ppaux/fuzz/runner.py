@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import signal
 import time
+import types
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
 
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.rounds import Round, Suite
 from ppaux.fuzz.timeline import Timeline, thin
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.testing.progress import Progress
+from ppaux.testing.results import JSONObject
 
 __all__ = ["FuzzRun", "Replay", "RunError", "Worker", "failure_rows", "progress_line"]
 
@@ -40,11 +41,11 @@ def progress_line(budget: float, elapsed: float, examples: int, failures: int, p
     )
 
 
-def failure_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def failure_rows(summary: JSONObject) -> list[JSONObject]:
     """Each distinct failure of a run (or a merged run, or a replay's still-failing tests) as
     ``nodeid, clause, error, example, blob``: the one place to read them from."""
     rows = summary.get("failures", summary.get("still_failing", []))
-    return [{k: row.get(k) for k in FAILURE_FIELDS} for row in rows]
+    return [{k: row.get(k) for k in FAILURE_FIELDS} for row in rows]  # type: ignore[union-attr]  # one is there
 
 
 @dataclass
@@ -58,13 +59,13 @@ class Worker:
     rounds: int = 0
     examples_done: int = 0
     failures: int = 0
-    died: dict[str, Any] | None = None
+    died: JSONObject | None = None
 
     @property
     def examples(self) -> int:
         return self.examples_done + (self.current.examples if self.current else 0)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JSONObject:
         return {
             "worker": self.number,
             "placements": self.placements,
@@ -88,9 +89,9 @@ class FuzzRun:
     # Seconds a stopped round has to write its report before it is killed.
     grace: float = 10.0
     started_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-    failures: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    interrupted: list[dict[str, Any]] = field(default_factory=list)
+    rounds: list[JSONObject] = field(default_factory=list)
+    failures: dict[tuple[str, str], JSONObject] = field(default_factory=dict)
+    interrupted: list[JSONObject] = field(default_factory=list)
     timeline: Timeline = field(default_factory=Timeline)
     stopped_by: str | None = None
     elapsed: float = 0.0
@@ -100,10 +101,10 @@ class FuzzRun:
         return sum(w.examples for w in self.workers)
 
     @property
-    def dead(self) -> list[dict[str, Any]]:
+    def dead(self) -> list[JSONObject]:
         return [w.died for w in self.workers if w.died]
 
-    def _signal(self, signum: int, frame: Any) -> None:
+    def _signal(self, signum: int, frame: types.FrameType | None) -> None:
         self.stopped_by = signal.Signals(signum).name
 
     def max_examples(self, worker: Worker) -> int:
@@ -222,8 +223,8 @@ class FuzzRun:
             f"{rnd.running or 'no test yet'}: {describe_status(status)}; the other workers go on"
         )
 
-    def _take(self, events: list[dict[str, Any]], worker: Worker, elapsed: float, reason: str) -> None:
-        rnd = worker.current
+    def _take(self, events: list[JSONObject], worker: Worker, elapsed: float, reason: str) -> None:
+        rnd: Round = worker.current  # type: ignore[assignment]  # called only while the worker has a round
         for event in events:
             if event["kind"] == "failure":
                 self._record_failure(event, worker, rnd, elapsed)
@@ -243,7 +244,7 @@ class FuzzRun:
                     f"{rnd.placement}): still running when the round was stopped ({reason}); no verdict"
                 )
 
-    def _record_failure(self, event: dict[str, Any], worker: Worker, rnd: Round, elapsed: float) -> None:
+    def _record_failure(self, event: JSONObject, worker: Worker, rnd: Round, elapsed: float) -> None:
         key = (event["nodeid"], event.get("example") or event.get("error") or "")
         seen = self.failures.get(key)
         if seen is not None:
@@ -289,7 +290,7 @@ class FuzzRun:
             rnd.log_tail(1) or "no output"
         )
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JSONObject:
         return {
             "kind": "fuzz-run",
             "started_at": self.started_at,
@@ -325,7 +326,7 @@ def describe_status(status: int) -> str:
     return f"exit status {status}"
 
 
-def verdict(summary: dict[str, Any]) -> tuple[int, str | None]:
+def verdict(summary: JSONObject) -> tuple[int, str | None]:
     """The run's exit status, and why it is not 0 when no test failed: a dead worker, or nothing fuzzed."""
     if summary["dead_workers"]:
         return 1, f"{len(summary['dead_workers'])} worker(s) died: see the report"
@@ -340,8 +341,8 @@ def verdict(summary: dict[str, Any]) -> tuple[int, str | None]:
 class Replay:
     suite: Suite
     placement: str
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    failures: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rows: list[JSONObject] = field(default_factory=list)
+    failures: dict[str, JSONObject] = field(default_factory=dict)
 
     def run(self) -> None:
         self.suite.workdir.mkdir(parents=True, exist_ok=True)
@@ -365,7 +366,7 @@ class Replay:
                 + (rnd.log_tail(1) or "no output")
             )
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JSONObject:
         saved = [r for r in self.rows if r.get("saved")]
         kept = ("clause", "example", "blob", "error", "text", "scenario", "scenario_error")
         still = [
