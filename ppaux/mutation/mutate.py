@@ -26,7 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
 
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.mutation.project import MutmutProject, changed_line, run_with_mutant, show_counts
@@ -53,7 +52,7 @@ from ppaux.mutation.target import Target, resolve, write_config, write_scratch
 from ppaux.testing.impl import ImplementationError
 from ppaux.testing.profiles import PROFILES
 from ppaux.testing.progress import Progress
-from ppaux.testing.results import read_jsonl
+from ppaux.testing.results import JSONObject, read_jsonl
 from ppaux.testing.state import StateError, report_directory
 
 __all__ = [
@@ -260,7 +259,7 @@ def mutants_against_the_baseline(
     return {name: done[name] for name in mutants}
 
 
-def build_report(run: MutateRun) -> dict[str, Any]:
+def build_report(run: MutateRun) -> JSONObject:
     """``mutate.json``: the score, the kill set, the verdicts, every mutant (with its diff where
     either side missed it); with a baseline, its score over the same mutants and the side-by-side counts."""
     options, suite, baseline = run.options, run.suite, run.baseline
@@ -268,7 +267,7 @@ def build_report(run: MutateRun) -> dict[str, Any]:
     scored = score(suite, judged)
     mutants = []
     for name, status in suite.items():
-        entry: dict[str, Any] = {"mutant": name, "suite": status}
+        entry: JSONObject = {"mutant": name, "suite": status}
         if baseline is not None:
             entry["baseline"] = baseline[name]
         if name in judged:
@@ -277,7 +276,7 @@ def build_report(run: MutateRun) -> dict[str, Any]:
             entry["diff"] = run.diffs.get(name, "")
             entry["line"] = changed_line(entry["diff"])
         mutants.append(entry)
-    report: dict[str, Any] = {
+    report: JSONObject = {
         "kind": "mutate",
         "implementation": options.impl,
         "module": run.target.module,
@@ -302,9 +301,9 @@ def build_report(run: MutateRun) -> dict[str, Any]:
 
 
 def _side_by_side(
-    command: str | None, mutants: list[dict[str, Any]], judged: Mapping[str, str], scored: Score
-) -> dict[str, Any]:
-    def kind(m: dict[str, Any]) -> str:
+    command: str | None, mutants: list[JSONObject], judged: Mapping[str, str], scored: Score
+) -> JSONObject:
+    def kind(m: JSONObject) -> str:
         by_suite, by_baseline = is_killed(m["suite"]), m["baseline"] != "survived"
         return {(True, True): "both", (True, False): "only ppaux", (False, True): "only the baseline"}.get(
             (by_suite, by_baseline), "neither"
@@ -322,7 +321,7 @@ def _side_by_side(
     }
 
 
-def render_markdown(report: Mapping[str, Any]) -> str:
+def render_markdown(report: JSONObject) -> str:
     """``mutate.md``: the score, the run's settings, the side-by-side table, every survivor with
     its diff, stale entries."""
     scored = Score(
@@ -380,7 +379,7 @@ def _fresh_scratch(report: str | None) -> tuple[Path, Path]:
     return out, scratch
 
 
-def _summary(report: Mapping[str, Any], page: Path) -> str:
+def _summary(report: JSONObject, page: Path) -> str:
     counted = report["total"] - report["equivalent"]
     line = f"ppaux mutate: {report['score']}% ({report['killed']}/{counted} killed) in {report['wall_s']} s"
     if "baseline" in report:

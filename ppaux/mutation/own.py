@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from ppaux.mutation.project import MUTANT_PYTEST_ARGS, MutmutProject, changed_line, module_of, mutmut_table, select
 from ppaux.mutation.report import (
@@ -32,6 +32,7 @@ from ppaux.mutation.report import (
 )
 from ppaux.mutation.score import Score, is_killed, judged_equivalent, read_equivalents, score, stale, verdicts
 from ppaux.testing.progress import Progress
+from ppaux.testing.results import JSONObject
 
 __all__ = [
     "CLEAN_RUN_FAILED",
@@ -139,7 +140,7 @@ def source_of(mutant: str) -> str:
 
 def score_modules(
     results: Mapping[str, str], judged: Mapping[str, str], gate_for: Callable[[str], float | None]
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, JSONObject]:
     """The score per module: its mutants, those killed and judged equivalent, its survivors (the
     mutants neither killed nor judged equivalent), its gate (``gate_for(module)``) and whether it passes."""
     by_module: dict[str, dict[str, str]] = defaultdict(dict)
@@ -162,7 +163,7 @@ def score_modules(
     return out
 
 
-def render_markdown(report: Mapping[str, Any], markings: Callable[[Mapping[str, Any]], list[str]]) -> list[str]:
+def render_markdown(report: JSONObject, markings: Callable[[JSONObject], list[str]]) -> list[str]:
     """``mutation.md``: the score and gate, the table per module, the mutants judged equivalent,
     the stale entries, the ``markings`` section (the caller's), every survivor with its diff."""
     scored = Score(
@@ -236,8 +237,8 @@ def run_scope(
     max_children: int | None,
     only: Sequence[str] = (),
     *,
-    markings: Callable[[], list[dict[str, Any]]] = list,
-    markings_section: Callable[[Mapping[str, Any]], list[str]] = lambda report: [],
+    markings: Callable[[], list[JSONObject]] = list,
+    markings_section: Callable[[JSONObject], list[str]] = lambda report: [],
 ) -> int:
     """The scope's run, its report in ``out_dir`` (``mutation.md``, ``.json``) and a summary on the
     console: 0 when every module reaches its gate and no marking (``markings()``, each with its
@@ -262,7 +263,7 @@ def run_scope(
     survivors = [{**s, "diff": diffs.get(s["mutant"], "")} for s in survivors]
     scored = score(results, judged)
     marked = markings()
-    report = {
+    report: JSONObject = {
         "kind": "mutation",
         "scope": scope.name,
         "scope_doc": scope.doc,

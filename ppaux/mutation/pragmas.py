@@ -78,13 +78,13 @@ def markings(source: Path) -> list[dict[str, object]]:
     return found
 
 
-def _marking_line(marking: Mapping[str, Any]) -> str:
+def _marking_line(marking: Mapping[str, object]) -> str:
     said = [str(marking["reason"])] if marking["reason"] else []
     said += [f"**{marking['problem']}**"] if marking.get("problem") else []
     return f"- `{marking['where']}`{' (block)' if marking['block'] else ''}: {' '.join(said)}"
 
 
-def markings_section(report: Mapping[str, Any]) -> list[str]:
+def markings_section(report: Mapping[str, Any]) -> list[str]:  # Any: a report's JSON, read by key
     """The report's section of the markings (``report["equivalents"]``), each with its reason and problem."""
     return [
         "## Marked equivalent (`# pragma: no mutate`)",

@@ -91,9 +91,9 @@ def parse_results(text: str) -> dict[str, str]:
     return {m["name"]: m["status"] for m in map(_RESULT_LINE.match, text.splitlines()) if m}
 
 
-def _exit_codes(mutants: Path) -> dict[str, Any]:
+def _exit_codes(mutants: Path) -> dict[str, int | None]:
     # mutmut keeps every mutant's exit code (None until it ran) in the *.meta files under mutants/.
-    codes: dict[str, Any] = {}
+    codes: dict[str, int | None] = {}
     for meta in sorted(mutants.rglob("*.meta")):
         try:
             codes.update(json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {}))
@@ -132,7 +132,7 @@ def changed_line(diff: str) -> str:
     return f"{' / '.join(before)} -> {' / '.join(after)}" if before or after else ""
 
 
-def mutmut_table(config: dict[str, Any]) -> str:
+def mutmut_table(config: Mapping[str, object]) -> str:
     """``config`` as a TOML ``[tool.mutmut]`` table."""
     # Imported here: only mutate needs it, and tomli-w comes with the mutate extra, as mutmut does.
     import tomli_w
@@ -154,7 +154,7 @@ class MutmutProject:
         self.root = root
 
     # pragma: no mutate start - runs mutmut in a child process: only the slow end-to-end tests reach it
-    def _mutmut(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess:
+    def _mutmut(self, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=self.root, text=True, **kwargs)
 
     def run(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ppaux.mutation.score import Score
 
@@ -26,7 +25,7 @@ __all__ = [
 STALE = "stale equivalence entry (killed, or no such mutant)"
 
 
-def score_fields(score: Score) -> dict[str, Any]:
+def score_fields(score: Score) -> dict[str, object]:
     """The score's fields of a report's JSON."""
     return {"equivalent": score.equivalent, "killed": score.killed, "score": score.percent}
 
@@ -61,7 +60,7 @@ def stale_lines(stale: Sequence[str]) -> list[str]:
     return ["## Stale equivalence entries (killed, or no such mutant)", "", *(f"- `{name}`" for name in stale)]
 
 
-def write_report(out: Path, stem: str, report: Mapping[str, Any], markdown: Sequence[str]) -> Path:
+def write_report(out: Path, stem: str, report: Mapping[str, object], markdown: Sequence[str]) -> Path:
     """``out/stem.json`` (indented, one entry a line) and ``out/stem.md`` (the ``markdown`` lines,
     ending with one newline), UTF-8 both; the Markdown's path."""
     out.mkdir(parents=True, exist_ok=True)

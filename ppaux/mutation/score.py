@@ -92,7 +92,7 @@ class EquivalentsError(ValueError):
     """An equivalents file that cannot be read, or is not ``{mutant: reason}`` with a reason for each."""
 
 
-def read_equivalents(path: Path) -> dict[str, str]:
+def read_equivalents(path: str | Path) -> dict[str, str]:
     """``{mutant: one-line reason}`` from the JSON file at ``path``."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -18,6 +18,7 @@ __all__ = ["Target", "resolve", "scratch_package_init", "write_config", "write_s
 def resolve(spec: str) -> Target:
     """The module ``spec`` names (a module name or a ``.py`` file), checked as an implementation;
     raises :class:`~ppaux.testing.impl.ImplementationError` with one line for the user."""
+    packages: tuple[tuple[str, tuple[str, ...]], ...]
     impl = load(spec)
     path = Path(spec)
     if spec.endswith(".py") or path.is_file():
@@ -34,7 +35,9 @@ def resolve(spec: str) -> Target:
         module, source = spec, Path(found.origin)
         parents = [".".join(spec.split(".")[:i]) for i in range(1, len(spec.split(".")))]
         packages = tuple(
-            (name, tuple(importlib.util.find_spec(name).submodule_search_locations or ())) for name in parents
+            # A parent package of a module that was found is found too.
+            (name, tuple(importlib.util.find_spec(name).submodule_search_locations or ()))  # type: ignore[union-attr]
+            for name in parents
         )
         defined_here = {impl.add.__module__, impl.pop.__module__} & {spec}
     if not defined_here:
@@ -93,7 +96,7 @@ def write_scratch(target: Target, root: Path, *, tests: Sequence[Path], source: 
 
 def write_config(target: Target, root: Path, *, pytest_args: Sequence[str]) -> None:
     """mutmut's configuration: mutate the target alone, kill with the tests run with ``pytest_args``."""
-    config = {
+    config: dict[str, object] = {
         "source_paths": [target.module.split(".")[0] + ("" if target.packages else ".py")],
         "only_mutate": [target.relative_path.as_posix()],
         "pytest_add_cli_args": [*MUTANT_PYTEST_ARGS, *pytest_args],
