@@ -15,7 +15,6 @@ import sys
 import tempfile
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -27,7 +26,7 @@ from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.regressions import module_search_path, write_regressions
 from ppaux.testing.impl import DEFAULT_IMPL, ImplementationError, load
 from ppaux.testing.profiles import PROFILES
-from ppaux.testing.results import read_jsonl
+from ppaux.testing.results import JSONObject, read_jsonl
 from ppaux.testing.state import STATE, StateError, check_directory, report_directory
 
 SUITE = "ppaux.conformance"
@@ -74,18 +73,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_report(
-    rows: list[dict[str, Any]],
+    rows: list[JSONObject],
     *,
     impl: str,
     profile: str,
     marks: str,
     timeout: float = DEFAULT_TIMEOUT,
     command: str = "",
-) -> dict[str, Any]:
+) -> JSONObject:
     """Group per-test rows by contract clause, in the contract's order; a clause holds when none of its tests failed.
 
     ``command`` is the ``ppaux check`` command line that runs the check again (the replay advice)."""
-    clauses: OrderedDict[str, dict[str, Any]] = OrderedDict()
+    clauses: OrderedDict[str, JSONObject] = OrderedDict()
     for row in rows:
         key = row.get("clause") or "unclassified"
         entry = clauses.setdefault(
@@ -113,7 +112,7 @@ def build_report(
     }
 
 
-def render_markdown(report: dict[str, Any]) -> str:
+def render_markdown(report: JSONObject) -> str:
     lines = [
         f"# Conformance report: `{report['implementation']}`",
         "",
@@ -154,7 +153,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _replay(report: dict[str, Any], test: dict[str, Any]) -> list[str]:
+def _replay(report: JSONObject, test: JSONObject) -> list[str]:
     """Advice that works from an install: the command that replays the failure (the test file is in site-packages)."""
     name = test["nodeid"].rsplit("::", 1)[-1].split("[", 1)[0]
     why = (
@@ -168,7 +167,7 @@ def _replay(report: dict[str, Any], test: dict[str, Any]) -> list[str]:
     return lines + [""] if lines else []
 
 
-def _regression(test: dict[str, Any]) -> list[str]:
+def _regression(test: JSONObject) -> list[str]:
     found = test.get("regression")
     if not found:
         return []
@@ -177,7 +176,7 @@ def _regression(test: dict[str, Any]) -> list[str]:
     return [f"Regression test `{found['test']}` in `{found['path']}`:", "", "```python", found["code"], "```", ""]
 
 
-def _regression_files(summary: Any) -> list[str]:
+def _regression_files(summary: JSONObject | None) -> list[str]:
     if summary is None:
         return []
     lines = ["", "## Regression tests", "", f"Directory: `{summary['directory']}`."]
@@ -311,7 +310,7 @@ def _check_outputs(args: argparse.Namespace, report: Path) -> None:
         raise UsageError(f"--junit: {args.junit} is a directory")
 
 
-def _suite_rows(args: argparse.Namespace, spec: str) -> list[dict[str, Any]]:
+def _suite_rows(args: argparse.Namespace, spec: str) -> list[JSONObject]:
     with tempfile.TemporaryDirectory() as tmp:
         results, ini = os.path.join(tmp, "results.jsonl"), os.path.join(tmp, "pytest.ini")
         Path(ini).write_bytes(b"[pytest]\n")
@@ -329,7 +328,7 @@ def _suite_rows(args: argparse.Namespace, spec: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _regressions(args: argparse.Namespace, spec: str, report: dict[str, Any]) -> dict[str, Any]:
+def _regressions(args: argparse.Namespace, spec: str, report: JSONObject) -> JSONObject:
     folder = Path(args.regressions)
     if report["verdict"] == "pass":
         return write_regressions({"clauses": []}, spec, folder, args.timeout, [])

@@ -10,7 +10,6 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
 
 import ppaux.cli.catalog as catalog
 import ppaux.cli.check as check
@@ -82,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, os.getcwd())
     try:
         args = build_parser().parse_args(argv)
-        run: Any = args._run
+        run: Callable[[argparse.Namespace], int] = args._run
         return int(run(args))
     except UsageError as exc:
         print(f"ppaux: error: {exc}" if not str(exc).startswith("ppaux") else f"{exc}", file=sys.stderr)

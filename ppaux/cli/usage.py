@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import NoReturn
 
 from ppaux.isolation import parse_timeout
 
@@ -16,7 +17,7 @@ class UsageError(Exception):
 class OneLineParser(argparse.ArgumentParser):
     """argparse whose errors are one line (a :class:`UsageError`), not a usage dump."""
 
-    def error(self, message: str) -> None:  # one line, not argparse's usage dump
+    def error(self, message: str) -> NoReturn:  # one line, not argparse's usage dump
         raise UsageError(f"{self.prog}: {message}")
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from ppaux.regressions.expect import expected_steps
 from ppaux.regressions.prove import PROOF_SECONDS, judge, prove_files
@@ -23,6 +22,7 @@ from ppaux.regressions.render import (
     module_of,
     render,
 )
+from ppaux.testing.results import JSONObject
 from ppaux.testing.scenario import Unwritable
 
 __all__ = ["MARKER", "module_search_path", "stale_files", "write_regressions"]
@@ -45,7 +45,7 @@ def stale_files(directory: Path) -> list[Path]:
     return found
 
 
-def _finding(row: dict[str, Any], taken: set) -> Finding:
+def _finding(row: JSONObject, taken: set[str]) -> Finding:
     scenario = row.get("scenario")
     if not scenario:
         raise Unwritable(row.get("scenario_error") or "the test's calls were not recorded")
@@ -59,8 +59,8 @@ def _finding(row: dict[str, Any], taken: set) -> Finding:
     )
 
 
-def _clause_findings(clause: dict[str, Any], refused: list[dict[str, Any]]) -> list[tuple[Finding, dict[str, Any]]]:
-    taken: set = set()
+def _clause_findings(clause: JSONObject, refused: list[JSONObject]) -> list[tuple[Finding, JSONObject]]:
+    taken: set[str] = set()
     found = []
     for row in clause["tests"]:
         if row["outcome"] != "failed":
@@ -74,11 +74,11 @@ def _clause_findings(clause: dict[str, Any], refused: list[dict[str, Any]]) -> l
 
 
 def _prove_rounds(
-    broken: dict[str, list[tuple[Finding, dict[str, Any]]]],
+    broken: dict[str, list[tuple[Finding, JSONObject]]],
     spec: str,
     timeout: float,
     user_path: list[str],
-    refused: list[dict[str, Any]],
+    refused: list[JSONObject],
 ) -> dict[str, str]:
     """Each clause's file, holding the findings whose tests discriminate; a finding whose test does
     not is dropped (and said why), and the clause's file is proven again without it."""
@@ -108,8 +108,8 @@ def _prove_rounds(
 
 
 def write_regressions(
-    report: dict[str, Any], spec: str, directory: Path, timeout: float, user_path: list[str]
-) -> dict[str, Any]:
+    report: JSONObject, spec: str, directory: Path, timeout: float, user_path: list[str]
+) -> JSONObject:
     """Write one proven regression file per broken clause of ``report`` into ``directory``.
 
     Files an earlier run wrote there are removed first. Each failing test's row gains
@@ -119,7 +119,7 @@ def write_regressions(
     removed = stale_files(directory)
     for path in removed:
         path.unlink()
-    refused: list[dict[str, Any]] = []
+    refused: list[JSONObject] = []
     broken = {c["clause"]: _clause_findings(c, refused) for c in report["clauses"] if c["verdict"] == "fail"}
     findings = {clause: found for clause, found in broken.items() if found}
     proven = _prove_rounds(dict(findings), spec, timeout, user_path, refused)

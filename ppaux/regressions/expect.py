@@ -3,23 +3,36 @@ on the very doubles a regression test file defines, and written down as that fil
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 import torch
 
 from ppaux.core.errors import AuxiliaryPPError
 from ppaux.regressions.doubles import source as doubles_source
 from ppaux.testing.impl import reference
+from ppaux.testing.results import JSONObject
 from ppaux.testing.scenario import key_code, literal
 
 FUNCTIONS = {"add": "add_auxiliary_output_to_pp_tensors", "pop": "pop_auxiliary_output_from_pp_tensors"}
 
 
+class ExpectedStep(TypedDict):
+    """A step of a regression test (see :func:`expected_steps`)."""
+
+    op: str
+    setup: list[str]
+    call: str
+    raised: list[str] | None
+    checks: list[str]
+
+
 class _Run:
     """The file's namespace while the reference runs its steps; names values back by identity."""
 
-    def __init__(self, scenario: dict[str, Any]) -> None:
+    def __init__(self, scenario: JSONObject) -> None:
         self.prefix = scenario["prefix"]
+        # Any: what the file's lines define, values of every type.
         self.ns: dict[str, Any] = {"torch": torch, "_OUTPUT_PREFIX": self.prefix}
         exec(doubles_source(scenario["doubles"]), self.ns)  # noqa: S102 - the file's own classes
         self.defined: list[str] = []
@@ -29,15 +42,15 @@ class _Run:
             exec(line, self.ns)  # noqa: S102 - code describe() wrote
             self.defined.append(line.split(" = ", 1)[0])
 
-    def name_of(self, value: Any) -> str | None:
+    def name_of(self, value: object) -> str | None:
         return next((name for name in self.defined if self.ns[name] is value), None)
 
-    def value_code(self, value: Any) -> str:
+    def value_code(self, value: object) -> str:
         name = self.name_of(value)
         # A tensor always has a name: the reference makes none, and literal() refuses one.
         return name if name is not None else literal(value)
 
-    def entries(self, mapping: Any) -> str:
+    def entries(self, mapping: Mapping[object, object]) -> str:
         pairs = [f"({key_code(k, self.prefix)}, {self.value_code(v)})" for k, v in mapping.items()]
         return "[" + ", ".join(pairs) + "]"
 
@@ -56,7 +69,7 @@ def _raised(run: _Run, exc: BaseException) -> list[str]:
 
 def _double_checks(run: _Run, arg: str) -> list[str]:
     """What the contract says about the output's or observer's calls after the step."""
-    obj = run.ns.get(arg)
+    obj: object = run.ns.get(arg)
     if hasattr(obj, "handed"):
         checks = [f"self.assertEqual(len({arg}.handed), {len(obj.handed)})"]
         if obj.handed:
@@ -67,7 +80,7 @@ def _double_checks(run: _Run, arg: str) -> list[str]:
     return []
 
 
-def expected_steps(scenario: dict[str, Any]) -> list[dict[str, Any]]:
+def expected_steps(scenario: JSONObject) -> list[ExpectedStep]:
     """Each step with the lines that make it and check it as the contract says, from the reference's run.
 
     Step: ``setup`` (definitions), ``call`` (the call's code), ``raised`` (``None`` or the
@@ -75,7 +88,7 @@ def expected_steps(scenario: dict[str, Any]) -> list[dict[str, Any]]:
     """
     run = _Run(scenario)
     impl = reference(run.prefix)
-    out = []
+    out: list[ExpectedStep] = []
     for step in scenario["steps"]:
         run.setup(step["setup"])
         tensors, arg = run.ns[step["dict"]], eval(step["arg"], run.ns)  # noqa: S307 - code describe() wrote

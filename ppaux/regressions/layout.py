@@ -8,6 +8,7 @@ OPENING = {"(": ")", "[": "]", "{": "}"}
 
 def _spans(line: str) -> list[tuple[int, int, list[int]]]:
     """Each bracket pair of ``line`` (outside string literals): (open, close, its own top-level commas)."""
+    stack: list[tuple[int, list[int]]]
     spans, stack, quote, i = [], [], "", 0
     while i < len(line):
         ch = line[i]

@@ -11,10 +11,10 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import ppaux.core.transport as reference_module
 from ppaux.testing.impl import REQUIRED_NAMES
+from ppaux.testing.results import JSONObject
 
 DRIVER = Path(__file__).with_name("driver.py")
 # Importing torch and running a few calls: a proof run past this is itself a finding.
@@ -32,7 +32,7 @@ def bind_reference(root: Path, module: str) -> None:
     (folder / f"{parts[-1]}.py").write_text(f"from ppaux.transport import {names}  # noqa: F401\n")
 
 
-def run(paths: list[Path], module: str, python_path: list[str], seconds: float) -> dict[str, dict[str, Any]]:
+def run(paths: list[Path], module: str, python_path: list[str], seconds: float) -> dict[str, JSONObject]:
     """The driver's verdict on each file (by name): per test, its outcome; or why there is none."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(python_path), PYTHONDONTWRITEBYTECODE="1")
     try:
@@ -51,11 +51,11 @@ def run(paths: list[Path], module: str, python_path: list[str], seconds: float) 
         said = done.stderr.strip().splitlines()
         why = f"the test run ended with exit status {done.returncode}" + (f": {said[-1]}" if said else "")
         return {p.name: {"broken": why} for p in paths}
-    verdicts: dict[str, dict[str, Any]] = json.loads(lines[-1])
+    verdicts: dict[str, JSONObject] = json.loads(lines[-1])
     return verdicts
 
 
-def _run_side(paths: list[Path], module: str, python_path: list[str], seconds: float) -> dict[str, dict[str, Any]]:
+def _run_side(paths: list[Path], module: str, python_path: list[str], seconds: float) -> dict[str, JSONObject]:
     verdicts = run(paths, module, python_path, seconds)
     if len(paths) > 1 and any("broken" in v for v in verdicts.values()):
         # One file took the run down with it (a crash outside a child, a hang): each file on its own.
@@ -63,7 +63,7 @@ def _run_side(paths: list[Path], module: str, python_path: list[str], seconds: f
     return verdicts
 
 
-def judge(red: dict[str, Any], green: dict[str, Any], method: str) -> str | None:
+def judge(red: JSONObject, green: JSONObject, method: str) -> str | None:
     """``None`` when ``method`` discriminates (red on the implementation, green on the reference); else why not."""
     for side, verdict in (("the implementation", red), ("the reference", green)):
         if "broken" in verdict or "import_error" in verdict:
@@ -78,14 +78,12 @@ def judge(red: dict[str, Any], green: dict[str, Any], method: str) -> str | None
     return None
 
 
-def _last_line(outcome: dict[str, Any]) -> str:
+def _last_line(outcome: JSONObject) -> str:
     lines = (outcome.get("text") or "").strip().splitlines()
     return lines[-1] if lines else "no output"
 
 
-def prove_files(
-    sources: dict[str, str], module: str, user_path: list[str], seconds: float
-) -> dict[str, dict[str, Any]]:
+def prove_files(sources: dict[str, str], module: str, user_path: list[str], seconds: float) -> dict[str, JSONObject]:
     """Run the files ``sources`` (name -> source) against the implementation and, side by side,
     against the reference bound as ``module``. Returns, per file, ``{"red": ..., "green": ...}``."""
     with tempfile.TemporaryDirectory(prefix="ppaux-regression-") as tmp:

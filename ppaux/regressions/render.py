@@ -8,11 +8,10 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import ppaux.regressions.doubles as doubles
 from ppaux.core.clauses import statement
-from ppaux.regressions.expect import FUNCTIONS
+from ppaux.regressions.expect import FUNCTIONS, ExpectedStep
 from ppaux.regressions.layout import wrap
 
 # The first line of every file ppaux writes: how a later run knows which files are its own.
@@ -29,7 +28,7 @@ class Finding:
     nodeid: str
     clause: str
     kind: str | None  # "hang", "crash" or None
-    steps: list[dict[str, Any]]
+    steps: list[ExpectedStep]
     doubles: list[str]
     method: str = ""
     uses: list[str] = field(default_factory=list)
@@ -51,7 +50,7 @@ def class_name(clause: str) -> str:
     return "Test" + "".join(part.capitalize() for part in re.split(r"\W+", clause) if part)
 
 
-def method_name(nodeid: str, taken: set) -> str:
+def method_name(nodeid: str, taken: set[str]) -> str:
     test = nodeid.rsplit("::", 1)[-1]
     base = re.sub(r"\W+", "_", test).strip("_").lower()
     name, n = base, 2
@@ -72,7 +71,7 @@ def clause_line(clause: str) -> str:
     return f"{clause}: {statement(clause) or 'a property of the suite'}"
 
 
-def _step_lines(step: dict[str, Any], indent: str) -> list[str]:
+def _step_lines(step: ExpectedStep, indent: str) -> list[str]:
     lines = [indent + line for line in step["setup"]] + ([""] if step["setup"] else [])
     if step["raised"] is None:
         call = f"result = {step['call']}" if step["op"] == "pop" else step["call"]
@@ -168,7 +167,7 @@ def render(clause: str, findings: list[Finding], spec: str, timeout: float) -> s
     return text
 
 
-def imported_roots(source: str) -> set:
+def imported_roots(source: str) -> set[str]:
     """The top-level names a module's source imports."""
     roots = set()
     for node in ast.walk(ast.parse(source)):
