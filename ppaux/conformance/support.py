@@ -4,7 +4,7 @@ and strategies bound to the implementation under test (the ``ppaux_impl`` fixtur
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -17,12 +17,12 @@ from ppaux.testing.impl import Implementation
 NO_NAME = object()
 
 
-def snapshot(d: Any) -> list[tuple[Any, Any]]:
+def snapshot(d: Mapping[Any, object]) -> list[tuple[object, object]]:  # Any: a PP dict's keys, of any type
     """Keys in order with their value objects: what 'exactly as before' compares."""
     return list(d.items())
 
 
-def assert_same_dict(d: Any, snap: list[tuple[Any, Any]]) -> None:
+def assert_same_dict(d: Mapping[Any, object], snap: list[tuple[object, object]]) -> None:
     now = list(d.items())
     assert [k for k, _ in now] == [k for k, _ in snap], (
         f"expected the keys {[k for k, _ in snap]!r}, got {[k for k, _ in now]!r}"
@@ -31,7 +31,7 @@ def assert_same_dict(d: Any, snap: list[tuple[Any, Any]]) -> None:
         assert after is before, f"expected the very value object under {k!r}, got another object: {after!r}"
 
 
-def assert_same_objects(got: Any, expected: Any) -> None:
+def assert_same_objects(got: Mapping[str, object], expected: Mapping[str, object]) -> None:
     """The observer was handed exactly ``expected``: the same names in order, each the very object.
 
     Compares by identity, never ``==``: tensors compare element-wise, and a copy must show as one.
@@ -45,7 +45,7 @@ def assert_same_objects(got: Any, expected: Any) -> None:
         )
 
 
-def assert_all_or_nothing(call: Any, d: Any, arg: Any) -> None:
+def assert_all_or_nothing(call: Callable[[Any, Any], object], d: Mapping[Any, object], arg: object) -> None:
     """``call(d, arg)`` (add or pop); when it raises, for any reason, ``d`` must be exactly as before."""
     snap = snapshot(d)
     try:
@@ -54,7 +54,7 @@ def assert_all_or_nothing(call: Any, d: Any, arg: Any) -> None:
         assert_same_dict(d, snap)
 
 
-def documented_message(code: str, name: Any = NO_NAME) -> str:
+def documented_message(code: str, name: object = NO_NAME) -> str:
     entry = CATALOG[code]
     given = "no name" if name is NO_NAME else f"the name {name!r}"
     assert entry.takes_name == (name is not NO_NAME), (
@@ -63,7 +63,7 @@ def documented_message(code: str, name: Any = NO_NAME) -> str:
     return entry.message(None if name is NO_NAME else name)
 
 
-def assert_documented(impl: Implementation, exc: BaseException, code: str, name: Any = NO_NAME) -> None:
+def assert_documented(impl: Implementation, exc: BaseException, code: str, name: object = NO_NAME) -> None:
     """``exc`` is the contract's error ``code``: a RuntimeError whose str() is exactly the catalog text."""
     expected = documented_message(code, name)
     assert isinstance(exc, RuntimeError), f"expected RuntimeError {expected!r}, got {type(exc).__name__}: {exc}"
@@ -77,7 +77,7 @@ def assert_documented(impl: Implementation, exc: BaseException, code: str, name:
 
 
 @contextlib.contextmanager
-def raises_documented(impl: Implementation, code: str, name: Any = NO_NAME) -> Iterator[None]:
+def raises_documented(impl: Implementation, code: str, name: object = NO_NAME) -> Iterator[None]:
     """The block raises the contract's error ``code``; a block that raises nothing fails in words."""
     try:
         yield
@@ -88,7 +88,7 @@ def raises_documented(impl: Implementation, code: str, name: Any = NO_NAME) -> I
     assert_documented(impl, caught, code, name)
 
 
-def raised(exc_type: type[BaseException], expected: str, call: Callable[..., Any], *args: Any) -> BaseException:
+def raised(exc_type: type[BaseException], expected: str, call: Callable[..., object], *args: object) -> BaseException:
     """What ``call(*args)`` raised, an ``exc_type``; a call that returns fails, saying that ``expected`` was."""
     try:
         result = call(*args)
@@ -97,12 +97,12 @@ def raised(exc_type: type[BaseException], expected: str, call: Callable[..., Any
     raise AssertionError(f"expected {expected}, got a return value: {result!r}")
 
 
-def verdict(expected: tuple[str, Any]) -> str:
+def verdict(expected: tuple[str, object]) -> str:
     """An oracle verdict, ``(code, name)``, in words: the code and its exact message."""
     return f"{expected[0]} {documented_message(*expected)!r}"
 
 
-def aux_keys(d: Any, prefix: str) -> list[str]:
+def aux_keys(d: Mapping[Any, object], prefix: str) -> list[str]:
     return [k for k in d if isinstance(k, str) and k.startswith(prefix)]
 
 
@@ -120,7 +120,7 @@ class Oracle:
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
 
-    def add_error(self, tensors: Any, output: Any) -> tuple[str, Any] | None:
+    def add_error(self, tensors: Mapping[Any, object], output: Any) -> tuple[str, object] | None:
         if not hasattr(output, "to_pp_tensors"):
             return ("A1", NO_NAME)
         payload = output.payload
@@ -135,12 +135,12 @@ class Oracle:
                 return ("A5", name)
         return None
 
-    def aux_items(self, tensors: Any) -> list[tuple[str, Any]]:
+    def aux_items(self, tensors: Mapping[Any, object]) -> list[tuple[str, object]]:
         return [
             (k[len(self.prefix) :], v) for k, v in tensors.items() if isinstance(k, str) and k.startswith(self.prefix)
         ]
 
-    def pop_error(self, tensors: Any, observer: Any) -> tuple[str, Any] | None:
+    def pop_error(self, tensors: Mapping[Any, object], observer: object) -> tuple[str, object] | None:
         items = self.aux_items(tensors)
         if not items:
             return None
@@ -154,7 +154,7 @@ class Oracle:
 
 
 @st.composite
-def add_cases(draw: Any, impl: Implementation, *, valid: bool) -> tuple[Implementation, Any, Any]:
+def add_cases(draw: st.DrawFn, impl: Implementation, *, valid: bool) -> tuple[Implementation, dict[Any, Any], object]:
     """(transport, PP dict, output): the output may collide with aux keys already in the dict."""
     t = draw(transports(impl))
     d = draw(st.one_of(transport_dicts(prefix=t.prefix), transport_dicts(prefix=t.prefix, aux=True)))
@@ -164,8 +164,8 @@ def add_cases(draw: Any, impl: Implementation, *, valid: bool) -> tuple[Implemen
 
 @st.composite
 def pop_cases(
-    draw: Any, impl: Implementation, *, mutating: bool = False, non_tensors: bool = True
-) -> tuple[Implementation, Any, Any]:
+    draw: st.DrawFn, impl: Implementation, *, mutating: bool = False, non_tensors: bool = True
+) -> tuple[Implementation, dict[Any, Any], object]:
     """(transport, PP dict holding aux keys, observer); the aux values may be non-tensors."""
     t = draw(transports(impl))
     d = draw(transport_dicts(prefix=t.prefix, aux=True))

@@ -8,7 +8,6 @@ the few calls that show the bug, values in each call (``state.add(output=PPOutpu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pytest
 import torch
@@ -30,7 +29,7 @@ TENSORS = st.just(()).map(torch.zeros)
 STEPS = 12
 
 
-def outputs(max_items: int) -> st.SearchStrategy[Any]:
+def outputs(max_items: int) -> st.SearchStrategy[object]:
     """Valid outputs, malformed ones (bad names, non-tensors, empty) and outputs add must refuse."""
     good = st.dictionaries(NAMES, TENSORS, min_size=1, max_size=max_items)
     bad_item = st.tuples(st.one_of(NAMES, st.sampled_from(["", 3])), st.one_of(TENSORS, st.just([0.5])))
@@ -39,7 +38,7 @@ def outputs(max_items: int) -> st.SearchStrategy[Any]:
     return st.one_of(payloads.map(PPOutput), st.builds(NotPPOutput), st.builds(RaisingPPOutput))
 
 
-def observers(modes: Sequence[str]) -> st.SearchStrategy[Any]:
+def observers(modes: Sequence[str]) -> st.SearchStrategy[object]:
     """A recording observer in one of ``modes``, no observer, or one without PP support: one choice each."""
     return st.sampled_from([*modes, None, "not PP"]).map(
         lambda mode: None if mode is None else NotPPObserver() if mode == "not PP" else RecordingObserver(mode)

@@ -7,7 +7,7 @@ Their reprs are short so that a minimal counterexample reads as one line.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 
 class ObserverFailure(Exception):
@@ -17,11 +17,11 @@ class ObserverFailure(Exception):
 class PPOutput:
     """A PP-capable auxiliary output whose ``to_pp_tensors()`` returns ``payload``."""
 
-    def __init__(self, payload: Any) -> None:
+    def __init__(self, payload: object) -> None:
         self.payload = payload
         self.calls = 0
 
-    def to_pp_tensors(self) -> Any:
+    def to_pp_tensors(self) -> object:
         self.calls += 1
         return self.payload
 
@@ -36,7 +36,7 @@ class RaisingPPOutput:
         self.calls = 0
         self.error = ObserverFailure("to_pp_tensors failed")
 
-    def to_pp_tensors(self) -> Any:
+    def to_pp_tensors(self) -> NoReturn:
         self.calls += 1
         raise self.error
 
@@ -76,16 +76,17 @@ class RecordingObserver:
         if mode not in OBSERVER_MODES:
             raise ValueError(f"mode={mode!r} must be one of {OBSERVER_MODES!r}")
         self.mode = mode
-        self.calls: list[Mapping[str, Any]] = []
-        self.snapshots: list[dict[str, Any]] = []
-        self.returned: list[Any] = []
+        self.calls: list[Mapping[str, object]] = []
+        self.snapshots: list[dict[str, object]] = []
+        self.returned: list[Rebuilt | None] = []
         self.error = ObserverFailure("from_pp_tensors failed")
 
     @property
     def mutates(self) -> bool:
         return self.mode in ("drop_one", "add_one", "clear")
 
-    def from_pp_tensors(self, tensors: Any) -> Any:
+    # Any: a careless plugin's observer changes the mapping it is handed, which the protocol types as a Mapping.
+    def from_pp_tensors(self, tensors: Any) -> Rebuilt | None:
         self.calls.append(tensors)
         self.snapshots.append(dict(tensors))
         if self.mode == "raise":

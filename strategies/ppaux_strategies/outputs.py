@@ -38,7 +38,7 @@ def _checked(prefix: str, min_size: int, max_size: int, tensors: st.SearchStrate
     return tensors
 
 
-def _taken_names(prefix: str, collide_with: Mapping[Any, Any] | None) -> tuple[str, ...]:
+def _taken_names(prefix: str, collide_with: Mapping[Any, object] | None) -> tuple[str, ...]:
     """Names whose reserved key is already in the PP dict ``collide_with``."""
     return tuple(
         k[len(prefix) :]
@@ -49,7 +49,7 @@ def _taken_names(prefix: str, collide_with: Mapping[Any, Any] | None) -> tuple[s
 
 def _malformed_payload(
     prefix: str, max_size: int, tensors: st.SearchStrategy, taken: tuple[str, ...]
-) -> st.SearchStrategy[Any]:
+) -> st.SearchStrategy[dict[object, object]]:
     """Valid items, then one defective item, then any items: every draw has a defect, and the
     valid items before it show whether add wrote anything before refusing."""
     names = aux_names(prefix=prefix)
@@ -62,8 +62,8 @@ def _malformed_payload(
     anything = st.tuples(st.one_of(names, BAD_NAMES), st.one_of(tensors, NON_TENSORS))
 
     @st.composite
-    def payload(draw: Any) -> dict[Any, Any]:
-        out = dict(draw(valid))
+    def payload(draw: st.DrawFn) -> dict[object, object]:
+        out: dict[object, object] = dict(draw(valid))
         name, value = draw(defect)
         # The defect always lands (replacing a valid item of the same name); later items never undo it.
         out[name] = value
@@ -81,8 +81,8 @@ def aux_payloads(
     min_size: int = 1,
     max_size: int = 3,
     tensors: st.SearchStrategy[torch.Tensor] | None = None,
-    collide_with: Mapping[Any, Any] | None = None,
-) -> st.SearchStrategy[Any]:
+    collide_with: Mapping[Any, object] | None = None,
+) -> st.SearchStrategy[dict[Any, Any] | None]:
     """Draw what ``to_pp_tensors()`` returns.
 
     ``valid=True``: a dict of ``min_size`` to ``max_size`` distinct non-empty ``str``
@@ -107,7 +107,7 @@ def aux_payloads(
 @functools.lru_cache(maxsize=256)
 def _aux_payloads(
     prefix: str, valid: bool, min_size: int, max_size: int, tensors: st.SearchStrategy, taken: tuple[str, ...]
-) -> st.SearchStrategy[Any]:
+) -> st.SearchStrategy[dict[Any, Any] | None]:
     good = st.dictionaries(aux_names(prefix=prefix), tensors, min_size=min_size, max_size=max_size)
     if valid:
         return good
@@ -122,8 +122,8 @@ def aux_outputs(
     min_size: int = 1,
     max_size: int = 3,
     tensors: st.SearchStrategy[torch.Tensor] | None = None,
-    collide_with: Mapping[Any, Any] | None = None,
-) -> st.SearchStrategy[Any]:
+    collide_with: Mapping[Any, object] | None = None,
+) -> st.SearchStrategy[PPOutput | NotPPOutput | RaisingPPOutput | None]:
     """Draw an auxiliary output for add.
 
     ``valid=True``: a :class:`PPOutput` over a valid payload (``None`` too if
@@ -143,7 +143,9 @@ def aux_outputs(
 
 
 @functools.lru_cache(maxsize=256)
-def _aux_outputs(payloads: st.SearchStrategy[Any], valid: bool, allow_none: bool) -> st.SearchStrategy[Any]:
+def _aux_outputs(
+    payloads: st.SearchStrategy[object], valid: bool, allow_none: bool
+) -> st.SearchStrategy[PPOutput | NotPPOutput | RaisingPPOutput | None]:
     outputs = payloads.map(PPOutput)
     if not valid:
         outputs = st.one_of(outputs, st.builds(NotPPOutput), st.builds(RaisingPPOutput))
@@ -152,7 +154,7 @@ def _aux_outputs(payloads: st.SearchStrategy[Any], valid: bool, allow_none: bool
 
 def observers(
     *, modes: Sequence[str] = OBSERVER_MODES, allow_none: bool = True, allow_not_pp: bool = True
-) -> st.SearchStrategy[Any]:
+) -> st.SearchStrategy[RecordingObserver | NotPPObserver | None]:
     """Draw a sampling observer for pop: ``None`` (``allow_none``), one that is not
     PP-capable (``allow_not_pp``), or a :class:`RecordingObserver` in one of ``modes``
     (rebuild, return ``None``, raise, or mutate the dict it is given).
@@ -168,8 +170,12 @@ def observers(
 
 
 @functools.cache
-def _observers(modes: tuple[str, ...], allow_none: bool, allow_not_pp: bool) -> st.SearchStrategy[Any]:
-    choices: list[st.SearchStrategy[Any]] = [st.sampled_from(modes).map(RecordingObserver)]
+def _observers(
+    modes: tuple[str, ...], allow_none: bool, allow_not_pp: bool
+) -> st.SearchStrategy[RecordingObserver | NotPPObserver | None]:
+    choices: list[st.SearchStrategy[RecordingObserver | NotPPObserver | None]] = [
+        st.sampled_from(modes).map(RecordingObserver)
+    ]
     if allow_none:
         choices.append(st.none())
     if allow_not_pp:

@@ -130,7 +130,7 @@ CONTIGUOUS_VIEWS = ("contiguous", "size1_stride")
 MAX_DRAWN_ELEMENTS = 64
 
 
-def _elements(dtype: torch.dtype) -> st.SearchStrategy[Any]:
+def _elements(dtype: torch.dtype) -> st.SearchStrategy[bool | int | float | complex]:
     """A Python scalar that ``torch.tensor(..., dtype=dtype)`` stores: every value of bool and
     the integer dtypes; every float of float16/32/64 and complex (NaN and infinities included);
     finite floats in range for bfloat16 and float8, rounded on storing. Shrinks towards zero."""
@@ -157,7 +157,9 @@ def _seeded(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tens
     return base.to(dtype)
 
 
-def _values(draw: Any, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, fill: bool) -> torch.Tensor:
+def _values(
+    draw: st.DrawFn, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device, fill: bool
+) -> torch.Tensor:
     if device.type == "meta":
         return torch.empty(shape, dtype=dtype, device=device)
     numel = math.prod(shape)
@@ -190,7 +192,7 @@ def _as_view(t: torch.Tensor, view: str) -> torch.Tensor:
     return t
 
 
-def _checked_dtype(value: Any) -> torch.dtype:
+def _checked_dtype(value: object) -> torch.dtype:
     check_type(torch.dtype, value, "dtype")
     return cast(torch.dtype, value)
 
@@ -299,9 +301,9 @@ def tensors(
 
 @functools.lru_cache(maxsize=256)
 def _tensors(
-    dtype: Any,
-    shape: Any,
-    device: Any,
+    dtype: torch.dtype | st.SearchStrategy[torch.dtype] | None,
+    shape: tuple[int, ...] | st.SearchStrategy[tuple[int, ...]] | None,
+    device: torch.device | str | st.SearchStrategy[torch.device | str] | None,
     include_meta: bool,
     views: tuple[str, ...],
     max_dims: int,

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis.errors import InvalidArgument
 
 
-def check_type(typ: Any, value: Any, name: str) -> None:
+def check_type(typ: type | tuple[type, ...], value: object, name: str) -> None:
     # bool is an int subclass; an int where a bool is asked for is almost always a slip.
     if not isinstance(value, typ) or (typ is not bool and isinstance(value, bool) and typ is int):
         tname = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
@@ -26,7 +24,7 @@ def check_order(low: int, high: int, low_name: str, high_name: str) -> None:
         raise InvalidArgument(f"{low_name}={low!r} must not exceed {high_name}={high!r}")
 
 
-def check_prefix(prefix: Any, name: str = "prefix") -> None:
+def check_prefix(prefix: object, name: str = "prefix") -> None:
     check_type(str, prefix, name)
     if not prefix:
         raise InvalidArgument(f"{name} must be a non-empty str")
