@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import IO
 
 from ppaux.isolation.status import describe_status
 
@@ -99,7 +100,7 @@ def _fork() -> int:
     return pid
 
 
-def _child(work: Callable[[], bytes], read_end: int, write_end: int, dump: object, dump_after: float | None) -> None:
+def _child(work: Callable[[], bytes], read_end: int, write_end: int, dump: IO[bytes], dump_after: float | None) -> None:
     status = _WORK_RAISED
     try:
         os.close(read_end)

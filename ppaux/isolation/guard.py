@@ -50,10 +50,10 @@ IDLE_FLOOR = 60.0
 _REFIRE = 0.1
 _MARK = struct.Struct("<dd")
 
-_Failed: Any = pytest.fail.Exception
+_Failed: Any = pytest.fail.Exception  # pytest's Failed, which pytest does not export as a type
 
 
-def parse_timeout(value: Any) -> float:
+def parse_timeout(value: Any) -> float:  # Any: float() is tried on whatever was given
     """A per-call limit in seconds: a positive finite number (or its text). ``ValueError`` with
     the one-line reason otherwise."""
     try:
@@ -65,7 +65,7 @@ def parse_timeout(value: Any) -> float:
     return seconds
 
 
-class Hang(_Failed):  # type: ignore[misc,valid-type]
+class Hang(_Failed):  # type: ignore[misc]
     """A call into the code under test did not return within its limit."""
 
     __module__ = "ppaux.isolation"
@@ -76,7 +76,7 @@ class Hang(_Failed):  # type: ignore[misc,valid-type]
         super().__init__(text + (f"\nstuck at (most recent call last):\n{stack}" if stack else ""))
 
 
-class Crash(_Failed):  # type: ignore[misc,valid-type]
+class Crash(_Failed):  # type: ignore[misc]
     """A call into the code under test ended its process."""
 
     __module__ = "ppaux.isolation"
@@ -134,11 +134,11 @@ class Guard:
             f"{ADAPTIVE_FLOOR:g} s; the per-call limit is {self.timeout:g} s"
         )
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> dict[str, object]:
         """What this guard has seen, for the process that forked it (:meth:`merge`)."""
         return {"hangs": self.hangs, "slowest": self.slowest}
 
-    def merge(self, state: dict[str, Any]) -> None:
+    def merge(self, state: dict[str, Any]) -> None:  # Any: a child's state, as json.loads gives it
         """Take in what a forked child's guard saw: a hang there shortens the limits here too."""
         # A child starts from this guard's state: its counts include what this one had.
         self.hangs = max(self.hangs, int(state.get("hangs", 0)))
@@ -152,12 +152,14 @@ class Guard:
 
     def kill_deadline(self) -> float | None:
         """When a supervisor kills the process this guard runs in: past the call's deadline, or idle too long."""
+        deadline: float
+        idle_since: float
         deadline, idle_since = _MARK.unpack(self._mark[:])
         if deadline:
             return deadline + KILL_GRACE
         return idle_since + max(IDLE_FLOOR, IDLE_FACTOR * self.timeout)
 
-    def supervised(self, work: Callable[[], Any]) -> tuple[ChildOutcome, Any]:
+    def supervised(self, work: Callable[[], object]) -> tuple[ChildOutcome, Any]:  # Any: work()'s value, via JSON
         """``work()`` (a JSON value) in a forked child, killed at this guard's deadlines; the outcome
         and the value. What the child's guard saw comes back into this one (a hang there shortens the
         limits here), and a child stopped at its deadline counts as a hang."""
@@ -173,7 +175,7 @@ class Guard:
             self.hangs += 1
         return outcome, None
 
-    def call(self, call: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def call(self, call: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:  # Any: fn's own
         """``fn(*args, **kwargs)`` within the limit for ``call`` ("add", "pop", ...)."""
         if self._depth or self._in_child:
             # A call made inside a guarded one (an observer inside pop) is under its limit already.
@@ -189,7 +191,9 @@ class Guard:
     def _write_mark(self, deadline: float) -> None:
         self._mark[:] = _MARK.pack(deadline, time.monotonic())
 
-    def _rehearse(self, call: str, fn: Callable[..., Any], args: Any, kwargs: Any) -> None:
+    def _rehearse(
+        self, call: str, fn: Callable[..., object], args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> None:
         """The call in a forked child first: a crash or hang there is raised here."""
         limit, why = self.limit(call)
 
@@ -215,7 +219,9 @@ class Guard:
         if not outcome.finished:
             raise Crash(call_name(frames, call), outcome.describe(), render(frames))
 
-    def _in_process(self, call: str, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    def _in_process(
+        self, call: str, fn: Callable[..., object], args: tuple[object, ...], kwargs: dict[str, object]
+    ) -> object:
         limit, why = self.limit(call)
         alarm = _Alarm(call, limit, why) if threading.current_thread() is threading.main_thread() else None
         start = time.monotonic()
@@ -255,7 +261,7 @@ class _Alarm:
         self.call, self.limit, self.why = call, limit, why
         self.fired: list[Frame] | None = None
         self._active = False
-        self._previous: Any = None
+        self._previous: Callable[[int, FrameType | None], object] | int | signal.Handlers | None = None
 
     def start(self) -> None:
         self._active = True
