@@ -133,7 +133,7 @@ class DropKey(_OnTarget):
     name: ClassVar[str] = "drop_key"
     doc: ClassVar[str] = "the key and its tensor are not sent"
 
-    def rewrite(self, metadata, tensors, pos, index):
+    def rewrite(self, metadata: MetadataList, tensors: list[torch.Tensor], pos: int, index: int) -> None:
         del metadata[pos]
         if index >= 0:
             del tensors[index]
@@ -144,7 +144,7 @@ class DuplicateKey(_OnTarget):
     name: ClassVar[str] = "duplicate_key"
     doc: ClassVar[str] = "the key's entry and tensor are sent twice"
 
-    def rewrite(self, metadata, tensors, pos, index):
+    def rewrite(self, metadata: MetadataList, tensors: list[torch.Tensor], pos: int, index: int) -> None:
         metadata.insert(pos + 1, metadata[pos])
         if index >= 0:
             tensors.insert(index + 1, tensors[index])
@@ -155,17 +155,18 @@ class RenameKey(_OnTarget):
     name: ClassVar[str] = "rename_key"
     doc: ClassVar[str] = "the key arrives under another name (suffix '~')"
 
-    def rewrite(self, metadata, tensors, pos, index):
+    def rewrite(self, metadata: MetadataList, tensors: list[torch.Tensor], pos: int, index: int) -> None:
         key, value = metadata[pos]
         metadata[pos] = (f"{key}~", value)
 
 
 @dataclass(frozen=True)
 class _TensorFault(_OnTarget):
-    def rewrite(self, metadata, tensors, pos, index):
+    def rewrite(self, metadata: MetadataList, tensors: list[torch.Tensor], pos: int, index: int) -> None:
         if index >= 0 and tensors[index].numel() > 0 and tensors[index].device.type != "meta":
             key, meta = metadata[pos]
-            metadata[pos], tensors[index] = self.change(key, meta, tensors[index])
+            # A tensor's entry (index >= 0) holds its TensorMetadata.
+            metadata[pos], tensors[index] = self.change(key, meta, tensors[index])  # type: ignore[arg-type]
 
     def change(
         self, key: Hashable, meta: TensorMetadata, tensor: torch.Tensor
@@ -183,7 +184,9 @@ class BitFlip(_TensorFault):
     doc: ClassVar[str] = "one bit of the tensor's bytes flips on the wire"
     bit: int = 0
 
-    def change(self, key, meta, tensor):
+    def change(
+        self, key: Hashable, meta: TensorMetadata, tensor: torch.Tensor
+    ) -> tuple[tuple[Hashable, object], torch.Tensor]:
         data = _bytes(tensor)
         i = (self.bit // 8) % data.numel()
         data[i] ^= 1 << (self.bit % 8)
@@ -195,7 +198,9 @@ class Truncate(_TensorFault):
     name: ClassVar[str] = "truncate"
     doc: ClassVar[str] = "the tensor's bytes arrive one byte short"
 
-    def change(self, key, meta, tensor):
+    def change(
+        self, key: Hashable, meta: TensorMetadata, tensor: torch.Tensor
+    ) -> tuple[tuple[Hashable, object], torch.Tensor]:
         return (key, meta), _bytes(tensor)[:-1]
 
 
@@ -204,7 +209,9 @@ class ChangeDtype(_TensorFault):
     name: ClassVar[str] = "change_dtype"
     doc: ClassVar[str] = "the metadata names another dtype of the same item size"
 
-    def change(self, key, meta, tensor):
+    def change(
+        self, key: Hashable, meta: TensorMetadata, tensor: torch.Tensor
+    ) -> tuple[tuple[Hashable, object], torch.Tensor]:
         options = [d for d in SAME_SIZE_DTYPES.get(tensor.element_size(), ()) if d != tensor.dtype]
         if options:
             return (key, TensorMetadata(meta.device, options[0], meta.size)), tensor
@@ -217,7 +224,9 @@ class ChangeShape(_TensorFault):
     name: ClassVar[str] = "change_shape"
     doc: ClassVar[str] = "the metadata names another shape with the same number of elements"
 
-    def change(self, key, meta, tensor):
+    def change(
+        self, key: Hashable, meta: TensorMetadata, tensor: torch.Tensor
+    ) -> tuple[tuple[Hashable, object], torch.Tensor]:
         size = torch.Size([tensor.numel()]) if tensor.dim() != 1 else torch.Size([1, tensor.numel()])
         return (key, TensorMetadata(meta.device, meta.dtype, size)), tensor
 
@@ -228,10 +237,10 @@ class MoveDevice(_OnTarget):
     doc: ClassVar[str] = "the metadata places the tensor on another device type (default 'meta')"
     device: str = "meta"
 
-    def rewrite(self, metadata, tensors, pos, index):
+    def rewrite(self, metadata: MetadataList, tensors: list[torch.Tensor], pos: int, index: int) -> None:
         key, meta = metadata[pos]
-        if index >= 0:
-            metadata[pos] = (key, TensorMetadata(self.device, meta.dtype, meta.size))
+        if index >= 0:  # a tensor's entry: its TensorMetadata
+            metadata[pos] = (key, TensorMetadata(self.device, meta.dtype, meta.size))  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -239,7 +248,15 @@ class Reorder(Fault):
     name: ClassVar[str] = "reorder"
     doc: ClassVar[str] = "this step's message is sent after the next step's"
 
-    def send(self, channel, tensor_dict, *, all_gather_group=None, faulty=True, state=None):
+    def send(
+        self,
+        channel: SendChannel,
+        tensor_dict: TensorDict,
+        *,
+        all_gather_group: AllGatherGroup | None = None,
+        faulty: bool = True,
+        state: dict[str, TensorDict] | None = None,
+    ) -> None:
         state = state if state is not None else {}
         if faulty:
             state["held"] = dict(tensor_dict)
@@ -255,7 +272,9 @@ class LoseMessage(Fault):
     name: ClassVar[str] = "lose_message"
     doc: ClassVar[str] = "this step's message is never sent"
 
-    def mangle(self, channel, metadata, tensors, group):
+    def mangle(
+        self, channel: SendChannel, metadata: MetadataList, tensors: list[torch.Tensor], group: AllGatherGroup | None
+    ) -> None:
         return None
 
 
@@ -265,7 +284,9 @@ class Delay(Fault):
     doc: ClassVar[str] = "the message is sent late"
     seconds: float = 0.05
 
-    def mangle(self, channel, metadata, tensors, group):
+    def mangle(
+        self, channel: SendChannel, metadata: MetadataList, tensors: list[torch.Tensor], group: AllGatherGroup | None
+    ) -> None:
         time.sleep(self.seconds)
         send_split(channel, metadata, tensors, all_gather_group=group)
 
@@ -280,7 +301,7 @@ class NonContiguous(Fault):
     name: ClassVar[str] = "non_contiguous"
     doc: ClassVar[str] = "the observer's aux tensor is a non-contiguous view (same values)"
 
-    def payload(self, payload, member):
+    def payload(self, payload: dict[str, torch.Tensor], member: int) -> dict[str, torch.Tensor]:
         return self._change_target(payload, non_contiguous)
 
 
@@ -289,7 +310,7 @@ class Diverge(Fault):
     name: ClassVar[str] = "diverge"
     doc: ClassVar[str] = "the aux tensor differs across the ranks of the all-gather group"
 
-    def payload(self, payload, member):
+    def payload(self, payload: dict[str, torch.Tensor], member: int) -> dict[str, torch.Tensor]:
         def differ(t: torch.Tensor) -> torch.Tensor:
             bump = torch.full_like(t, member % 2 == 1) if t.dtype == torch.bool else torch.full_like(t, member)
             return t ^ bump if t.dtype == torch.bool else t + bump
@@ -302,7 +323,9 @@ class KillMidSend(Fault):
     name: ClassVar[str] = "kill_mid_send"
     doc: ClassVar[str] = "the sending stage's process dies after the metadata, before the tensors"
 
-    def mangle(self, channel, metadata, tensors, group):
+    def mangle(
+        self, channel: SendChannel, metadata: MetadataList, tensors: list[torch.Tensor], group: AllGatherGroup | None
+    ) -> None:
         send_object(channel, metadata)
         if gloo.IN_WORKER:  # pragma: no cover - runs only in a gloo worker process
             # pragma: no mutate start - runs only in a gloo worker process, which mutmut's test map cannot see
@@ -311,7 +334,7 @@ class KillMidSend(Fault):
         raise StageKilled("the sending stage died mid-send")
 
 
-FAULTS: dict[str, type] = {
+FAULTS: dict[str, type[Fault]] = {
     cls.name: cls
     for cls in (
         DropKey,
@@ -344,7 +367,7 @@ class Verdict:
 def _documented_code(err: BaseException) -> str | None:
     code = getattr(err, "code", None)
     if code in CATALOG and CATALOG[code].matches(str(err)):
-        return code
+        return code  # type: ignore[no-any-return]  # a key of CATALOG: a str
     return None
 
 
@@ -370,7 +393,7 @@ def classify(outcomes: Mapping[int, gloo.Outcome], config: Any) -> Verdict:  # c
     ranked = sorted(outcomes.items())
     errors = [(rank, o.error) for rank, o in ranked if o.status == "error"]
     for _rank, err in errors:
-        code = _documented_code(err)
+        code = _documented_code(err)  # type: ignore[arg-type]  # an error outcome has its error
         if code is not None:
             return Verdict(OUTCOMES[0], f"{code}: {err}")
     for rank, err in errors:

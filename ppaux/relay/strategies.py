@@ -26,7 +26,7 @@ class FaultSchedule(NamedTuple):
     steps: int
 
 
-def _check_names(names: Sequence[str] | None) -> tuple:
+def _check_names(names: Sequence[str] | None) -> tuple[str, ...]:
     if names is None:
         return tuple(FAULTS)
     names = tuple(names)
@@ -81,7 +81,7 @@ def fault_schedules(
             raise InvalidArgument("reorder needs steps >= 2")
 
     @st.composite
-    def schedule(draw) -> FaultSchedule:
+    def schedule(draw: st.DrawFn) -> FaultSchedule:
         fault = draw(faults(names=chosen, keys=keys))
         last = steps - 2 if fault.name == "reorder" else steps - 1
         return FaultSchedule(fault, draw(st.integers(0, last)), steps)
