@@ -50,7 +50,7 @@ class IntegrityTransport:
     def _aux_keys(self, tensors: MutableMapping[Any, Any]) -> list[str]:
         return [k for k in tensors if isinstance(k, str) and k.startswith(self.prefix)]
 
-    def add(self, tensors: MutableMapping[Any, Any], output: Any, *, batch: Any = None) -> None:
+    def add(self, tensors: MutableMapping[Any, Any], output: object, *, batch: object = None) -> None:
         """The base add, then the manifest (or I1 and the dict exactly as before)."""
         before = set(self._aux_keys(tensors))
         self.base.add(tensors, output)
@@ -65,9 +65,9 @@ class IntegrityTransport:
         manifest = tuple(describe(k[len(self.prefix) :], tensors[k]) for k in added)
         tensors[self.manifest_key] = {"batch": batch, "tensors": manifest}
 
-    def verify(self, tensors: MutableMapping[Any, Any], *, batch: Any = None) -> bool:
+    def verify(self, tensors: MutableMapping[Any, Any], *, batch: object = None) -> bool:
         """Raise the first I-error the received dict shows; whether it carries a manifest."""
-        received: dict[str, Any] = {k[len(self.prefix) :]: tensors[k] for k in self._aux_keys(tensors)}
+        received: dict[str, object] = {k[len(self.prefix) :]: tensors[k] for k in self._aux_keys(tensors)}
         manifest = tensors.get(self.manifest_key)
         if manifest is None:
             if received:
@@ -92,7 +92,7 @@ class IntegrityTransport:
                 raise AuxiliaryPPError("I6", name)
         return True
 
-    def pop(self, tensors: MutableMapping[Any, Any], observer: Any, *, batch: Any = None) -> Any:
+    def pop(self, tensors: MutableMapping[Any, Any], observer: object, *, batch: object = None) -> Any:
         """Verify, then the base pop, then drop the manifest; all or nothing."""
         has_manifest = self.verify(tensors, batch=batch)
         output = self.base.pop(tensors, observer)

@@ -42,7 +42,7 @@ class PPAuxTransport:
     def __repr__(self) -> str:
         return f"PPAuxTransport(prefix={self.prefix!r})"
 
-    def add(self, tensors: MutableMapping[Any, Any], output: Any) -> None:
+    def add(self, tensors: MutableMapping[Any, Any], output: object) -> None:
         """Put ``output.to_pp_tensors()`` into ``tensors`` under reserved keys, or raise and leave it as it was."""
         if output is None:
             return
@@ -64,7 +64,7 @@ class PPAuxTransport:
             staged[key] = tensor
         tensors.update(staged)
 
-    def pop(self, tensors: MutableMapping[Any, Any], observer: Any) -> Any:
+    def pop(self, tensors: MutableMapping[Any, Any], observer: object) -> Any:
         """Take every reserved key out of ``tensors`` and return what ``observer`` rebuilds from them."""
         aux_keys: list[str] = [key for key in tensors if isinstance(key, str) and key.startswith(self.prefix)]
         if not aux_keys:
@@ -88,11 +88,11 @@ class PPAuxTransport:
 SGLANG_TRANSPORT = PPAuxTransport(_OUTPUT_PREFIX)
 
 
-def add_auxiliary_output_to_pp_tensors(tensors: MutableMapping[Any, Any], output: Any) -> None:
+def add_auxiliary_output_to_pp_tensors(tensors: MutableMapping[Any, Any], output: object) -> None:
     SGLANG_TRANSPORT.add(tensors, output)
 
 
-def pop_auxiliary_output_from_pp_tensors(tensors: MutableMapping[Any, Any], observer: Any) -> Any:
+def pop_auxiliary_output_from_pp_tensors(tensors: MutableMapping[Any, Any], observer: object) -> Any:
     return SGLANG_TRANSPORT.pop(tensors, observer)
 
 
