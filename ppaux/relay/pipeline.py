@@ -23,7 +23,7 @@ import copy
 import functools
 import queue
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -33,6 +33,7 @@ import ppaux.relay.gloo as gloo
 import ppaux.relay.sglang as sglang
 from ppaux.core.errors import AuxiliaryPPError
 from ppaux.core.integrity import IntegrityTransport
+from ppaux.core.notes import add_note
 from ppaux.core.transport import SGLANG_TRANSPORT, PipelineParallelSamplingObserver
 from ppaux.relay.channels import (
     LAST_RESORT_TIMEOUT,
@@ -118,9 +119,9 @@ def check_wiring(config: PipelineConfig) -> None:
     code = "P1" if observer is None else ("P2" if not isinstance(observer, PipelineParallelSamplingObserver) else None)
     if code is not None:
         err = AuxiliaryPPError(code)
-        err.add_note(f"the last stage (stage {len(config.stages) - 1}) emits auxiliary output; stage 0 pops it")
+        add_note(err, f"the last stage (stage {len(config.stages) - 1}) emits auxiliary output; stage 0 pops it")
         for fix in err.entry.fixes:
-            err.add_note(f"fix: {fix}")
+            add_note(err, f"fix: {fix}")
         raise err
 
 
@@ -145,7 +146,7 @@ class StageReport:
     final: list[TensorDict] = field(default_factory=list)
 
 
-class _PopMidway(dict):
+class _PopMidway(dict[str, torch.Tensor]):
     """The first stage's dict while a concurrent pop lands during the forward's iteration;
     ``popped`` is what that pop returned."""
 
@@ -155,7 +156,7 @@ class _PopMidway(dict):
         super().__init__(data)
         self._pop = pop
 
-    def items(self):  # type: ignore[override]
+    def items(self) -> Iterator[tuple[str, torch.Tensor]]:  # type: ignore[override]
         # The dict is never empty here: the sampled entries always precede the aux ones.
         it = iter(dict.items(self))
         yield next(it)

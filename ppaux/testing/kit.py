@@ -36,6 +36,7 @@ from ppaux_strategies.tensors import tensors_equal, visible_devices
 from torch.multiprocessing.reductions import StorageWeakRef
 
 from ppaux.core.errors import CATALOG
+from ppaux.core.notes import add_note
 from ppaux.core.transport import PipelineParallelAuxiliaryOutput
 from ppaux.isolation import ChildOutcome, Crash, Guard, Hang, can_fork, current, parse_timeout
 from ppaux.relay.hop import channel_kind, relay
@@ -174,7 +175,7 @@ def check_observer(
     try:
         _execute(run, guard, supervisor, in_process, result)
     except Exception as exc:
-        _add_note(exc, f"check_observer drew {_outputs(result.outputs)} (shrinking included)")
+        add_note(exc, f"check_observer drew {_outputs(result.outputs)} (shrinking included)")
         raise
     finally:
         guard.isolated = isolated
@@ -201,12 +202,6 @@ def _execute(
         run()
     else:
         _contained(run, guard, result)
-
-
-def _add_note(exc: BaseException, note: str) -> None:
-    # BaseException.add_note is Python 3.11+; pytest prints ``__notes__`` on any Python, Python itself from 3.11.
-    noted: Any = exc  # __notes__ is typed from 3.11 on
-    noted.__notes__ = [*getattr(exc, "__notes__", ()), note]
 
 
 def _contained(run: Callable[[], None], guard: Guard, result: KitResult) -> None:
