@@ -228,6 +228,11 @@ def test_a_diff_mutmut_cannot_make_says_why_and_no_mutant_needs_no_process(tmp_p
     diffs = scratch.diffs(["own_pop.x_f__mutmut_1"], lambda name: "own_pop.py")
     assert list(diffs) == ["own_pop.x_f__mutmut_1"] and diffs["own_pop.x_f__mutmut_1"].startswith("(no diff: ")
     assert scratch.diffs([], lambda name: "own_pop.py") == {}
+    # Where mutmut itself cannot be imported (here a broken package of that name shadows it), no
+    # diff at all: the report shows the mutants without one rather than failing.
+    (tmp_path / "mutmut").mkdir()
+    (tmp_path / "mutmut" / "__init__.py").write_text("raise ImportError('a broken mutmut')\n")
+    assert scratch.diffs(["own_pop.x_f__mutmut_1"], lambda name: "own_pop.py") == {}
 
 
 def test_mutmuts_listing_and_a_diff_read_back():
@@ -239,6 +244,7 @@ def test_mutmuts_listing_and_a_diff_read_back():
     # A module-level line keeps its first character; a change over two lines, or a line removed, reads as such.
     assert changed_line("--- a.py\n+++ a.py\n-LIMIT = 1\n+LIMIT = 2\n") == "LIMIT = 1 -> LIMIT = 2"
     assert changed_line("-    f(a,\n-      b)\n+    f(a)\n") == "f(a, / b) -> f(a)"
+    assert changed_line("-    f(a)\n+    f(a,\n+      b)\n") == "f(a) -> f(a, / b)"
     assert changed_line("-    x = 1\n") == "x = 1 -> "
 
 
@@ -994,9 +1000,10 @@ def test_mutmut_without_a_project_fails_and_logs_why(tmp_path):
 
 def test_a_command_runs_with_a_mutant_and_reports_how_it_ended(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    probe = [sys.executable, "-c", "import os, sys; sys.exit(os.environ['MUTANT_UNDER_TEST'] == 'm.x_f__mutmut_1')"]
+    # The probe fails under any mutant: without one, MUTANT_UNDER_TEST is empty (the unmutated code).
+    probe = [sys.executable, "-c", "import os, sys; sys.exit(os.environ['MUTANT_UNDER_TEST'] != '')"]
     run = project.run_with_mutant
-    assert run(probe, pythonpath=[], mutant="", timeout=30)[0] == "survived"
+    assert run(probe, pythonpath=[], timeout=30)[0] == "survived"
     assert run(probe, pythonpath=[], mutant="m.x_f__mutmut_1", timeout=30)[0] == "killed"
     # A command that would outlast its timeout tenfold (and no more: a runner that ignores the timeout waits it out).
     status, seconds = run([sys.executable, "-c", "import time; time.sleep(5)"], pythonpath=[], mutant="", timeout=0.5)
@@ -1348,6 +1355,12 @@ def test_a_progress_line_cut_by_a_chunk_boundary_is_read_whole():
         [],
         [("233", "193")],
     ]
+    # A line whose last count ends it, and a boundary just after a line's end: read whole still.
+    bare = lambda done: f"{done}/12  🎉 1 🫥 0  ⏰ 0  🤔 0  🙁 2"  # noqa: E731
+    chunks = [bare(3) + "\r1", bare(10)[1:] + "\r"]
+    assert [[m.group(1) for m in matches] for _, matches in project.status_lines(chunks)] == [["3"], ["10"]]
+    # No output: nothing to pass on.
+    assert list(project.status_lines([])) == []
 
 
 def test_a_run_narrowed_by_patterns_keeps_the_mutants_they_name():
