@@ -100,3 +100,18 @@ def test_the_markings_section_shows_each_marking_with_its_reason_then_its_proble
     ]
     # A report that read no markings still has the section, empty.
     assert markings_section({}) == ["## Marked equivalent (`# pragma: no mutate`)", ""]
+
+
+def test_a_pragma_quoted_in_a_string_is_never_refused_by_the_gate(tmp_path):
+    # Docs and messages quote the pragma; only a comment marks code (mutmut reads comments), so
+    # the quotes must never fail the gate, whether listed or not.
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "doc.py").write_text(
+        'HOW = """\n'
+        "# pragma: no mutate start - quoted in a docstring\n"
+        '"""\n'
+        "SAID = print(\n"
+        '    "# pragma: no mutate block - quoted in a call",\n'
+        ")\n"
+    )
+    assert [e for e in markings(tmp_path / "pkg") if e["problem"]] == []

@@ -20,6 +20,7 @@ from ppaux.mutation import own
 from ppaux.mutation.own import Checkout, list_mutants
 from ppaux.mutation.pragmas import markings_section
 from ppaux.mutation.project import MUTANT_PYTEST_ARGS
+from ppaux.mutation.report import equivalent_lines, write_report
 from ppaux.mutation.score import EquivalentsError, Score, read_equivalents, score, stale
 from reports.__main__ import main as reports_main
 from tests import conftest
@@ -652,3 +653,23 @@ def test_a_listing_goes_to_stdout_by_number_and_a_mutant_without_a_diff_shows_no
     assert capsys.readouterr().out == (
         "arith.ops.x_f__mutmut_1: a -> b\narith.ops.x_f__mutmut_2: a -> b\narith.ops.x_f__mutmut_10: \n"
     )
+
+
+def test_the_judged_equivalent_section_names_its_files_only_when_there_are_some():
+    assert equivalent_lines({}) == equivalent_lines({}, source="") == ["## Judged equivalent", "", "None.", ""]
+    assert equivalent_lines({"m.x_f__mutmut_2": "why", "m.x_f__mutmut_1": "why not"}, source="`eq.json`") == [
+        "## Judged equivalent (`eq.json`)",
+        "",
+        "- `m.x_f__mutmut_1`: why not",
+        "- `m.x_f__mutmut_2`: why",
+        "",
+    ]
+
+
+def test_a_report_is_written_into_its_folder_made_with_its_parents(tmp_path):
+    out = tmp_path / "reports" / "nightly"
+    page = write_report(out, "mutation", {"score": 50.0, "modules": {}}, ["# Mutation testing", "", "text", "", ""])
+    assert page == out / "mutation.md"
+    # The page ends with one newline; the JSON is indented, one entry a line.
+    assert page.read_text() == "# Mutation testing\n\ntext\n"
+    assert (out / "mutation.json").read_text() == '{\n  "score": 50.0,\n  "modules": {}\n}\n'
