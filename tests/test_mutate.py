@@ -228,6 +228,11 @@ def test_a_diff_mutmut_cannot_make_says_why_and_no_mutant_needs_no_process(tmp_p
     diffs = scratch.diffs(["own_pop.x_f__mutmut_1"], lambda name: "own_pop.py")
     assert list(diffs) == ["own_pop.x_f__mutmut_1"] and diffs["own_pop.x_f__mutmut_1"].startswith("(no diff: ")
     assert scratch.diffs([], lambda name: "own_pop.py") == {}
+    # Where mutmut itself cannot be imported (here a broken package of that name shadows it), no
+    # diff at all: the report shows the mutants without one rather than failing.
+    (tmp_path / "mutmut").mkdir()
+    (tmp_path / "mutmut" / "__init__.py").write_text("raise ImportError('a broken mutmut')\n")
+    assert scratch.diffs(["own_pop.x_f__mutmut_1"], lambda name: "own_pop.py") == {}
 
 
 def test_mutmuts_listing_and_a_diff_read_back():
@@ -239,6 +244,7 @@ def test_mutmuts_listing_and_a_diff_read_back():
     # A module-level line keeps its first character; a change over two lines, or a line removed, reads as such.
     assert changed_line("--- a.py\n+++ a.py\n-LIMIT = 1\n+LIMIT = 2\n") == "LIMIT = 1 -> LIMIT = 2"
     assert changed_line("-    f(a,\n-      b)\n+    f(a)\n") == "f(a, / b) -> f(a)"
+    assert changed_line("-    f(a)\n+    f(a,\n+      b)\n") == "f(a) -> f(a, / b)"
     assert changed_line("-    x = 1\n") == "x = 1 -> "
 
 
@@ -381,6 +387,7 @@ def test_the_report_puts_the_suite_and_the_baseline_side_by_side(monkeypatch):
     assert report["baseline"]["side_by_side"] == {"both": 1, "only ppaux": 1, "only the baseline": 1, "neither": 1}
     # The judged-equivalent mutant counts in neither score: the baseline kills 2 of the other 3.
     assert report["baseline"]["score"] == 66.67 and report["stale_equivalents"] == ["m.x_f__mutmut_1"]
+    assert (report["kind"], report["module"], report["mutmut"]) == ("mutate", "m", "3.8.1")
     shown = {m["mutant"]: m for m in report["mutants"] if "diff" in m}
     assert sorted(shown) == ["m.x_f__mutmut_2", "m.x_f__mutmut_3", "m.x_f__mutmut_4"]
     assert shown["m.x_f__mutmut_2"]["line"] == "return 1 -> return 2"
@@ -436,6 +443,11 @@ def test_the_side_by_side_counts_each_mutant_by_who_killed_it(monkeypatch):
         "m.x_f__mutmut_8",
     ]
     assert shown["m.x_f__mutmut_8"] == ("", "")
+    # One mutant that ppaux's suite kills and the baseline misses: only ppaux's, not neither.
+    alone = _report(
+        _args(), {"m.x_f__mutmut_1": "killed"}, {"m.x_f__mutmut_1": "survived"}, {}, KillSet(["t::a"]), {}, 1
+    )
+    assert alone["baseline"]["side_by_side"] == {"both": 0, "only ppaux": 1, "only the baseline": 0, "neither": 0}
 
 
 def test_a_run_whose_every_mutant_is_judged_equivalent_scores_full_marks(monkeypatch):
@@ -468,7 +480,7 @@ def test_the_markdown_report_reads_as_a_whole(monkeypatch):
         SUITE,
         BASELINE_RESULTS,
         diffs,
-        KillSet(passed=["t::a", "t::b"], left_out=["t::robust"]),
+        KillSet(passed=["t::a", "t::b"], left_out=["t::robust", "t::robust_too"]),
         {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"},
         12.5,
     )
@@ -478,7 +490,7 @@ def test_the_markdown_report_reads_as_a_whole(monkeypatch):
         - ppaux's conformance suite: **66.67%** (2/3 mutants killed; 1 judged equivalent); gate 100.0%: **FAIL**
         - module `m`, mutmut 3.8.1, profile `mutation`, tests `contract` and `-k p4`: 2 tests; wall time 12.5 s
         - verdicts: survived 2, killed 1, timeout 1
-        - left out of the kill set (robustness tests that fail on the unmutated module): `t::robust`
+        - left out of the kill set (robustness tests that fail on the unmutated module): `t::robust`, `t::robust_too`
 
         ## Side by side with `pytest t.py`
 
@@ -930,11 +942,17 @@ def test_a_baseline_red_on_the_unmutated_copy_says_how(tmp_path, monkeypatch, ca
     _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
     scratch = tmp_path / "out" / "scratch"
     verdicts = {str(scratch / "sentinel"): "killed", str(scratch): status}
-    monkeypatch.setattr(
-        mutate, "run_with_mutant", lambda command, *, pythonpath, timeout: (verdicts[str(pythonpath[0])], 0.1)
-    )
+    timeouts = []
+
+    def runner(command, *, pythonpath, timeout):
+        timeouts.append(timeout)
+        return verdicts[str(pythonpath[0])], 0.1
+
+    monkeypatch.setattr(mutate, "run_with_mutant", runner)
     assert _mutate(tmp_path, monkeypatch, "--impl", "own_pop.py", "--baseline", "true") == 2
     assert capsys.readouterr().err == f"ppaux: error: the baseline command {why} on the unmutated module: true\n"
+    # Both runs on the unmutated copies are bounded: a baseline that hangs there cannot hang the run.
+    assert timeouts == [mutate.CLEAN_BASELINE_TIMEOUT_S, mutate.CLEAN_BASELINE_TIMEOUT_S]
 
 
 def _shorter(run_with_mutant):
@@ -943,18 +961,33 @@ def _shorter(run_with_mutant):
 
 
 def test_when_mutmut_fails_the_run_says_where_its_log_is(tmp_path, monkeypatch, capsys):
+    runs = []
+
     class Failing(project.MutmutProject):
         def run(self, **kw):
+            runs.append((kw["max_children"], kw["log"]))
             return 1
+
+        def results(self):
+            # Verdicts of the mutants it ran before it failed: a failed run all the same.
+            return {"ppaux.core.transport.x_f__mutmut_1": "killed"}
 
     _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
     monkeypatch.setattr(mutate, "MutmutProject", Failing)
-    code = _mutate(tmp_path, monkeypatch, "--impl", "ppaux.core.transport", "--tests", "returning_none_is_p4")
-    assert code == 2
-    assert (
-        capsys.readouterr().err
-        == f"ppaux: error: mutmut did not run (exit 1); see {tmp_path / 'out' / 'mutmut-run.log'}\n"
+    code = _mutate(
+        tmp_path,
+        monkeypatch,
+        "--impl",
+        "ppaux.core.transport",
+        "--tests",
+        "returning_none_is_p4",
+        "--max-children",
+        "3",
     )
+    assert code == 2
+    log = tmp_path / "out" / "mutmut-run.log"
+    assert capsys.readouterr().err == f"ppaux: error: mutmut did not run (exit 1); see {log}\n"
+    assert runs == [(3, log)]
 
 
 def test_mutmut_without_a_project_fails_and_logs_why(tmp_path):
@@ -967,9 +1000,10 @@ def test_mutmut_without_a_project_fails_and_logs_why(tmp_path):
 
 def test_a_command_runs_with_a_mutant_and_reports_how_it_ended(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    probe = [sys.executable, "-c", "import os, sys; sys.exit(os.environ['MUTANT_UNDER_TEST'] == 'm.x_f__mutmut_1')"]
+    # The probe fails under any mutant: without one, MUTANT_UNDER_TEST is empty (the unmutated code).
+    probe = [sys.executable, "-c", "import os, sys; sys.exit(os.environ['MUTANT_UNDER_TEST'] != '')"]
     run = project.run_with_mutant
-    assert run(probe, pythonpath=[], mutant="", timeout=30)[0] == "survived"
+    assert run(probe, pythonpath=[], timeout=30)[0] == "survived"
     assert run(probe, pythonpath=[], mutant="m.x_f__mutmut_1", timeout=30)[0] == "killed"
     # A command that would outlast its timeout tenfold (and no more: a runner that ignores the timeout waits it out).
     status, seconds = run([sys.executable, "-c", "import time; time.sleep(5)"], pythonpath=[], mutant="", timeout=0.5)
@@ -1031,13 +1065,28 @@ def test_without_a_baseline_the_verdicts_make_the_report_and_the_exit_status(tmp
 
     class Verdicts(_Verdicts):
         def results(self):
-            return {"ppaux.core.transport.x_f__mutmut_1": "killed", "ppaux.core.transport.x_f__mutmut_2": "survived"}
+            return {
+                "ppaux.core.transport.x_f__mutmut_1": "killed",
+                "ppaux.core.transport.x_f__mutmut_2": "survived",
+                "ppaux.core.transport.x_f__mutmut_3": "survived",
+            }
 
+    # The third mutant is judged equivalent: it counts in neither side of the score.
+    (tmp_path / "eq.json").write_text('{"ppaux.core.transport.x_f__mutmut_3": "no caller sees it"}')
     _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
     monkeypatch.setattr(mutate, "MutmutProject", Verdicts)
     assert (
         _mutate(
-            tmp_path, monkeypatch, "--impl", "ppaux.core.transport", "--tests", "returning_none_is_p4", "--gate", "60"
+            tmp_path,
+            monkeypatch,
+            "--impl",
+            "ppaux.core.transport",
+            "--tests",
+            "returning_none_is_p4",
+            "--gate",
+            "60",
+            "--equivalents",
+            "eq.json",
         )
         == 1
     )
@@ -1221,6 +1270,14 @@ def test_the_baseline_runs_every_mutant_and_says_how_each_ended(monkeypatch, tmp
     seen.clear()
     mutate.mutants_against_the_baseline(["cmd"], tmp_path, names[:1], 0.1, 1)
     assert seen[0][2] == 10.0
+    capsys.readouterr()
+    # On a clock that does not move, the first count shows, then only the last, once.
+    monkeypatch.setattr(progress_module, "time", Clock(step=0.0))
+    mutate.mutants_against_the_baseline(["cmd"], tmp_path, names, 2.5, 1)
+    assert [line.split("  elapsed")[0] for line in capsys.readouterr().err.splitlines()] == [
+        "baseline mutants 1/3  killed 0  survived 1",
+        "baseline mutants 3/3  killed 2  survived 1",
+    ]
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -1298,6 +1355,12 @@ def test_a_progress_line_cut_by_a_chunk_boundary_is_read_whole():
         [],
         [("233", "193")],
     ]
+    # A line whose last count ends it, and a boundary just after a line's end: read whole still.
+    bare = lambda done: f"{done}/12  🎉 1 🫥 0  ⏰ 0  🤔 0  🙁 2"  # noqa: E731
+    chunks = [bare(3) + "\r1", bare(10)[1:] + "\r"]
+    assert [[m.group(1) for m in matches] for _, matches in project.status_lines(chunks)] == [["3"], ["10"]]
+    # No output: nothing to pass on.
+    assert list(project.status_lines([])) == []
 
 
 def test_a_run_narrowed_by_patterns_keeps_the_mutants_they_name():

@@ -9,6 +9,7 @@ import ast
 import dataclasses
 import io
 import json
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ import reports.mutation as mutation
 from ppaux.mutation import own
 from ppaux.mutation.own import Checkout, list_mutants
 from ppaux.mutation.pragmas import markings_section
+from ppaux.mutation.project import MUTANT_PYTEST_ARGS
+from ppaux.mutation.report import equivalent_lines, write_report
 from ppaux.mutation.score import EquivalentsError, Score, read_equivalents, score, stale
 from reports.__main__ import main as reports_main
 from tests import conftest
@@ -79,31 +82,40 @@ def test_every_scope_has_its_equivalents_files_and_they_read():
 
 
 class FakeMutmut:
-    """mutmut stood in for: the first run fails its clean run when ``flaky``; the verdicts are given."""
+    """mutmut stood in for: the first run fails its clean run when ``flaky``, every run exits
+    ``code`` otherwise; the verdicts are given, and a diff for each mutant but the ``undiffed``."""
 
-    def __init__(self, root, verdicts, runs, flaky):
+    def __init__(self, root, verdicts, runs, flaky, *, code=0, undiffed=()):
         self.root, self.verdicts, self.runs, self.flaky = root, verdicts, runs, flaky
+        self.code, self.undiffed = code, undiffed
 
     def run(self, *, max_children, only, log, progress):
-        self.runs.append((tuple(only), log.name))
+        self.runs.append((max_children, tuple(only), log.name))
         failed = self.flaky and len(self.runs) == 1
+        # Progress as mutmut's run shows it, on the run's progress line.
+        progress.update(f"{log.name}: mutants 0/1", state=0)
+        progress.finish(f"{log.name}: mutants 1/1", state=1)
         log.write_text("Running clean tests\n" + (mutation.CLEAN_RUN_FAILED + "\n" if failed else "done\n"))
-        return 1 if failed else 0
+        return 1 if failed else self.code
 
     def results(self):
         return dict(self.verdicts)
 
     def diffs(self, names, source_of):
-        return {name: f"--- {source_of(name)}\n+++ {source_of(name)}\n-    a\n+    b\n" for name in names}
+        return {
+            name: f"--- {source_of(name)}\n+++ {source_of(name)}\n-    a\n+    b\n"
+            for name in names
+            if name not in self.undiffed
+        }
 
 
-def _checkout(tmp_path, verdicts, *, flaky=False, equivalents=None):
+def _checkout(tmp_path, verdicts, *, flaky=False, equivalents=None, code=0):
     """ppaux's checkout as the runs see it, with its equivalents files in ``tmp_path`` and mutmut stood in for."""
     runs = []
 
     class StandIn(Checkout):
         def project(self, scope, dest):
-            return FakeMutmut(dest, verdicts, runs, flaky)
+            return FakeMutmut(dest, verdicts, runs, flaky, code=code)
 
     for name, entries in (equivalents or {}).items():
         (tmp_path / "docs" / "equivalents").mkdir(parents=True, exist_ok=True)
@@ -119,10 +131,17 @@ def test_a_clean_run_that_fails_once_is_run_again_on_the_saved_stats(tmp_path, c
         flaky=True,
         equivalents={"contract.json": {}},
     )
-    assert mutation.run(str(tmp_path / "out"), None, ["ppaux.cli*"], checkout=checkout) == 0
-    assert runs == [(("ppaux.cli*",), "mutmut-run.log"), (("ppaux.cli*",), "mutmut-run-again.log")]
+    assert mutation.run(str(tmp_path / "out"), 3, ["ppaux.cli*"], checkout=checkout) == 0
+    assert runs == [(3, ("ppaux.cli*",), "mutmut-run.log"), (3, ("ppaux.cli*",), "mutmut-run-again.log")]
     out, err = capsys.readouterr()
-    assert err == "reports: mutmut's clean run failed; running mutmut again on the stats it saved\n"
+    # Both runs show their progress on stderr (not a terminal here: plain lines).
+    assert err == (
+        "mutmut-run.log: mutants 0/1\n"
+        "mutmut-run.log: mutants 1/1\n"
+        "reports: mutmut's clean run failed; running mutmut again on the stats it saved\n"
+        "mutmut-run-again.log: mutants 0/1\n"
+        "mutmut-run-again.log: mutants 1/1\n"
+    )
     # The score covers the mutants --only picked.
     report = json.loads((tmp_path / "out" / "mutation.json").read_text())
     assert (report["score"], report["total"], list(report["modules"])) == (100.0, 1, ["ppaux.cli"])
@@ -132,9 +151,17 @@ def test_a_clean_run_that_fails_once_is_run_again_on_the_saved_stats(tmp_path, c
 def test_when_mutmut_fails_the_run_says_where_its_log_is(tmp_path, capsys):
     checkout, _ = _checkout(tmp_path, {}, equivalents={"contract.json": {}})
     assert mutation.run(str(tmp_path / "out"), None, checkout=checkout) == 1
-    assert (
-        capsys.readouterr().err
-        == f"reports: error: mutmut run failed (exit 0); see {tmp_path / 'out' / 'mutmut-run.log'}\n"
+    assert capsys.readouterr().err.endswith(
+        f"reports: error: mutmut run failed (exit 0); see {tmp_path / 'out' / 'mutmut-run.log'}\n"
+    )
+    # A failure other than the clean run's is not run again: mutmut would fail the same way.
+    checkout, runs = _checkout(tmp_path, {"ppaux.cli.x_main__mutmut_1": "killed"}, code=2)
+    assert mutation.run(str(tmp_path / "out"), None, checkout=checkout) == 1
+    assert runs == [(None, (), "mutmut-run.log")]
+    assert capsys.readouterr().err == (
+        "mutmut-run.log: mutants 0/1\n"
+        "mutmut-run.log: mutants 1/1\n"
+        f"reports: error: mutmut run failed (exit 2); see {tmp_path / 'out' / 'mutmut-run.log'}\n"
     )
 
 
@@ -361,10 +388,288 @@ def test_the_listing_is_asked_for_on_the_command_line(monkeypatch):
 
 
 def test_a_functions_mutants_are_listed_by_number():
-    names = ["m.x_f__mutmut_10", "m.x_g__mutmut_1", "m.x_f__mutmut_2", "m.x_f__mutmut_1"]
+    # A function whose own name holds mutmut's separator is still one function.
+    names = ["m.x_f__mutmut_10", "m.x_g__mutmut_1", "m.x_f__mutmut_2", "m.x_f__mutmut_1", "m.x_f__mutmut_x__mutmut_3"]
     assert sorted(names, key=own._in_order) == [
         "m.x_f__mutmut_1",
         "m.x_f__mutmut_2",
         "m.x_f__mutmut_10",
+        "m.x_f__mutmut_x__mutmut_3",
         "m.x_g__mutmut_1",
     ]
+
+
+def _arith_checkout(root: Path, runs: list, verdicts: dict, *, undiffed=(), always_gated=()) -> Checkout:
+    """A small checkout (``arith``, two modules) whose scratch copy is made for real, and mutmut
+    stood in for in it; its equivalents file ``eq.json`` judges one mutant and holds a stale entry."""
+    _small_checkout(root)
+    (root / "arith" / "more.py").write_text("def half(x):\n    return x / 2\n")
+    (root / "eq.json").write_text(
+        json.dumps({"arith.ops.x_double__mutmut_2": "x * 2 and x + x agree", "arith.ops.x_is_small__mutmut_2": "x"})
+    )
+
+    class StandIn(Checkout):
+        def project(self, scope, dest):
+            super().project(scope, dest)
+            return FakeMutmut(dest, verdicts, runs, False, undiffed=undiffed)
+
+    return StandIn(
+        root=root, copied=("arith", "pyproject.toml"), pytest_args=(), do_not_mutate=(), always_gated=always_gated
+    )
+
+
+ARITH = own.Scope(
+    name="arith",
+    mutate=("arith/*",),
+    tests=("tests/",),
+    gate=None,
+    doc="the arith package, its score reported",
+    marks="not slow",
+    equivalents=("eq.json",),
+)
+
+
+class Clock:
+    """The clock of a run: 100.0 when it starts, ``100.0 + took`` when mutmut is done."""
+
+    def __init__(self, took):
+        self.times = iter([100.0, 100.0 + took])
+
+    def monotonic(self):
+        return next(self.times)
+
+
+def test_a_scopes_run_reports_every_module_against_its_gate_and_every_survivor_with_its_diff(
+    tmp_path, monkeypatch, capsys
+):
+    runs = []
+    verdicts = {
+        "arith.ops.x_double__mutmut_1": "killed",
+        "arith.ops.x_double__mutmut_2": "survived",
+        "arith.ops.x_is_small__mutmut_1": "survived",
+        "arith.ops.x_is_small__mutmut_2": "killed",
+        "arith.more.x_half__mutmut_1": "no tests",
+    }
+    # arith/ops.py gated at 100% (one survivor left: it fails); arith.more reported only. mutmut
+    # could make no diff of the mutant without tests.
+    checkout = _arith_checkout(
+        tmp_path / "checkout", runs, verdicts, undiffed=("arith.more.x_half__mutmut_1",), always_gated=("arith/ops.py",)
+    )
+    monkeypatch.setattr(own, "time", Clock(took=12.3456))
+    out = tmp_path / "reports" / "nightly"  # made with its parents
+    assert own.run_scope(checkout, ARITH, str(out), 2, ["arith.ops*", "arith.more*"]) == 1
+    assert runs == [(2, ("arith.ops*", "arith.more*"), "mutmut-run.log")]
+    # mutmut ran in the scratch copy of the checkout, under the scope's table.
+    table = tomllib.loads((out / "project" / "pyproject.toml").read_text())["tool"]["mutmut"]
+    assert table["only_mutate"] == ["arith/*"]
+    stdout, stderr = capsys.readouterr()
+    assert stdout == (
+        f"mutation (arith): 50.0% (2/4 killed) in 12.3 s; gate FAIL; report {out / 'mutation.md'}\n"
+        "  arith.ops: 66.67% < 100.0% (1 survivors)\n"
+        "  stale equivalence entry (killed, or no such mutant): arith.ops.x_is_small__mutmut_2\n"
+    )
+    assert stderr == "mutmut-run.log: mutants 0/1\nmutmut-run.log: mutants 1/1\n"
+    report = json.loads((out / "mutation.json").read_text())
+    assert {k: report[k] for k in ("kind", "scope", "wall_s", "mutmut", "total", "passes")} == {
+        "kind": "mutation",
+        "scope": "arith",
+        "wall_s": 12.3,
+        "mutmut": version("mutmut"),
+        "total": 5,
+        "passes": False,
+    }
+    diff = "--- arith/ops.py\n+++ arith/ops.py\n-    a\n+    b\n"
+    assert report["survivors"] == [
+        {"mutant": "arith.more.x_half__mutmut_1", "status": "no tests", "diff": ""},
+        {"mutant": "arith.ops.x_is_small__mutmut_1", "status": "survived", "diff": diff},
+    ]
+    assert (out / "mutation.md").read_text() == (
+        "# Mutation testing\n"
+        "\n"
+        "- scope `arith`: the arith package, its score reported\n"
+        "- score: **50.0%** (2/4 mutants killed; 1 judged equivalent); gate: **FAIL**\n"
+        f"- wall time: 12.3 s; mutmut {version('mutmut')}; "
+        "command: `python -m reports mutation --scope arith --only 'arith.ops*' --only 'arith.more*'`\n"
+        "- verdicts: killed 2, survived 2, no tests 1\n"
+        "\n"
+        "| module | mutants | killed | score | gate | verdict |\n"
+        "| --- | --- | --- | --- | --- | --- |\n"
+        "| arith.more | 1 | 0 | 0.0% | reported | pass |\n"
+        "| arith.ops | 4 | 2 | 66.67% | 100.0% | FAIL |\n"
+        "\n"
+        "## Judged equivalent (`eq.json`)\n"
+        "\n"
+        "- `arith.ops.x_double__mutmut_2`: x * 2 and x + x agree\n"
+        "\n"
+        "## Stale equivalence entries (killed, or no such mutant)\n"
+        "\n"
+        "- `arith.ops.x_is_small__mutmut_2`\n"
+        "\n"
+        "\n"
+        "## Surviving mutants\n"
+        "\n"
+        "### `arith.more.x_half__mutmut_1` (no tests)\n"
+        "\n"
+        "```diff\n"
+        "\n"
+        "```\n"
+        "\n"
+        f"### `arith.ops.x_is_small__mutmut_1` (survived)\n"
+        "\n"
+        f"```diff\n{diff}```\n"
+    )
+
+
+def test_a_scopes_run_with_every_mutant_killed_passes_and_says_none_survived(tmp_path, monkeypatch, capsys):
+    runs = []
+    verdicts = {"arith.ops.x_double__mutmut_1": "killed", "arith.ops.x_double__mutmut_2": "survived"}
+    checkout = _arith_checkout(tmp_path / "checkout", runs, verdicts, always_gated=("arith/ops.py",))
+    monkeypatch.setattr(own, "time", Clock(took=0.04))
+    out = tmp_path / "out"
+    assert own.run_scope(checkout, ARITH, str(out), None, ["arith.ops.x_double*"]) == 0
+    assert capsys.readouterr().out == (
+        f"mutation (arith): 100.0% (1/1 killed) in 0.0 s; gate pass; report {out / 'mutation.md'}\n"
+    )
+    assert (out / "mutation.md").read_text() == (
+        "# Mutation testing\n"
+        "\n"
+        "- scope `arith`: the arith package, its score reported\n"
+        "- score: **100.0%** (1/1 mutants killed; 1 judged equivalent); gate: **pass**\n"
+        f"- wall time: 0.0 s; mutmut {version('mutmut')}; "
+        "command: `python -m reports mutation --scope arith --only 'arith.ops.x_double*'`\n"
+        "- verdicts: killed 1, survived 1\n"
+        "\n"
+        "| module | mutants | killed | score | gate | verdict |\n"
+        "| --- | --- | --- | --- | --- | --- |\n"
+        "| arith.ops | 2 | 1 | 100.0% | 100.0% | pass |\n"
+        "\n"
+        "## Judged equivalent (`eq.json`)\n"
+        "\n"
+        "- `arith.ops.x_double__mutmut_2`: x * 2 and x + x agree\n"
+        "\n"
+        "\n"
+        "## Surviving mutants\n"
+        "\n"
+        "None.\n"
+    )
+
+
+def test_a_scratch_copy_holds_the_checkout_but_its_caches_and_reports_and_the_scopes_whole_mutmut_table(tmp_path):
+    root = tmp_path / "checkout"
+    _small_checkout(root)
+    (root / "README.md").write_text("# arith\n")
+    # What a checkout holds beside its sources and that a copy must leave out: bytecode, report
+    # folders and pages, an earlier mutmut copy.
+    for folder in ("arith", "tests"):
+        (root / folder / "__pycache__").mkdir(parents=True)
+        (root / folder / "__pycache__" / "ops.cpython-311.pyc").write_bytes(b"\0")
+        (root / folder / "out").mkdir()
+        (root / folder / "out" / "mutation.md").write_text("# old\n")
+        (root / folder / "index.html").write_text("<html>\n")
+        (root / folder / "mutants").mkdir()
+        (root / folder / "mutants" / "ops.py").write_text("")
+    (root / "tests" / "test_ops.py").write_text("def test_double():\n    pass\n")
+    checkout = Checkout(
+        root=root,
+        copied=("arith", "tests", "README.md", "pyproject.toml"),
+        pytest_args=("-q",),
+        do_not_mutate=("arith/more.py",),
+        always_gated=(),
+    )
+    scope = own.Scope(
+        name="arith",
+        mutate=("arith/*",),
+        tests=("tests/",),
+        gate=None,
+        doc="arith",
+        marks="not slow",
+        deselect=(("tests/test_ops.py::test_double", "why"),),
+    )
+    dest = tmp_path / "copy"
+    dest.mkdir()
+    checkout.project(scope, dest)
+    assert sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*")) == [
+        "README.md",
+        "arith",
+        "arith/__init__.py",
+        "arith/ops.py",
+        "pyproject.toml",
+        "tests",
+        "tests/test_ops.py",
+    ]
+    text = (dest / "pyproject.toml").read_text()
+    # The checkout's own pyproject.toml, then the table after one blank line.
+    assert text.startswith("[project]\nname = 'arith'\n\n[tool.mutmut]\n")
+    assert tomllib.loads(text)["tool"]["mutmut"] == {
+        "source_paths": ["arith/"],
+        "only_mutate": ["arith/*"],
+        "do_not_mutate": ["arith/more.py"],
+        "also_copy": ["tests/", "README.md"],
+        "pytest_add_cli_args": [
+            *MUTANT_PYTEST_ARGS,
+            "-q",
+            "--deselect=tests/test_ops.py::test_double",
+            "-m",
+            "not slow",
+        ],
+        "pytest_add_cli_args_test_selection": ["tests/"],
+        "process_isolation": "forkserver",
+        "forkserver_warmup": "collect",
+        "timeout_multiplier": 3.0,
+    }
+
+
+class _Generated:
+    """mutmut's generation stood in for: the names it made, the diffs it could make."""
+
+    def __init__(self, names, diffs, generated):
+        self.names, self.made, self.generated = names, diffs, generated
+
+    def generate(self, *, max_children):
+        self.generated.append(max_children)
+        return list(self.names)
+
+    def diffs(self, names, source_of):
+        return {name: self.made[name] for name in names if name in self.made}
+
+
+def test_a_listing_goes_to_stdout_by_number_and_a_mutant_without_a_diff_shows_no_change(tmp_path, capsys):
+    generated = []
+    names = [
+        "arith.ops.x_f__mutmut_10",
+        "arith.ops.x_f__mutmut_2",
+        "arith.ops.x_f__mutmut_1",
+        "arith.ops.x_g__mutmut_1",
+    ]
+    diffs = {name: "--- arith/ops.py\n+++ arith/ops.py\n-    a\n+    b\n" for name in names[1:]}
+
+    class StandIn(Checkout):
+        def project(self, scope, dest):
+            return _Generated(names, diffs, generated)
+
+    checkout = StandIn(root=tmp_path, copied=("arith",), pytest_args=(), do_not_mutate=(), always_gated=())
+    assert list_mutants(checkout, ARITH, str(tmp_path / "out"), 2, ["arith.ops.x_f*"]) == 0
+    assert generated == [2]
+    assert capsys.readouterr().out == (
+        "arith.ops.x_f__mutmut_1: a -> b\narith.ops.x_f__mutmut_2: a -> b\narith.ops.x_f__mutmut_10: \n"
+    )
+
+
+def test_the_judged_equivalent_section_names_its_files_only_when_there_are_some():
+    assert equivalent_lines({}) == equivalent_lines({}, source="") == ["## Judged equivalent", "", "None.", ""]
+    assert equivalent_lines({"m.x_f__mutmut_2": "why", "m.x_f__mutmut_1": "why not"}, source="`eq.json`") == [
+        "## Judged equivalent (`eq.json`)",
+        "",
+        "- `m.x_f__mutmut_1`: why not",
+        "- `m.x_f__mutmut_2`: why",
+        "",
+    ]
+
+
+def test_a_report_is_written_into_its_folder_made_with_its_parents(tmp_path):
+    out = tmp_path / "reports" / "nightly"
+    page = write_report(out, "mutation", {"score": 50.0, "modules": {}}, ["# Mutation testing", "", "text", "", ""])
+    assert page == out / "mutation.md"
+    # The page ends with one newline; the JSON is indented, one entry a line.
+    assert page.read_text() == "# Mutation testing\n\ntext\n"
+    assert (out / "mutation.json").read_text() == '{\n  "score": 50.0,\n  "modules": {}\n}\n'
