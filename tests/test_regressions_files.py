@@ -10,8 +10,6 @@ in-process (mutation testing sees them) and take a fraction of a second.
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,9 +23,12 @@ from ppaux.regressions import MARKER, write_regressions
 from ppaux.testing.impl import REQUIRED_NAMES
 from ppaux.testing.scenario import Call, describe
 
+# Each test starts the scripted child a few times (a fraction of a second each): with the other tests that do.
+pytestmark = pytest.mark.subprocess
+
 PREFIX = "__sampling_observer_output__."
 
-SCRIPTED_DRIVER = r'''
+SCRIPTED_DRIVER = r"""
 import ast, json, os, sys, time
 
 script = json.loads(os.environ["SCRIPTED_PROOF"])
@@ -59,10 +60,13 @@ names = [os.path.basename(p) for p in paths]
 with open(script["log"] + "." + side, "a") as log:
     log.write(json.dumps({"files": names, "in_scratch": os.getcwd() == os.path.dirname(paths[0]),
                           "no_bytecode": sys.dont_write_bytecode}) + "\n")
-if any(n in script.get("sleep", []) for n in names):
+if any(n in script.get("sleep", {}).get(side, []) for n in names):
     time.sleep(5)
-# A file that takes down a run of several files: alone, it runs.
+if any(n in script.get("mute", []) for n in names):
+    sys.exit(0)
+# "crash": a file that takes down a run of several files (alone, it runs); "die": any run of it.
 crash = [n for n in names if n in script.get("crash", {}).get(side, []) and len(names) > 1]
+crash += [n for n in names if n in script.get("die", [])]
 print("the child's own output")
 print("more of it")
 verdicts = {}
@@ -77,9 +81,9 @@ for path, name in zip(paths, names):
     verdicts[name] = {"tests": {m: said.get(m, script["default"][side]) for m in methods}}
 print(json.dumps(verdicts))
 if crash:
-    sys.stderr.write("Fatal Python error: Segmentation fault\n\nCurrent thread:\n" + crash[0] + "\n")
+    sys.stderr.write("Fatal Python error: Segmentation fault\n\ndied running " + crash[0] + "\n")
     sys.exit(3)
-'''
+"""
 
 RED = {"outcome": "fail", "text": "Traceback\nAssertionError: 1 != 2"}
 GREEN = {"outcome": "pass"}
@@ -143,9 +147,13 @@ def add_findings() -> list[dict]:
     with_aux = {"next_token_ids": ids, PREFIX + "old": old}
     plain, plain_2 = {"next_token_ids": ids}, {"next_token_ids": ids}
     return [
-        failing("tests/t.py::test_add_none_is_a_noop[x]", "add.1", [Call("add", with_aux, None, list(with_aux.items()))]),
+        failing(
+            "tests/t.py::test_add_none_is_a_noop[x]", "add.1", [Call("add", with_aux, None, list(with_aux.items()))]
+        ),
         {"nodeid": "tests/t.py::test_add_passes", "clause": "add.1", "outcome": "passed"},
-        failing("tests/u.py::test_add_none_is_a_noop[X]", "add.1", [Call("add", plain, RaisingPPOutput(), [*plain.items()])]),
+        failing(
+            "tests/u.py::test_add_none_is_a_noop[X]", "add.1", [Call("add", plain, RaisingPPOutput(), [*plain.items()])]
+        ),
         failing(
             "tests/v.py::test_add_none_is_a_noop[x ]",
             "add.1",
@@ -232,19 +240,19 @@ POP_DOCSTRING = '''\
     `from_pp_tensors` is P2, an aux value that is not a tensor is P3.
     """'''
 POP_CODE = {
-    "test_pop_without_an_observer_is_p1": f'''\
+    "test_pop_without_an_observer_is_p1": f"""\
 def test_pop_without_an_observer_is_p1(self):
 {POP_DOCSTRING}
     exitcode = run_in_child(pop_without_an_observer_is_p1_calls, seconds=2.5)
     self.assertIsNotNone(exitcode, "the calls did not return within 2.5 s")
-    self.assertEqual(exitcode, 0, "the process making the calls died")  # here: it ended its process''',
-    "test_pop_hangs_on_a_raising_observer": f'''\
+    self.assertEqual(exitcode, 0, "the process making the calls died")  # here: it ended its process""",
+    "test_pop_hangs_on_a_raising_observer": f"""\
 def test_pop_hangs_on_a_raising_observer(self):
 {POP_DOCSTRING}
     exitcode = run_in_child(pop_hangs_on_a_raising_observer_calls, seconds=2.5)
     self.assertIsNotNone(exitcode, "the calls did not return within 2.5 s")
-    self.assertEqual(exitcode, 0, "the process making the calls died")  # here: it did not return''',
-    "test_pop_hands_over_the_aux_items": f'''\
+    self.assertEqual(exitcode, 0, "the process making the calls died")  # here: it did not return""",
+    "test_pop_hands_over_the_aux_items": f"""\
 def test_pop_hands_over_the_aux_items(self):
 {POP_DOCSTRING}
     y = torch.tensor([1.0, 1.0])
@@ -259,7 +267,7 @@ def test_pop_hands_over_the_aux_items(self):
 
     result = pop_auxiliary_output_from_pp_tensors(tensors, None)
     self.assertIsNone(result)
-    self.assertEntries(tensors, [('k', 1)])''',
+    self.assertEntries(tensors, [('k', 1)])""",
 }
 ADD_HEAD = '''\
 # Regression tests written by ppaux for add.1.
@@ -342,7 +350,11 @@ def test_each_broken_clause_becomes_one_proven_file_and_each_failing_test_says_w
     adds, pops = add_findings(), pop_findings()
     stateless = failing("tests/t.py::test_pop_of_nothing", "stateful", [Call("pop", {}, None, [])])
     unrecorded = {"nodeid": "tests/t.py::test_rt", "clause": "round-trip", "outcome": "failed"}
-    unwritable = {**unrecorded, "nodeid": "tests/t.py::test_rt2", "scenario_error": "a Relayed PP dict cannot be written"}
+    unwritable = {
+        **unrecorded,
+        "nodeid": "tests/t.py::test_rt2",
+        "scenario_error": "a Relayed PP dict cannot be written",
+    }
     report = {
         "clauses": [
             {"clause": "add.1", "verdict": "fail", "tests": adds},
@@ -403,3 +415,75 @@ def test_each_broken_clause_becomes_one_proven_file_and_each_failing_test_says_w
     # The three files are proven together, then add.1's again without the finding the reference failed.
     rounds = [["test_add_1.py", "test_pop_3.py", "test_stateful.py"], ["test_add_1.py"]]
     assert scripted.runs("red") == scripted.runs("green") == rounds
+
+
+def test_a_file_that_takes_the_proof_run_down_is_proven_on_its_own_and_spares_the_others(tmp_path, scripted):
+    # test_b.py crashes the run it shares with test_a.py (against the implementation only): alone, each runs.
+    scripted.set(crash={"red": ["test_b.py"]})
+    source = "def test_x(self):\n    pass\n"  # the scripted child reads only the test methods' names
+    impl = implementation(tmp_path, "mine")
+    verdicts = proof.prove_files({"test_a.py": source, "test_b.py": source}, "mine", [str(impl)], 30.0)
+    assert verdicts == {
+        name: {"red": {"tests": {"test_x": RED}}, "green": {"tests": {"test_x": GREEN}}}
+        for name in ("test_a.py", "test_b.py")
+    }
+    assert scripted.runs("red") == [["test_a.py", "test_b.py"], ["test_a.py"], ["test_b.py"]]
+    assert scripted.runs("green") == [["test_a.py", "test_b.py"]]
+
+
+def test_files_that_outlast_the_limit_together_are_each_given_the_limit_again_alone(tmp_path, scripted):
+    scripted.set(sleep={"red": ["test_a.py", "test_b.py"], "green": ["test_a.py", "test_b.py"]})
+    impl = implementation(tmp_path, "mine")
+    verdicts = proof.prove_files({"test_a.py": "", "test_b.py": ""}, "mine", [str(impl)], 0.2)
+    late = {"broken": "the test run did not finish within 0.2 s"}
+    # (Each alone as well: given no limit there, each would have answered after its sleep.)
+    assert verdicts == {name: {"red": late, "green": late} for name in ("test_a.py", "test_b.py")}
+
+
+@pytest.mark.parametrize(
+    "script, seconds, why",
+    [
+        ({"die": ["test_a.py"]}, 30.0, "the test run ended with exit status 3: died running test_a.py"),
+        ({"mute": ["test_a.py"]}, 30.0, "the test run ended with exit status 0"),
+        ({"sleep": {"red": ["test_a.py"]}}, 0.2, "the test run did not finish within 0.2 s"),
+    ],
+)
+def test_a_proof_run_that_gives_no_verdict_says_why(tmp_path, scripted, script, seconds, why):
+    scripted.set(**script)
+    (tmp_path / "test_a.py").write_text("")
+    impl = implementation(tmp_path, "mine")
+    assert proof.run([tmp_path / "test_a.py"], "mine", [str(impl)], seconds) == {"test_a.py": {"broken": why}}
+
+
+def test_the_reference_side_finds_ppaux_where_this_run_found_it(tmp_path, scripted):
+    """The reference binding imports ppaux from the checkout this run imported it from (an uninstalled one
+    included); a module ppaux cannot find on either side is the file's import error."""
+    impl = implementation(tmp_path, "mine")
+    assert proof.prove_files({"test_a.py": "def test_x(self):\n    pass\n"}, "elsewhere", [str(impl)], 30.0) == {
+        "test_a.py": {
+            "red": {"import_error": "ModuleNotFoundError: No module named 'elsewhere'"},
+            "green": {"tests": {"test_x": GREEN}},
+        }
+    }
+    assert scripted.runs("none") == [["test_a.py"]] and scripted.runs("green") == [["test_a.py"]]
+
+
+def test_a_proof_that_outlasts_its_limit_refuses_its_findings_and_the_limit_grows_with_each_hang(
+    tmp_path, scripted, monkeypatch
+):
+    # The proof's own allowance is shrunk so that the run is quick; each hang or crash adds the calls' timeout.
+    monkeypatch.setattr(regressions, "PROOF_SECONDS", 0.05)
+    scripted.set(sleep={"red": ["test_pop_2.py"], "green": ["test_pop_2.py"]})
+    hung = {PREFIX + "x": torch.zeros(1)}
+    rows = [
+        failing(f"t.py::test_{name}", "pop.2", [Call("pop", hung, None, list(hung.items()))], finding=kind)
+        for name, kind in (("hang", "hang"), ("crash", "crash"), ("plain", None))
+    ]
+    impl = implementation(tmp_path, "mine")
+    report = {"clauses": [{"clause": "pop.2", "verdict": "fail", "tests": rows}]}
+    done = write_regressions(report, str(impl / "mine.py"), tmp_path, 0.1, [str(impl)])
+    why = "against the implementation, the test run did not finish within 0.25 s"
+    assert done["files"] == [] and done["refused"] == [
+        {"clause": "pop.2", "nodeid": f"t.py::test_{name}", "why": why} for name in ("hang", "crash", "plain")
+    ]
+    assert [row["regression"] for row in rows] == [{"why": why}] * 3
