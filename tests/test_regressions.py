@@ -531,6 +531,8 @@ PASS, FAIL = {"outcome": "pass"}, {"outcome": "fail", "text": "Traceback\nAssert
             {"tests": {"t": {"outcome": "skip", "text": ""}}},
             "it does not pass against ppaux's reference (skip: no output)",
         ),
+        # A method unittest did not run on either side (its name does not start with "test").
+        ({"tests": {}}, {"tests": {}}, "it does not pass against ppaux's reference (None: no output)"),
     ],
 )
 def test_a_test_is_kept_only_when_red_on_the_implementation_and_green_on_the_reference(red, green, why):
