@@ -3,8 +3,8 @@ written, their exact text, what each failing test's row says, and why a finding 
 
 The proof runs the written files in a child interpreter (prove.DRIVER). Here that child is a scripted
 stand-in that uses the standard library only: it finds the implementation's module on the path the
-proof gives it, as the real child's import would, and answers as the script says. So these tests run
-in-process (mutation testing sees them) and take a fraction of a second.
+proof gives it, as the real child's import would, and answers as the script says. So everything but
+the child runs in-process (mutation testing sees it, and no child imports ppaux), in about a second a test.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def found(entry):
 
 
 where = next(filter(None, map(found, entries)), None)
-side = "none"
+missing, side = parts[0], "none"
 if where is not None:
     with open(where) as f:
         tree = ast.parse(f.read())
@@ -55,7 +55,7 @@ if where is not None:
         side = "green"
         assert [a.name for a in first.names] == script["reference_names"], ast.dump(first)
         if not any(os.path.isfile(os.path.join(e, "ppaux", "transport.py")) for e in entries):
-            where = None
+            missing, where = "ppaux", None
 names = [os.path.basename(p) for p in paths]
 with open(script["log"] + "." + side, "a") as log:
     log.write(json.dumps({"files": names, "in_scratch": os.getcwd() == os.path.dirname(paths[0]),
@@ -72,7 +72,7 @@ print("more of it")
 verdicts = {}
 for path, name in zip(paths, names):
     if where is None:
-        verdicts[name] = {"import_error": "ModuleNotFoundError: No module named " + repr(parts[0])}
+        verdicts[name] = {"import_error": "ModuleNotFoundError: No module named " + repr(missing)}
         continue
     with open(path) as f:
         methods = [n.name for n in ast.walk(ast.parse(f.read())) if isinstance(n, ast.FunctionDef)
