@@ -16,6 +16,7 @@ import pytest
 import torch
 from ppaux_strategies import PPOutput, RaisingPPOutput, RecordingObserver
 
+import ppaux
 import ppaux.regressions as regressions
 import ppaux.regressions.doubles as doubles
 import ppaux.regressions.prove as proof
@@ -54,7 +55,8 @@ if where is not None:
     if isinstance(first, ast.ImportFrom) and first.module == "ppaux.transport":
         side = "green"
         assert [a.name for a in first.names] == script["reference_names"], ast.dump(first)
-        if not any(os.path.isfile(os.path.join(e, "ppaux", "transport.py")) for e in entries):
+        # The ppaux this run imported, on the path itself (so that an uninstalled checkout works too).
+        if not any(os.path.realpath(os.path.join(e, "ppaux")) == script["ppaux"] for e in entries):
             missing, where = "ppaux", None
 names = [os.path.basename(p) for p in paths]
 with open(script["log"] + "." + side, "a") as log:
@@ -98,6 +100,7 @@ class ScriptedProof:
         self.script = {
             "log": str(self.log),
             "reference_names": list(REQUIRED_NAMES),
+            "ppaux": str(Path(ppaux.__file__).resolve().parent),
             "default": {"red": RED, "green": GREEN, "none": GREEN},
             "outcomes": {},
         }
