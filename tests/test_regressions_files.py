@@ -107,6 +107,8 @@ class ScriptedProof:
         driver = tmp / "scripted_driver.py"
         driver.write_text(SCRIPTED_DRIVER)
         monkeypatch.setattr(proof, "DRIVER", driver)
+        # A user whose environment does not ask for it: the proof itself keeps bytecode out of their folders.
+        monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
         self.monkeypatch = monkeypatch
 
     def set(self, **script) -> None:
