@@ -22,6 +22,8 @@ from ppaux.regressions.render import (
 @pytest.mark.parametrize(
     "clause, docstring",
     [
+        # A clause of the catalog reads its statement; any other, what it is.
+        ("add.1", ['        """add.1: A `None` output is a no-op: add returns and the dict is untouched."""']),
         # 100 characters with its indent and quotes: one line.
         ("c" * 61, ['        """' + "c" * 61 + ': a property of the suite"""']),
         # Wrapped as one line, but its quotes would pass the width: they go on a line of their own.
