@@ -492,3 +492,13 @@ def test_a_proof_that_outlasts_its_limit_refuses_its_findings_and_the_limit_grow
         {"clause": "pop.2", "nodeid": f"t.py::test_{name}", "why": why} for name in ("hang", "crash", "plain")
     ]
     assert [row["regression"] for row in rows] == [{"why": why}] * 3
+
+
+def test_a_lone_file_that_takes_its_run_down_is_not_run_again(tmp_path, scripted):
+    scripted.set(die=["test_a.py"])
+    impl = implementation(tmp_path, "mine")
+    broken = {"broken": "the test run ended with exit status 3: died running test_a.py"}
+    assert proof.prove_files({"test_a.py": ""}, "mine", [str(impl)], 30.0) == {
+        "test_a.py": {"red": broken, "green": broken}
+    }
+    assert scripted.runs("red") == scripted.runs("green") == [["test_a.py"]]
