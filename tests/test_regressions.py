@@ -92,25 +92,65 @@ def test_a_value_that_is_not_code_says_which():
 
 LINES = [
     (
-        "        self.assertEntries(tensors, [('next_token_ids', next_token_ids), "
-        "('__msg_type__', 'pp_output'), (_OUTPUT_PREFIX + 'x', x)])"
+        (
+            "        self.assertEntries(tensors, [('next_token_ids', next_token_ids), "
+            "('__msg_type__', 'pp_output'), (_OUTPUT_PREFIX + 'x', x)])"
+        ),
+        80,
+        [
+            "        self.assertEntries(tensors, [",
+            "            ('next_token_ids', next_token_ids),",
+            "            ('__msg_type__', 'pp_output'),",
+            "            (_OUTPUT_PREFIX + 'x', x),",
+            "        ])",
+        ],
     ),
     (
-        "        tensors = {'next_token_ids': next_token_ids, 'a, b': "
-        "[1, (2,)], _OUTPUT_PREFIX + 'scores': scores, 7: 'x'}"
+        (
+            "        tensors = {'next_token_ids': next_token_ids, 'a, b': "
+            "[1, (2,)], _OUTPUT_PREFIX + 'scores': scores, 7: 'x'}"
+        ),
+        80,
+        [
+            "        tensors = {",
+            "            'next_token_ids': next_token_ids,",
+            "            'a, b': [1, (2,)],",
+            "            _OUTPUT_PREFIX + 'scores': scores,",
+            "            7: 'x',",
+            "        }",
+        ],
     ),
     (
-        "        self.assertEqual(str(raised.exception), "
-        "'auxiliary PP tensor names must be non-empty strings, said again')"
+        (
+            "        self.assertEqual(str(raised.exception), "
+            "'auxiliary PP tensor names must be non-empty strings, said again')"
+        ),
+        80,
+        [
+            "        self.assertEqual(",
+            "            str(raised.exception),",
+            "            'auxiliary PP tensor names must be non-empty strings, said again',",
+            "        )",
+        ],
     ),
+    # The outer of two nested lists; a line that starts with its bracket.
+    ("[aaaa, [bb, cc], dd]", 14, ["[", "    aaaa,", "    [bb, cc],", "    dd,", "]"]),
+    # Commas and brackets inside a string, after an escaped quote or an escaped backslash, are the string's.
+    ("f(x, ['it\\'s, [one', 'two'])", 12, ["f(x, [", "    'it\\'s, [one',", "    'two',", "])"]),
+    ("f(['\\\\', 'a, b'], c)", 12, ["f([", "    '\\\\',", "    'a, b',", "], c)"]),
+    ("f(X, [a, b])", 11, ["f(X, [", "    a,", "    b,", "])"]),
 ]
 
 
-@pytest.mark.parametrize("line", LINES)
-def test_a_long_line_is_broken_into_lines_that_fit_and_mean_the_same(line):
-    lines = wrap(line, 80)
-    assert all(len(part) <= 80 for part in lines) and len(lines) > 1
+@pytest.mark.parametrize("line, width, expected", LINES)
+def test_a_long_line_is_broken_into_lines_that_fit_and_mean_the_same(line, width, expected):
+    lines = wrap(line, width)
+    assert lines == expected
     assert ast.dump(ast.parse("\n".join(lines).strip())) == ast.dump(ast.parse(line.strip()))
+
+
+def test_a_line_as_long_as_the_width_is_kept_whole():
+    assert wrap("f(X, [a, b])", 12) == ["f(X, [a, b])"]
 
 
 @pytest.mark.subprocess
@@ -366,13 +406,24 @@ def test_the_proof_driver_tells_an_error_in_the_implementation_from_one_in_the_t
     (tmp_path / "test_broken.py").write_text("import no_such_module_here\n")
     monkeypatch.syspath_prepend(str(ROOT))
     got = driver.run_file(str(tmp_path / "test_driven.py"), "tests.impls.torch_only")["tests"]
-    assert {name: (o["outcome"], o.get("in_implementation")) for name, o in got.items()} == {
-        "test_passes": ("pass", None),
-        "test_fails": ("fail", None),
-        "test_errs_in_the_implementation": ("error", True),
-        "test_errs_in_itself": ("error", False),
-        "test_skipped": ("skip", None),
+    said = {
+        name: (o["outcome"], (o.get("text") or "").splitlines()[-1:], o.get("in_implementation"))
+        for name, o in got.items()
     }
+    assert said == {
+        "test_passes": ("pass", [], None),
+        "test_fails": ("fail", ["AssertionError: 1 != 2"], None),
+        "test_errs_in_the_implementation": (
+            "error",
+            ["AttributeError: 'int' object has no attribute 'startswith'"],
+            True,
+        ),
+        "test_errs_in_itself": ("error", ["NameError: name 'undefined_name' is not defined"], False),
+        "test_skipped": ("skip", ["not today"], None),
+    }
+    # A module the test file never imported: no error can be inside it.
+    errs = driver.run_file(str(tmp_path / "test_driven.py"), "module_never_imported")["tests"]
+    assert errs["test_errs_in_the_implementation"]["in_implementation"] is False
     assert driver.run_file(str(tmp_path / "test_broken.py"), "tests.impls.torch_only") == {
         "import_error": "ModuleNotFoundError: No module named 'no_such_module_here'"
     }
@@ -480,6 +531,8 @@ PASS, FAIL = {"outcome": "pass"}, {"outcome": "fail", "text": "Traceback\nAssert
             {"tests": {"t": {"outcome": "skip", "text": ""}}},
             "it does not pass against ppaux's reference (skip: no output)",
         ),
+        # A method unittest did not run on either side (its name does not start with "test").
+        ({"tests": {}}, {"tests": {}}, "it does not pass against ppaux's reference (None: no output)"),
     ],
 )
 def test_a_test_is_kept_only_when_red_on_the_implementation_and_green_on_the_reference(red, green, why):
@@ -849,3 +902,5 @@ def test_the_proofs_find_the_module_where_the_run_found_it(tmp_path, monkeypatch
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/a", "", "/b"]))
     assert module_search_path(str(tmp_path / "mine.py"), Path("/here")) == [str(tmp_path), "/here", "/a", "/b"]
     assert module_search_path("pkg.mod", Path("/here")) == ["/here", "/a", "/b"]
+    monkeypatch.delenv("PYTHONPATH")
+    assert module_search_path("pkg.mod", Path("/here")) == ["/here"]
