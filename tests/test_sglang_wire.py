@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import torch
+from ppaux_strategies.tensors import tensors_equal
 
 import ppaux.relay.differential as differential
 import ppaux.relay.sglang as sglang
@@ -237,6 +238,11 @@ def test_messages_normalize_to_what_both_sides_can_share():
         ("send", "device", 1, "torch.float32", (2, 3)),
         ("all_gather", "tp", -1, "torch.float32", (1,)),
     ]
+    # A message before any call began is no pickled object: compared by dtype and shape.
+    assert differential.normalize([("send", "cpu", 1, size), *log]) == [
+        ("send", "cpu", 1, "torch.int64", (1,)),
+        *differential.normalize(log),
+    ]
 
 
 def _ok(received, messages=()):
@@ -273,10 +279,16 @@ def _ok(received, messages=()):
             "rank 0 received ['a']: Tensor vs list (ppaux's model vs SGLang's code)",
         ),
         (
+            {"a": [0, 0]},
+            {"a": torch.zeros(2)},
+            "rank 0 received ['a']: list vs Tensor (ppaux's model vs SGLang's code)",
+        ),
+        (
             {"m": "output"},
             {"m": "other"},
             "rank 0 received ['m']: 'output' vs 'other' (ppaux's model vs SGLang's code)",
         ),
+        ({"m": "output", "a": torch.zeros(2)}, {"m": "output", "a": torch.zeros(2)}, None),
     ],
 )
 def test_a_difference_in_what_arrived_names_the_rank_and_the_key(model, real, said):
@@ -298,6 +310,8 @@ def test_a_difference_in_how_it_ended_or_in_the_messages_names_both():
             "rank 0: ppaux's model died, SGLang's code raised KeyError: ",
         ),
         (Outcome("error", error=boom), Outcome("error", error=boom), None),
+        # Errors are compared by their first line only.
+        (Outcome("error", error=other), Outcome("error", error=RankFailure("RuntimeError", "other\nless")), None),
         (
             _ok({}, [("send", "cpu", 1, "object size")]),
             _ok({}, [("send", "device", 1, "object size")]),
@@ -310,6 +324,9 @@ def test_a_difference_in_how_it_ended_or_in_the_messages_names_both():
     ]
     for model, real, said in cases:
         assert differential.difference({"ppaux": {0: model}, "sglang": {0: real}}) == said
+    # A rank that hung alike on both sides does not hide a later rank's difference.
+    both = {"ppaux": {0: Outcome("hang"), 1: _ok({"a": 1})}, "sglang": {0: Outcome("hang"), 1: _ok({"b": 1})}}
+    assert differential.difference(both) == "rank 1 received keys ['a'] from ppaux's model, ['b'] from SGLang's code"
 
 
 def test_the_ring_on_ppaux_side_relays_around_every_stage_and_records_its_messages():
@@ -345,11 +362,31 @@ def test_the_ring_on_ppaux_side_relays_around_every_stage_and_records_its_messag
     # Each rank receives its slice and all-gathers it, then forwards its slice to the next stage.
     assert first[3:5] == [("recv", "cpu", 4, "torch.int64", (2,)), ("all_gather", "tp", -1, "torch.int64", (2,))]
     assert first[-1] == ("send", "cpu", 2, "torch.float32", (3,))
+    # A difference prints the messages as they are: peers are rank numbers.
+    assert repr(first[-1]) == "('send', 'cpu', 2, 'torch.float32', (3,))"
     assert out[4].value["messages"][0] == ("begin", "send") and out[4].value["messages"][-1][:3] == (
         "all_gather",
         "tp",
         -1,
     )
+
+
+def test_the_ring_without_attention_tp_sends_whole_tensors_stage_to_stage():
+    """pp 2, one rank per stage: no all-gather, the whole tensor goes to the next stage."""
+    sent = {"next_token_ids": torch.arange(4)}
+    out = run_loopback(2, 1, lambda ctx: differential.ring(ctx, dict(sent) if ctx.rank == 1 else {}, "ppaux"), ())
+    assert [o.status for o in out.values()] == ["ok", "ok"]
+    assert out[0].value["messages"] == [
+        ("begin", "recv"),
+        ("recv", "cpu", 1, "object size"),
+        ("recv", "cpu", 1, "object", [("next_token_ids", ("TensorMetadata", "cpu", "torch.int64", (4,)))]),
+        ("recv", "cpu", 1, "torch.int64", (4,)),
+        ("begin", "send"),
+        ("send", "cpu", 1, "object size"),
+        ("send", "cpu", 1, "object", [("next_token_ids", ("TensorMetadata", "cpu", "torch.int64", (4,)))]),
+        ("send", "cpu", 1, "torch.int64", (4,)),
+    ]
+    assert out[1].value["received"]["next_token_ids"].tolist() == [0, 1, 2, 3]
 
 
 def test_run_hands_each_last_stage_rank_its_dict_and_both_sides_run():
@@ -379,30 +416,38 @@ def test_another_attention_tp_rank_sends_the_same_keys_and_shapes_other_bytes():
     other = differential._diverged(d, 1)
     assert list(other) == list(d) and other["m"] == "output" and other["e"].shape == (0,)
     assert other["b"].tolist() == [True, True] and other["f"].shape == (2, 2) and not torch.equal(other["f"], d["f"])
+    # Only the last byte changes, xor the member: each member's bytes differ from every other's.
+    ids = torch.tensor([5, 6, 7], dtype=torch.int8)
+    assert [differential._diverged({"i": ids}, m)["i"].tolist() for m in (1, 2, 3)] == [[5, 6, 6], [5, 6, 5], [5, 6, 4]]
+    assert other["f"].flatten()[:3].tolist() == [0.0, 0.0, 0.0]
 
 
 @pytest.mark.parametrize(
-    "raised, code, err",
+    "raised, notes, code, err",
     [
         (
             sglang.ReleaseUnavailable("sglang==0.5.23 could not be downloaded (offline, or no such release?): x"),
+            None,
             2,
             "ppaux: error: sglang==0.5.23 could not be downloaded (offline, or no such release?): x\n",
         ),
         (
             AssertionError("sglang==0.5.23 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ..."),
+            ["Failing test case: ..."],
             1,
             "sglang==0.5.23 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ...\nFailing test case: ...\n",
         ),
-        (None, 0, ""),
+        # An assertion without Hypothesis's notes is printed alone.
+        (AssertionError("rank 0: ..."), None, 1, "rank 0: ...\n"),
+        (None, None, 0, ""),
     ],
 )
-def test_wire_diff_exit_status_says_how_it_went(monkeypatch, capsys, raised, code, err):
+def test_wire_diff_exit_status_says_how_it_went(monkeypatch, capsys, raised, notes, code, err):
     def check(version, settings):
-        assert settings.deadline is None and settings.max_examples == 40
+        assert version == "0.5.23" and settings.deadline is None and settings.max_examples == 40
         if raised is not None:
-            if isinstance(raised, AssertionError):
-                raised.__notes__ = ["Failing test case: ..."]
+            if notes is not None:
+                raised.__notes__ = notes
             raise raised
 
     monkeypatch.setattr(differential, "check", check)
@@ -581,36 +626,58 @@ def test_a_link_receives_with_sglangs_own_recv(link):
 
 
 def test_the_property_checks_every_configuration_and_names_the_release_where_they_part(monkeypatch):
-    from hypothesis import HealthCheck, settings
+    from hypothesis import HealthCheck, Phase, settings
 
     worlds = []
 
     class World:
-        def __init__(self, stages, ag):
+        def __init__(self, stages, ag, version, source):
             self.world_size, self.ag_size, self.stopped = stages * ag, ag, False
+            self.release = (version, source)
 
         def stop(self):
             self.stopped = True
 
-    monkeypatch.setattr(sglang, "wire_source", lambda version: "src")
+    monkeypatch.setattr(sglang, "wire_source", lambda version: f"source of {version}")
     monkeypatch.setattr(
-        differential, "world", lambda stages, ag, version, source: worlds.append(World(stages, ag)) or worlds[-1]
+        differential,
+        "world",
+        lambda stages, ag, version, source: worlds.append(World(stages, ag, version, source)) or worlds[-1],
     )
-    seen = []
-    monkeypatch.setattr(differential, "run", lambda w, sent: seen.append((w.world_size, w.ag_size, sent)) or {})
-    monkeypatch.setattr(differential, "difference", lambda outcomes: None)
-    quick = settings(max_examples=3, database=None, suppress_health_check=list(HealthCheck))
+    seen, judged = [], []
+    outcomes = {"ppaux": {}, "sglang": {}}
+    monkeypatch.setattr(differential, "run", lambda w, sent: seen.append((w.world_size, w.ag_size, sent)) or outcomes)
+    monkeypatch.setattr(differential, "difference", lambda got: judged.append(got))
+    # No explain phase: it traces every line under torch (tens of seconds).
+    quick = settings(
+        max_examples=3, database=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink]
+    )
     differential.check("9.9.9", quick)
     assert [(w.world_size, w.ag_size) for w in worlds] == [(2, 1), (3, 1), (4, 2), (6, 2)] and all(
         w.stopped for w in worlds
     )
+    # Every world loads the release asked for; each ring's outcomes are what is judged.
+    assert {w.release for w in worlds} == {("9.9.9", "source of 9.9.9")}
+    assert judged and all(got is outcomes for got in judged)
     for _, ag, sent in seen:
         assert len(sent) == ag and all(list(d) == list(sent[0]) for d in sent)
     monkeypatch.setattr(differential, "difference", lambda outcomes: "rank 0: ...")
-    with pytest.raises(AssertionError) as info:
-        differential.check("9.9.9", quick, configs=((2, 1),))
-    assert str(info.value) == "sglang==9.9.9 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ..."
-    assert worlds[-1].stopped
+    # The minimal counterexample names the configuration and each draw by what it is.
+    for stages, ag, draws in [
+        (2, 1, []),
+        (2, 2, ["Draw 2 (differs per attention-TP rank): False"]),
+    ]:
+        with pytest.raises(AssertionError) as info:
+            differential.check("9.9.9", quick, configs=((stages, ag),))
+        assert str(info.value) == (
+            f"sglang==9.9.9 and ppaux's model differ (pp={stages}, attention-TP={ag}): rank 0: ..."
+        )
+        assert info.value.__notes__ == [
+            f"Failing test case: wire_diff_sglang_9_9_9_pp{stages}_tp{ag}(\n    data=data(...),\n)",
+            "Draw 1 (sent): {'next_token_ids': tensor(0.),\n '__sampling_observer_output__.0': tensor(0.)}",
+            *draws,
+        ]
+        assert worlds[-1].stopped
 
 
 def test_the_shared_world_runs_both_sides(monkeypatch):
@@ -622,6 +689,7 @@ def test_the_shared_world_runs_both_sides(monkeypatch):
 
 def test_the_release_matrix_says_which_releases_the_model_matches(monkeypatch, capsys):
     def check(version, settings):
+        assert settings.max_examples == 12  # every release is checked in the profile asked for
         if version == "0.5.20":
             raise AssertionError("sglang==0.5.20 and ppaux's model differ (pp=2, attention-TP=1): rank 0: x\nmore")
         if version == "0.5.21":
@@ -640,3 +708,47 @@ def test_the_release_matrix_says_which_releases_the_model_matches(monkeypatch, c
     monkeypatch.setattr(differential, "check", lambda version, settings: None)
     assert main(["wire-diff", "--sglang-version", "all"]) == 0
     assert capsys.readouterr().out.endswith("the model matches 5 of 5 releases (profile ci)\n")
+
+
+def _sent(ag):
+    from hypothesis import strategies as st
+
+    return st.composite(lambda draw: differential.sent_dicts(draw, ag))()
+
+
+def _differ(sent):
+    """Whether another attention-TP rank sends other bytes than the first."""
+    return any(torch.is_tensor(v) and not tensors_equal(v, sent[0][k]) for other in sent[1:] for k, v in other.items())
+
+
+def test_the_wire_diff_draws_pp_dicts_that_gloo_sends_as_they_are():
+    """What the last stage sends: CPU tensors, contiguous, at most 2 dims of at most 4, with aux keys."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=60, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def drawn(data):
+        ag = data.draw(st.sampled_from([1, 2]))
+        sent = data.draw(_sent(ag))
+        assert len(sent) == ag and all(list(d) == list(sent[0]) for d in sent)
+        assert any(str(k).startswith("__sampling_observer_output__.") for k in sent[0])
+        for d in sent:
+            for v in d.values():
+                if torch.is_tensor(v):
+                    assert v.device.type == "cpu" and v.is_contiguous()
+                    assert v.dim() <= 2 and max(v.shape, default=0) <= 4
+
+    drawn()
+
+
+def test_the_attention_tp_ranks_send_the_same_dict_or_each_other_bytes():
+    from hypothesis import HealthCheck, Phase, find, settings
+
+    quick = settings(max_examples=200, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    assert len(find(_sent(1), lambda sent: True, settings=quick)) == 1
+    # Both cases are drawn: the same bytes on both ranks (with bytes to send), and other bytes.
+    same = find(_sent(2), lambda sent: not _differ(sent) and sent[0]["next_token_ids"].numel() > 0, settings=quick)
+    assert len(same) == 2
+    other = find(_sent(2), _differ, settings=quick)
+    assert list(other[1]) == list(other[0])
