@@ -208,7 +208,7 @@ class ThreadDist:
         me = self.local.rank
         self._member(group, me, dst)
         with self.cond:
-            self.boxes[(group.index, me, dst, tag)].append(tensor.detach().clone())
+            self.boxes[(group.index, me, dst, tag)].append(tensor.detach().contiguous().clone())
             self.cond.notify_all()
 
     def isend(self, tensor: torch.Tensor, dst: int, group: Any = None, tag: int = 0) -> Work:
@@ -227,7 +227,7 @@ class ThreadDist:
                 got = self.boxes[key].popleft()
             if got.nbytes != tensor.nbytes:
                 raise RuntimeError(f"Received data size doesn't match expected size. {got.nbytes} vs {tensor.nbytes}")
-            tensor.reshape(-1).view(torch.uint8).copy_(got.reshape(-1).view(torch.uint8))
+            tensor.view(-1).view(torch.uint8).copy_(got.view(-1).view(torch.uint8))
 
         return Work(wait)
 
@@ -344,7 +344,8 @@ def test_each_rank_joins_sglangs_pp_and_attention_tp_groups(threads):
     for s in ranks.values():
         assert s.pp.wire is s.wire and s.tp.wire is s.wire and s.wire.__name__ == MODULE
         assert s.pp.boundary is s.boundary and s.tp.boundary is s.boundary
-        assert s.wire.torch.distributed is s.boundary
+        # The cut-out code sees torch as itself, torch.distributed as the rank's Boundary.
+        assert s.wire.torch.__name__ == "torch" and s.wire.torch.distributed is s.boundary
         # The Boundary names the rank's own groups; another rank's are "other".
         groups = (s.pp.cpu_group, s.pp.device_group, s.tp.cpu_group, s.tp.device_group)
         assert [s.boundary._group(g) for g in groups] == ["cpu", "device", "tp cpu", "tp"]
@@ -429,30 +430,46 @@ class Observer:
 
 
 def _ring(**kw):
-    outputs = [{"scores": torch.tensor([1.0, 2.0])}, {"scores": torch.tensor([3.0, 4.0])}]
+    # An empty aux tensor too: SGLang never sends its bytes, the receiver makes it from the metadata.
+    outputs = [
+        {"scores": torch.tensor([1.0, 2.0]), "none": torch.empty(0, dtype=torch.int64)},
+        {"scores": torch.tensor([3.0, 4.0]), "none": torch.empty(0, dtype=torch.int64)},
+    ]
     return pipeline.PipelineConfig(
         [pipeline.Stage(observer=Observer()), pipeline.Stage(), pipeline.Stage()], outputs=outputs, **kw
     )
 
 
 def _popped(outcomes):
-    return [None if p is None else p["scores"].tolist() for p in outcomes[0].value.popped]
+    return [
+        None if p is None else {k: (str(t.dtype), t.tolist()) for k, t in p.items()} for p in outcomes[0].value.popped
+    ]
 
 
-def test_the_pipeline_over_sglangs_code_pops_what_the_model_pops(threads):
-    model = pipeline.run(_ring(), channel="loopback")
-    real = pipeline.run(_ring(), channel="sglang", sglang_version=VERSION)
-    assert _popped(real) == _popped(model) == [[1.0, 2.0], [3.0, 4.0]]
+STEP0 = {"scores": ("torch.float32", [1.0, 2.0]), "none": ("torch.int64", [])}
+STEP1 = {"scores": ("torch.float32", [3.0, 4.0]), "none": ("torch.int64", [])}
+
+
+@pytest.mark.parametrize("ag_size", [1, 2])
+def test_the_pipeline_over_sglangs_code_pops_what_the_model_pops(threads, ag_size):
+    model = pipeline.run(_ring(ag_size=ag_size), channel="loopback")
+    real = pipeline.run(_ring(ag_size=ag_size), channel="sglang", sglang_version=VERSION)
+    assert _popped(real) == _popped(model) == [STEP0, STEP1]
     assert [r.value.keys for r in real.values()] == [r.value.keys for r in model.values()]
+    # With attention TP, each stage's ranks all-gather the slices SGLang sends.
+    gathers = [m for m in threads[-1].sglang[0].boundary.messages if m[0] == "all_gather"]
+    assert [(m[1], m[3].tolist()) for m in gathers] == (
+        [] if ag_size == 1 else [("tp", [0]), ("tp", [1.0]), ("tp", [1]), ("tp", [3.0])]
+    )
 
 
 @pytest.mark.parametrize(
     "fault, popped",
     [
         # Step 1's output arrives first and is popped as step 0's.
-        (Reorder(), [[3.0, 4.0], [1.0, 2.0]]),
+        (Reorder(), [STEP1, STEP0]),
         # The aux key is gone from step 0's message only.
-        (DropKey(), [None, [3.0, 4.0]]),
+        (DropKey(), [{"none": ("torch.int64", [])}, STEP1]),
     ],
 )
 def test_a_fault_on_sglangs_wire_acts_as_on_the_models(threads, fault, popped):

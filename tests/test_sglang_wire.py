@@ -130,6 +130,14 @@ def test_the_coordinator_runs_the_releases_own_methods_through_the_boundary(tmp_
         True,
     )
     assert pp.recv_tensor_dict(0, pp) == ("recv_tensor_dict", 0, pp)
+    # SGLang's defaults: a synchronous send on tag 0, no all-gather group.
+    assert pp.send_object({"a": 1}, 0) == ("send_object", {"a": 1}, 0, False, 0)
+    assert pp.recv_object(1) == ("recv_object", 1, 0)
+    assert pp.send_tensor_dict({}, 0) == ("send_tensor_dict", [], 0, None, False)
+    assert pp.recv_tensor_dict(0) == ("recv_tensor_dict", 0, None)
+    pair = torch.tensor([[1.0], [2.0]])
+    assert pp.all_gather(pair).tolist() == [[1.0], [2.0], [1.0], [2.0]]
+    assert pp.all_gather(pair, dim=1).tolist() == [[1.0, 1.0], [2.0, 2.0]]
     # The TensorMetadata of the loaded module pickles and unpickles by its module's name.
     assert pickle.loads(pickle.dumps(wire.TensorMetadata("cpu", torch.int8, (1,)))) == ("cpu", torch.int8, (1,))
     assert pp.all_gather(torch.tensor([1.0, 2.0]), dim=0).tolist() == [1.0, 2.0, 1.0, 2.0]
@@ -148,11 +156,29 @@ def test_the_boundary_records_every_call_and_lets_a_fault_change_or_drop_a_messa
     assert boundary.isend(torch.tensor([2]), 3, group=unknown, tag=4) == "work"
     assert boundary.irecv(torch.zeros(1), 2, group=cpu) == "work"
     assert [m[:3] for m in boundary.messages] == [("send", "cpu", 3), ("send", "other", 3), ("recv", "cpu", 2)]
-    boundary.fault = lambda op, tensor, group: None if tensor.item() == 7 else tensor + 1
+    # Calls go on to torch.distributed with their peer, group and tag (0 unless given).
+    boundary.send(torch.tensor([3]), 3, group=unknown, tag=5)
+    assert boundary.isend(torch.tensor([4]), 1, group=cpu) == "work"
+    assert boundary.irecv(torch.zeros(1), 2, group=unknown, tag=6) == "work"
+    assert fake.calls == [
+        ("send", [1], 3, cpu, 0),
+        ("isend", [2], 3, unknown, 4),
+        ("irecv", 2, cpu, 0),
+        ("send", [3], 3, unknown, 5),
+        ("isend", [4], 1, cpu, 0),
+        ("irecv", 2, unknown, 6),
+    ]
+    fake.calls.clear()
+    seen = []
+    boundary.fault = lambda op, tensor, group: seen.append((op, group)) or (None if tensor.item() == 7 else tensor + 1)
     boundary.send(torch.tensor([7]), 3, group=cpu)
-    assert boundary.isend(torch.tensor([7]), 3, group=cpu) is None
+    assert boundary.isend(torch.tensor([7]), 3, group=unknown) is None
     boundary.send(torch.tensor([8]), 3, group=cpu)
-    assert [c[:2] for c in fake.calls] == [("send", [1]), ("isend", [2]), ("irecv", 2), ("send", [9])]
+    assert boundary.isend(torch.tensor([8]), 3, group=cpu, tag=2) == "work"
+    assert [c[:2] for c in fake.calls] == [("send", [9]), ("isend", [9])]
+    # The fault sees each outgoing message by its group's name.
+    assert seen == [("send", "cpu"), ("send", "other"), ("send", "cpu"), ("send", "cpu")]
+    assert fake.calls[1] == ("isend", [9], 3, cpu, 2)
 
 
 @pytest.mark.parametrize(
@@ -185,6 +211,19 @@ def test_a_release_that_changed_shape_names_its_version_and_the_definition(tmp_p
     assert str(info.value) == message
 
 
+def test_module_level_assignments_to_attributes_or_tuples_do_not_stop_the_cut(tmp_path, monkeypatch):
+    source = PARALLEL_STATE.replace(
+        "TensorMetadata = namedtuple", "platforms.flag = True\nx, y = 1, 2\nTensorMetadata = namedtuple"
+    )
+    assert "TensorMetadata = namedtuple" in sglang.wire_source(release(tmp_path, monkeypatch, source))
+
+
+def test_source_without_the_wire_definitions_does_not_load():
+    with pytest.raises(sglang.ReleaseChanged) as info:
+        sglang.load_wire("x = 1", "ppaux_test_empty_wire", sglang.Boundary({}))
+    assert str(info.value) == "ppaux_test_empty_wire: TensorMetadata did not load"
+
+
 def test_a_wheel_without_the_wire_file_is_a_changed_release(tmp_path, monkeypatch):
     with pytest.raises(sglang.ReleaseChanged) as info:
         sglang.wire_source(release(tmp_path, monkeypatch, path="sglang/other.py"))
@@ -200,7 +239,10 @@ def test_a_release_that_cannot_be_downloaded_says_so_in_one_line(tmp_path, monke
         lambda cmd, **kw: (
             asked.append(cmd)
             or subprocess.CompletedProcess(
-                cmd, 1, "", "WARNING: retrying\nERROR: No matching distribution found for sglang==0.0.1\n"
+                cmd,
+                1,
+                "",
+                "WARNING: retrying\nWARNING: retrying\nERROR: No matching distribution found for sglang==0.0.1\n",
             )
         ),
     )
@@ -583,6 +625,22 @@ def test_pipeline_and_hop_start_a_world_that_runs_sglangs_code(monkeypatch):
     assert {plan.wire for _, (plan,) in started[3].values()} == {"sglang"}
 
 
+def test_a_download_that_brings_no_wheel_is_unavailable_even_if_pip_succeeded(tmp_path, monkeypatch):
+    monkeypatch.setenv("PPAUX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(sglang.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, "", ""))
+    with pytest.raises(sglang.ReleaseUnavailable) as info:
+        sglang.wheel("0.0.5")
+    assert str(info.value) == "sglang==0.0.5 could not be downloaded (offline, or no such release?): no output"
+
+
+def test_the_cache_is_under_the_home_directory_unless_ppaux_cache_dir_says_otherwise(tmp_path, monkeypatch):
+    monkeypatch.delenv("PPAUX_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert sglang.cache_dir() == tmp_path / ".cache" / "ppaux"
+    monkeypatch.setenv("PPAUX_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert sglang.cache_dir() == tmp_path / "elsewhere"
+
+
 def test_a_downloaded_release_lands_in_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PPAUX_CACHE_DIR", str(tmp_path))
 
@@ -591,6 +649,8 @@ def test_a_downloaded_release_lands_in_the_cache(tmp_path, monkeypatch):
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(sglang.subprocess, "run", pip)
+    # The release's folder may already be there, left empty by a download that failed.
+    (tmp_path / "sglang-0.0.2").mkdir()
     assert sglang.wheel("0.0.2") == tmp_path / "sglang-0.0.2" / "sglang-0.0.2-py3-none-any.whl"
 
 
@@ -618,6 +678,21 @@ def test_a_release_is_fetched_by_pip_into_the_cache_once(tmp_path, monkeypatch):
     )
     monkeypatch.setattr(sglang.subprocess, "run", None)  # cached: pip is not asked again
     assert sglang.wheel("0.0.3") == fetched
+
+
+@pytest.mark.subprocess
+def test_a_release_pip_cannot_find_is_unavailable_with_pips_own_last_line(tmp_path, monkeypatch):
+    """The real pip, pointed at an empty local folder instead of the index (no network)."""
+    (tmp_path / "index").mkdir()
+    monkeypatch.setenv("PPAUX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "index"))
+    with pytest.raises(sglang.ReleaseUnavailable) as info:
+        sglang.wheel("0.0.4")
+    assert str(info.value) == (
+        "sglang==0.0.4 could not be downloaded (offline, or no such release?): "
+        "ERROR: No matching distribution found for sglang==0.0.4"
+    )
 
 
 def test_a_link_receives_with_sglangs_own_recv(link):
@@ -726,7 +801,7 @@ def test_the_wire_diff_draws_pp_dicts_that_gloo_sends_as_they_are():
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
 
-    @settings(max_examples=60, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @settings(max_examples=40, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
     @given(st.data())
     def drawn(data):
         ag = data.draw(st.sampled_from([1, 2]))
