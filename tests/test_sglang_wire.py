@@ -753,6 +753,12 @@ def test_the_property_checks_every_configuration_and_names_the_release_where_the
             *draws,
         ]
         assert worlds[-1].stopped
+    # Where the attention-TP ranks sent other bytes, the draw says they differ.
+    monkeypatch.setattr(differential, "run", lambda w, sent: sent)
+    monkeypatch.setattr(differential, "difference", lambda sent: "ranks differ" if _differ(sent) else None)
+    with pytest.raises(AssertionError) as info:
+        differential.check("9.9.9", settings(quick, max_examples=50), configs=((2, 2),))
+    assert info.value.__notes__[-1] == "Draw 2 (differs per attention-TP rank): True"
 
 
 def test_the_shared_world_runs_both_sides(monkeypatch):
