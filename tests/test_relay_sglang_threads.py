@@ -158,6 +158,11 @@ class Work:
             self._wait()
 
 
+def _flat(t: torch.Tensor) -> torch.Tensor:
+    """A tensor contiguous by torch's rule as one dimension over the same memory."""
+    return t.as_strided((t.numel(),), (1,))
+
+
 class ThreadDist:
     """torch.distributed where every rank is a thread (or one thread after another: ``local.rank``
     says which process a thread stands for); a message goes from one global rank to another within
@@ -208,7 +213,7 @@ class ThreadDist:
         me = self.local.rank
         self._member(group, me, dst)
         with self.cond:
-            self.boxes[(group.index, me, dst, tag)].append(tensor.detach().contiguous().clone())
+            self.boxes[(group.index, me, dst, tag)].append(tensor.detach().clone(memory_format=torch.contiguous_format))
             self.cond.notify_all()
 
     def isend(self, tensor: torch.Tensor, dst: int, group: Any = None, tag: int = 0) -> Work:
@@ -227,7 +232,8 @@ class ThreadDist:
                 got = self.boxes[key].popleft()
             if got.nbytes != tensor.nbytes:
                 raise RuntimeError(f"Received data size doesn't match expected size. {got.nbytes} vs {tensor.nbytes}")
-            tensor.view(-1).view(torch.uint8).copy_(got.view(-1).view(torch.uint8))
+            # Byte for byte, as gloo does; a size-1 dimension may carry any stride.
+            _flat(tensor).view(torch.uint8).copy_(_flat(got).view(torch.uint8))
 
         return Work(wait)
 
@@ -278,7 +284,7 @@ class ThreadWorld:
         # As a worker reports an exception: its type's name and its message.
         return {
             r: Outcome("error", error=RankFailure(type(o.error).__name__, str(o.error))) if o.status == "error" else o
-            for r, o in out.items()
+            for r, o in sorted(out.items())
         }
 
     def run(self, calls: dict[int, tuple], timeout: float | None = None) -> dict[int, Outcome]:
@@ -455,7 +461,7 @@ def test_the_pipeline_over_sglangs_code_pops_what_the_model_pops(threads, ag_siz
     model = pipeline.run(_ring(ag_size=ag_size), channel="loopback")
     real = pipeline.run(_ring(ag_size=ag_size), channel="sglang", sglang_version=VERSION)
     assert _popped(real) == _popped(model) == [STEP0, STEP1]
-    assert [r.value.keys for r in real.values()] == [r.value.keys for r in model.values()]
+    assert [real[r].value.keys for r in sorted(real)] == [model[r].value.keys for r in sorted(model)]
     # With attention TP, each stage's ranks all-gather the slices SGLang sends.
     gathers = [m for m in threads[-1].sglang[0].boundary.messages if m[0] == "all_gather"]
     assert [(m[1], m[3].tolist()) for m in gathers] == (
@@ -476,4 +482,4 @@ def test_a_fault_on_sglangs_wire_acts_as_on_the_models(threads, fault, popped):
     model = pipeline.run(_ring(), channel="loopback", fault=fault)
     real = pipeline.run(_ring(), channel="sglang", fault=fault, sglang_version=VERSION)
     assert _popped(real) == _popped(model) == popped
-    assert [r.value.keys for r in real.values()] == [r.value.keys for r in model.values()]
+    assert [real[r].value.keys for r in sorted(real)] == [model[r].value.keys for r in sorted(model)]
