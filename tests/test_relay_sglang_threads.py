@@ -7,6 +7,7 @@ download and without processes."""
 from __future__ import annotations
 
 import collections
+import pickle
 import sys
 import textwrap
 import threading
@@ -186,9 +187,14 @@ class ThreadDist:
             raise TypeError("PrefixStore(prefix: str, store: Store)")
         return ("PrefixStore", prefix, store)
 
-    def init_process_group(self, backend: str, *, store: Any, rank: int, world_size: int) -> None:
-        if backend != "gloo":
+    @staticmethod
+    def _backend(backend: Any) -> None:
+        # As torch reads a backend's name: any case; None is the default (gloo for CPU tensors).
+        if backend is not None and backend.lower() != "gloo":
             raise ValueError(f"Invalid backend: '{backend}'")
+
+    def init_process_group(self, backend: Any = None, *, store: Any, rank: int, world_size: int) -> None:
+        self._backend(backend)
         if not (isinstance(store, tuple) and store[0] == "PrefixStore") or (rank, world_size) != (
             self.local.rank,
             self.world_size,
@@ -199,8 +205,7 @@ class ThreadDist:
         self.joined[rank] = store[2]
 
     def new_group(self, ranks: Any = None, backend: Any = None) -> Group:
-        if backend is not None and backend != "gloo":
-            raise ValueError(f"Invalid backend: '{backend}'")
+        self._backend(backend)
         self.counts[("groups", self.local.rank)] += 1
         made = self.counts[("groups", self.local.rank)]
         return Group(made, tuple(range(self.world_size)) if ranks is None else tuple(ranks))
@@ -356,6 +361,11 @@ def test_each_rank_joins_sglangs_pp_and_attention_tp_groups(threads):
         groups = (s.pp.cpu_group, s.pp.device_group, s.tp.cpu_group, s.tp.device_group)
         assert [s.boundary._group(g) for g in groups] == ["cpu", "device", "tp cpu", "tp"]
     assert ranks[0].boundary._group(ranks[1].pp.cpu_group) == "other"
+    # A rank hides torch's warning about SGLang's read-only pickle buffers, and only that one.
+    with warnings.catch_warnings(record=True) as seen:
+        torch.frombuffer(pickle.dumps([1]), dtype=torch.uint8)
+        warnings.warn("a rank's own warning", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in seen] == ["a rank's own warning"]
     # Without attention TP there is no TP group.
     assert [s.tp for s in _joined(differential.world(2, 1, VERSION, sglang.wire_source(VERSION))).values()] == [
         None,
