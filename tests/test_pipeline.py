@@ -426,3 +426,10 @@ def test_integrity_pops_each_step_as_its_own_batch_in_every_order(order):
     out = run(config, fault=Reorder())
     assert out[0].status == "error" and type(out[0].error) is AuxiliaryPPError
     assert (out[0].error.code, str(out[0].error)) == ("I7", "auxiliary PP output belongs to another batch: 1")
+
+
+def test_integrity_after_the_forward_pops_every_step_of_a_sound_ring():
+    config = _ring(3, RecordingObserver(), outputs=[PAYLOAD, PAYLOAD], integrity=True, order="forward_then_pop")
+    out = run(config)
+    assert [o.status for o in out.values()] == ["ok", "ok", "ok"]
+    assert [sorted(r) for r in out[0].value.received] == [["ids", "scores"], ["ids", "scores"]]
