@@ -323,17 +323,20 @@ def test_a_stopped_rank_is_asked_for_its_stack_and_waited_for_until_its_own_fram
         signalled.append((pid, sig))
         if pid == 101:
             raise ProcessLookupError(pid)
-        # The rank starts writing: the innermost frames now, the frame that ends its work later.
+        # The rank starts writing: another thread's frames now, those of the thread that serves a poll later.
         path = tmp_path / f"rank{pid - 100}.stack"
-        dump = _dump([("stuck.py", 5, "wait"), ("stuck.py", 4, "call"), *entry])
-        cut = dump.index(b"  File", dump.index(b'stuck.py", line 4'))
+        dump = _dump([("helper.py", 5, "poll")], [("stuck.py", 5, "wait"), ("stuck.py", 4, "call"), *entry])
+        cut = dump.index(b"Thread 0x00007f01")
         with open(path, "ab") as f:
             f.write(dump[:cut])
         pending.append((path, dump[cut:]))
 
+    polls = []
+
     def sleep(seconds):
         time.sleep(seconds)
-        while pending:
+        polls.append(seconds)
+        while len(polls) > 1 and pending:  # the rest arrives only after the first poll found none of it
             path, rest = pending.pop()
             with open(path, "ab") as f:
                 f.write(rest)
