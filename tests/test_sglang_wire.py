@@ -168,6 +168,7 @@ def test_the_boundary_records_every_call_and_lets_a_fault_change_or_drop_a_messa
         ("isend", [4], 1, cpu, 0),
         ("irecv", 2, unknown, 6),
     ]
+    assert [m[:3] for m in boundary.messages[3:]] == [("send", "other", 3), ("send", "cpu", 1), ("recv", "other", 2)]
     fake.calls.clear()
     seen = []
     boundary.fault = lambda op, tensor, group: seen.append((op, group)) or (None if tensor.item() == 7 else tensor + 1)
