@@ -428,6 +428,13 @@ def test_integrity_pops_each_step_as_its_own_batch_in_every_order(order):
     assert (out[0].error.code, str(out[0].error)) == ("I7", "auxiliary PP output belongs to another batch: 1")
 
 
+def test_an_overlapping_pop_with_integrity_still_breaks_the_forward_of_a_sound_ring():
+    """The pop midway verifies step 0 as batch 0 and succeeds; the forward then dies as without integrity."""
+    out = run(_ring(3, RecordingObserver(), outputs=[PAYLOAD], integrity=True, order="overlap"))
+    assert out[0].status == "error" and type(out[0].error) is RuntimeError
+    assert str(out[0].error) == "dictionary changed size during iteration"
+
+
 def test_integrity_after_the_forward_pops_every_step_of_a_sound_ring():
     config = _ring(3, RecordingObserver(), outputs=[PAYLOAD, PAYLOAD], integrity=True, order="forward_then_pop")
     out = run(config)
