@@ -293,6 +293,66 @@ def test_a_ranks_stack_is_the_thread_that_serves_cut_to_the_ranks_own_work():
         '  File "other.py", line 1, in main\n  File "other.py", line 2, in serve'
     )
     assert gloo.rank_stack(b"") == ""
+    # A path that is not UTF-8 is shown with a replacement character, in either case.
+    odd = _dump([("x<FF>.py", 3, "inner"), *entry]).replace(b"<FF>", b"\xff")
+    assert gloo.rank_stack(odd) == '  File "x\ufffd.py", line 3, in inner'
+    odd = _dump([], [("x<FF>.py", 2, "main")]).replace(b"<FF>", b"\xff")
+    assert gloo.rank_stack(odd) == '  File "x\ufffd.py", line 2, in main'
+
+
+def test_a_stopped_rank_is_asked_for_its_stack_and_waited_for_until_its_own_frames_are_written(tmp_path, monkeypatch):
+    """faulthandler stood in for: SIGUSR1 to a hung rank writes its dump, its own frames at the next
+    poll; a rank already gone cannot be signalled; a dead rank's file is read whole."""
+    here = gloo.__file__
+    entry = [(here, 9, "serve"), (here, 8, "rank_main")]
+    w = gloo.GlooWorld(4)
+    w.tmp = str(tmp_path)
+
+    class Proc:
+        def __init__(self, pid):
+            self.pid = pid
+
+    w.procs = [Proc(100), Proc(101), Proc(102), Proc(103)]
+    old = _dump([("old.py", 1, "before")])
+    (tmp_path / "rank0.stack").write_bytes(old)  # written before this call: not part of the answer
+    (tmp_path / "rank3.stack").write_bytes(_dump([("crash.py", 7, "boom"), *entry], fatal=True))
+    pending = []
+    signalled = []
+
+    def kill(pid, sig):
+        signalled.append((pid, sig))
+        if pid == 101:
+            raise ProcessLookupError(pid)
+        # The rank starts writing: another thread's frames now, those of the thread that serves a poll later.
+        path = tmp_path / f"rank{pid - 100}.stack"
+        dump = _dump([("helper.py", 5, "poll")], [("stuck.py", 5, "wait"), ("stuck.py", 4, "call"), *entry])
+        cut = dump.index(b"Thread 0x00007f01")
+        with open(path, "ab") as f:
+            f.write(dump[:cut])
+        pending.append((path, dump[cut:]))
+
+    polls = []
+
+    def sleep(seconds):
+        time.sleep(seconds)
+        polls.append(seconds)
+        while len(polls) > 1 and pending:  # the rest arrives only after the first poll found none of it
+            path, rest = pending.pop()
+            with open(path, "ab") as f:
+                f.write(rest)
+
+    monkeypatch.setattr(gloo.os, "kill", kill)
+    monkeypatch.setattr(
+        gloo, "time", type("Time", (), {"monotonic": staticmethod(time.monotonic), "sleep": staticmethod(sleep)})
+    )
+    stacks = w._stacks([0, 1, 2], [3])
+    assert signalled == [(100, gloo.STACK_SIGNAL), (101, gloo.STACK_SIGNAL), (102, gloo.STACK_SIGNAL)]
+    assert stacks == {
+        0: '  File "stuck.py", line 4, in call\n  File "stuck.py", line 5, in wait',
+        1: "",
+        2: '  File "stuck.py", line 4, in call\n  File "stuck.py", line 5, in wait',
+        3: '  File "crash.py", line 7, in boom',
+    }
 
 
 def test_world_shape_is_validated():
@@ -759,3 +819,43 @@ def test_a_gloo_channel_moves_nothing_for_a_meta_tensor_as_torch_distributed():
     ch.send(torch.zeros(1), CPU_GROUP)
     ch.recv(torch.zeros(1), DEVICE_GROUP)
     assert calls == [("send", 1), ("recv", 1)]
+
+
+def test_every_rank_of_a_world_is_started_with_its_extension(monkeypatch):
+    """What each worker process is handed: its rank, the world's shape and the extension to set up."""
+    import shutil
+
+    started = []
+
+    class Conn:
+        def close(self):
+            pass
+
+    class Rank:
+        def __init__(self, target, args, daemon):
+            self.args = args
+
+        def start(self):
+            started.append(self.args)
+
+    class Context:
+        Pipe = staticmethod(lambda: (Conn(), Conn()))
+
+        def Process(self, target, args, daemon):  # noqa: N802 - multiprocessing's name
+            return Rank(target, args, daemon)
+
+    def extension(ctx):
+        pass
+
+    monkeypatch.setattr(gloo, "_context", lambda: Context())
+    w = gloo.GlooWorld(2, extension=(extension, ("9.9.9",)))
+    monkeypatch.setattr(w, "_collect", lambda ranks, timeout: {r: gloo.Outcome("ok") for r in ranks})
+    try:
+        w.start()
+        assert [(a[0], a[1], a[3], a[6]) for a in started] == [
+            (0, 2, 1, (extension, ("9.9.9",))),
+            (1, 2, 1, (extension, ("9.9.9",))),
+        ]
+    finally:
+        w.procs, w.conns = [], []
+        shutil.rmtree(w.tmp)

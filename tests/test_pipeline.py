@@ -358,7 +358,8 @@ def test_run_hands_its_fault_step_and_timeout_to_the_channel(monkeypatch):
             calls.append(("gloo", len(work), None, work[0][1][0].fault_step, {"timeout": timeout}))
             return {}
 
-    monkeypatch.setattr(gloo, "world", lambda n, ag_size, extension=None: _World())
+    extensions = []
+    monkeypatch.setattr(gloo, "world", lambda n, ag_size, extension=None: extensions.append(extension) or _World())
     config = _ring(2, RecordingObserver(), outputs=[PAYLOAD, PAYLOAD])
     run(config, fault=DropKey(), fault_step=1, timeout=2.5)
     run(config)
@@ -370,6 +371,8 @@ def test_run_hands_its_fault_step_and_timeout_to_the_channel(monkeypatch):
         ("gloo", 2, None, 1, {"timeout": 2.5}),
         ("gloo", 2, None, 0, {"timeout": None}),
     ]
+    # The model's gloo ranks load no SGLang release.
+    assert extensions == [None, None]
 
 
 def test_a_rank_that_returns_leaves_the_count_of_live_threads():
@@ -385,3 +388,55 @@ def test_a_rank_that_returns_leaves_the_count_of_live_threads():
             return ctx.stall.alive
 
     assert run_loopback(2, 1, fn, ())[1].value == 1
+
+
+def test_a_last_stage_on_another_device_samples_and_sends_its_output_from_there():
+    """The last stage on meta: what stage 0 receives and forwards carries the last stage's device type."""
+    config = _ring(2, RecordingObserver(), outputs=[PAYLOAD])
+    config.stages[1].device = "meta"
+    out = run(config)
+    assert [o.status for o in out.values()] == ["ok", "ok"]
+    first = out[0].value
+    assert first.keys == [["next_token_ids", _OUTPUT_PREFIX + "scores", _OUTPUT_PREFIX + "ids", "__msg_type__"]]
+    assert {k: (t.device.type, t.dtype, tuple(t.shape)) for k, t in first.received[0].items()} == {
+        "scores": ("meta", torch.float32, (2, 3)),
+        "ids": ("meta", torch.int64, (2,)),
+    }
+    assert first.final[0]["next_token_ids"].device.type == "meta"
+
+
+def test_a_fault_spoils_only_the_step_it_is_aimed_at():
+    """diverge at step 0 of two: step 1's output arrives as sent."""
+    from ppaux.relay.faults import Diverge
+
+    step1 = {"scores": torch.tensor([[5.0, 6.0]]), "ids": torch.tensor([7, 8])}
+    out = run(_ring(2, RecordingObserver(), outputs=[PAYLOAD, step1], ag_size=2), fault=Diverge(), fault_step=0)
+    for rank in (0, 1):
+        received = out[rank].value.received
+        assert not tensors_equal(received[0]["scores"], PAYLOAD["scores"])
+        assert {k: t.tolist() for k, t in received[1].items()} == {"scores": [[5.0, 6.0]], "ids": [7, 8]}
+
+
+@pytest.mark.parametrize("order", ["forward_then_pop", "overlap"])
+def test_integrity_pops_each_step_as_its_own_batch_in_every_order(order):
+    """A reordered step reaches stage 0 first: its pop names the other batch (I7), whatever the order."""
+    from ppaux.relay.faults import Reorder
+
+    config = _ring(3, RecordingObserver(), outputs=[PAYLOAD, PAYLOAD], integrity=True, order=order)
+    out = run(config, fault=Reorder())
+    assert out[0].status == "error" and type(out[0].error) is AuxiliaryPPError
+    assert (out[0].error.code, str(out[0].error)) == ("I7", "auxiliary PP output belongs to another batch: 1")
+
+
+def test_an_overlapping_pop_with_integrity_still_breaks_the_forward_of_a_sound_ring():
+    """The pop midway verifies step 0 as batch 0 and succeeds; the forward then dies as without integrity."""
+    out = run(_ring(3, RecordingObserver(), outputs=[PAYLOAD], integrity=True, order="overlap"))
+    assert out[0].status == "error" and type(out[0].error) is RuntimeError
+    assert str(out[0].error) == "dictionary changed size during iteration"
+
+
+def test_integrity_after_the_forward_pops_every_step_of_a_sound_ring():
+    config = _ring(3, RecordingObserver(), outputs=[PAYLOAD, PAYLOAD], integrity=True, order="forward_then_pop")
+    out = run(config)
+    assert [o.status for o in out.values()] == ["ok", "ok", "ok"]
+    assert [sorted(r) for r in out[0].value.received] == [["ids", "scores"], ["ids", "scores"]]

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import torch
+from ppaux_strategies.tensors import tensors_equal
 
 import ppaux.relay.differential as differential
 import ppaux.relay.sglang as sglang
@@ -129,6 +130,14 @@ def test_the_coordinator_runs_the_releases_own_methods_through_the_boundary(tmp_
         True,
     )
     assert pp.recv_tensor_dict(0, pp) == ("recv_tensor_dict", 0, pp)
+    # SGLang's defaults: a synchronous send on tag 0, no all-gather group.
+    assert pp.send_object({"a": 1}, 0) == ("send_object", {"a": 1}, 0, False, 0)
+    assert pp.recv_object(1) == ("recv_object", 1, 0)
+    assert pp.send_tensor_dict({}, 0) == ("send_tensor_dict", [], 0, None, False)
+    assert pp.recv_tensor_dict(0) == ("recv_tensor_dict", 0, None)
+    pair = torch.tensor([[1.0], [2.0]])
+    assert pp.all_gather(pair).tolist() == [[1.0], [2.0], [1.0], [2.0]]
+    assert pp.all_gather(pair, dim=1).tolist() == [[1.0, 1.0], [2.0, 2.0]]
     # The TensorMetadata of the loaded module pickles and unpickles by its module's name.
     assert pickle.loads(pickle.dumps(wire.TensorMetadata("cpu", torch.int8, (1,)))) == ("cpu", torch.int8, (1,))
     assert pp.all_gather(torch.tensor([1.0, 2.0]), dim=0).tolist() == [1.0, 2.0, 1.0, 2.0]
@@ -147,11 +156,30 @@ def test_the_boundary_records_every_call_and_lets_a_fault_change_or_drop_a_messa
     assert boundary.isend(torch.tensor([2]), 3, group=unknown, tag=4) == "work"
     assert boundary.irecv(torch.zeros(1), 2, group=cpu) == "work"
     assert [m[:3] for m in boundary.messages] == [("send", "cpu", 3), ("send", "other", 3), ("recv", "cpu", 2)]
-    boundary.fault = lambda op, tensor, group: None if tensor.item() == 7 else tensor + 1
+    # Calls go on to torch.distributed with their peer, group and tag (0 unless given).
+    boundary.send(torch.tensor([3]), 3, group=unknown, tag=5)
+    assert boundary.isend(torch.tensor([4]), 1, group=cpu) == "work"
+    assert boundary.irecv(torch.zeros(1), 2, group=unknown, tag=6) == "work"
+    assert fake.calls == [
+        ("send", [1], 3, cpu, 0),
+        ("isend", [2], 3, unknown, 4),
+        ("irecv", 2, cpu, 0),
+        ("send", [3], 3, unknown, 5),
+        ("isend", [4], 1, cpu, 0),
+        ("irecv", 2, unknown, 6),
+    ]
+    assert [m[:3] for m in boundary.messages[3:]] == [("send", "other", 3), ("send", "cpu", 1), ("recv", "other", 2)]
+    fake.calls.clear()
+    seen = []
+    boundary.fault = lambda op, tensor, group: seen.append((op, group)) or (None if tensor.item() == 7 else tensor + 1)
     boundary.send(torch.tensor([7]), 3, group=cpu)
-    assert boundary.isend(torch.tensor([7]), 3, group=cpu) is None
+    assert boundary.isend(torch.tensor([7]), 3, group=unknown) is None
     boundary.send(torch.tensor([8]), 3, group=cpu)
-    assert [c[:2] for c in fake.calls] == [("send", [1]), ("isend", [2]), ("irecv", 2), ("send", [9])]
+    assert boundary.isend(torch.tensor([8]), 3, group=cpu, tag=2) == "work"
+    assert [c[:2] for c in fake.calls] == [("send", [9]), ("isend", [9])]
+    # The fault sees each outgoing message by its group's name.
+    assert seen == [("send", "cpu"), ("send", "other"), ("send", "cpu"), ("send", "cpu")]
+    assert fake.calls[1] == ("isend", [9], 3, cpu, 2)
 
 
 @pytest.mark.parametrize(
@@ -184,6 +212,19 @@ def test_a_release_that_changed_shape_names_its_version_and_the_definition(tmp_p
     assert str(info.value) == message
 
 
+def test_module_level_assignments_to_attributes_or_tuples_do_not_stop_the_cut(tmp_path, monkeypatch):
+    source = PARALLEL_STATE.replace(
+        "TensorMetadata = namedtuple", "platforms.flag = True\nx, y = 1, 2\nTensorMetadata = namedtuple"
+    )
+    assert "TensorMetadata = namedtuple" in sglang.wire_source(release(tmp_path, monkeypatch, source))
+
+
+def test_source_without_the_wire_definitions_does_not_load():
+    with pytest.raises(sglang.ReleaseChanged) as info:
+        sglang.load_wire("x = 1", "ppaux_test_empty_wire", sglang.Boundary({}))
+    assert str(info.value) == "ppaux_test_empty_wire: TensorMetadata did not load"
+
+
 def test_a_wheel_without_the_wire_file_is_a_changed_release(tmp_path, monkeypatch):
     with pytest.raises(sglang.ReleaseChanged) as info:
         sglang.wire_source(release(tmp_path, monkeypatch, path="sglang/other.py"))
@@ -199,7 +240,10 @@ def test_a_release_that_cannot_be_downloaded_says_so_in_one_line(tmp_path, monke
         lambda cmd, **kw: (
             asked.append(cmd)
             or subprocess.CompletedProcess(
-                cmd, 1, "", "WARNING: retrying\nERROR: No matching distribution found for sglang==0.0.1\n"
+                cmd,
+                1,
+                "",
+                "WARNING: retrying\nWARNING: retrying\nERROR: No matching distribution found for sglang==0.0.1\n",
             )
         ),
     )
@@ -237,6 +281,11 @@ def test_messages_normalize_to_what_both_sides_can_share():
         ("send", "device", 1, "torch.float32", (2, 3)),
         ("all_gather", "tp", -1, "torch.float32", (1,)),
     ]
+    # A message before any call began is no pickled object: compared by dtype and shape.
+    assert differential.normalize([("send", "cpu", 1, size), *log]) == [
+        ("send", "cpu", 1, "torch.int64", (1,)),
+        *differential.normalize(log),
+    ]
 
 
 def _ok(received, messages=()):
@@ -273,10 +322,16 @@ def _ok(received, messages=()):
             "rank 0 received ['a']: Tensor vs list (ppaux's model vs SGLang's code)",
         ),
         (
+            {"a": [0, 0]},
+            {"a": torch.zeros(2)},
+            "rank 0 received ['a']: list vs Tensor (ppaux's model vs SGLang's code)",
+        ),
+        (
             {"m": "output"},
             {"m": "other"},
             "rank 0 received ['m']: 'output' vs 'other' (ppaux's model vs SGLang's code)",
         ),
+        ({"m": "output", "a": torch.zeros(2)}, {"m": "output", "a": torch.zeros(2)}, None),
     ],
 )
 def test_a_difference_in_what_arrived_names_the_rank_and_the_key(model, real, said):
@@ -298,6 +353,8 @@ def test_a_difference_in_how_it_ended_or_in_the_messages_names_both():
             "rank 0: ppaux's model died, SGLang's code raised KeyError: ",
         ),
         (Outcome("error", error=boom), Outcome("error", error=boom), None),
+        # Errors are compared by their first line only.
+        (Outcome("error", error=other), Outcome("error", error=RankFailure("RuntimeError", "other\nless")), None),
         (
             _ok({}, [("send", "cpu", 1, "object size")]),
             _ok({}, [("send", "device", 1, "object size")]),
@@ -310,6 +367,9 @@ def test_a_difference_in_how_it_ended_or_in_the_messages_names_both():
     ]
     for model, real, said in cases:
         assert differential.difference({"ppaux": {0: model}, "sglang": {0: real}}) == said
+    # A rank that hung alike on both sides does not hide a later rank's difference.
+    both = {"ppaux": {0: Outcome("hang"), 1: _ok({"a": 1})}, "sglang": {0: Outcome("hang"), 1: _ok({"b": 1})}}
+    assert differential.difference(both) == "rank 1 received keys ['a'] from ppaux's model, ['b'] from SGLang's code"
 
 
 def test_the_ring_on_ppaux_side_relays_around_every_stage_and_records_its_messages():
@@ -345,11 +405,31 @@ def test_the_ring_on_ppaux_side_relays_around_every_stage_and_records_its_messag
     # Each rank receives its slice and all-gathers it, then forwards its slice to the next stage.
     assert first[3:5] == [("recv", "cpu", 4, "torch.int64", (2,)), ("all_gather", "tp", -1, "torch.int64", (2,))]
     assert first[-1] == ("send", "cpu", 2, "torch.float32", (3,))
+    # A difference prints the messages as they are: peers are rank numbers.
+    assert repr(first[-1]) == "('send', 'cpu', 2, 'torch.float32', (3,))"
     assert out[4].value["messages"][0] == ("begin", "send") and out[4].value["messages"][-1][:3] == (
         "all_gather",
         "tp",
         -1,
     )
+
+
+def test_the_ring_without_attention_tp_sends_whole_tensors_stage_to_stage():
+    """pp 2, one rank per stage: no all-gather, the whole tensor goes to the next stage."""
+    sent = {"next_token_ids": torch.arange(4)}
+    out = run_loopback(2, 1, lambda ctx: differential.ring(ctx, dict(sent) if ctx.rank == 1 else {}, "ppaux"), ())
+    assert [o.status for o in out.values()] == ["ok", "ok"]
+    assert out[0].value["messages"] == [
+        ("begin", "recv"),
+        ("recv", "cpu", 1, "object size"),
+        ("recv", "cpu", 1, "object", [("next_token_ids", ("TensorMetadata", "cpu", "torch.int64", (4,)))]),
+        ("recv", "cpu", 1, "torch.int64", (4,)),
+        ("begin", "send"),
+        ("send", "cpu", 1, "object size"),
+        ("send", "cpu", 1, "object", [("next_token_ids", ("TensorMetadata", "cpu", "torch.int64", (4,)))]),
+        ("send", "cpu", 1, "torch.int64", (4,)),
+    ]
+    assert out[1].value["received"]["next_token_ids"].tolist() == [0, 1, 2, 3]
 
 
 def test_run_hands_each_last_stage_rank_its_dict_and_both_sides_run():
@@ -379,30 +459,38 @@ def test_another_attention_tp_rank_sends_the_same_keys_and_shapes_other_bytes():
     other = differential._diverged(d, 1)
     assert list(other) == list(d) and other["m"] == "output" and other["e"].shape == (0,)
     assert other["b"].tolist() == [True, True] and other["f"].shape == (2, 2) and not torch.equal(other["f"], d["f"])
+    # Only the last byte changes, xor the member: each member's bytes differ from every other's.
+    ids = torch.tensor([5, 6, 7], dtype=torch.int8)
+    assert [differential._diverged({"i": ids}, m)["i"].tolist() for m in (1, 2, 3)] == [[5, 6, 6], [5, 6, 5], [5, 6, 4]]
+    assert other["f"].flatten()[:3].tolist() == [0.0, 0.0, 0.0]
 
 
 @pytest.mark.parametrize(
-    "raised, code, err",
+    "raised, notes, code, err",
     [
         (
             sglang.ReleaseUnavailable("sglang==0.5.23 could not be downloaded (offline, or no such release?): x"),
+            None,
             2,
             "ppaux: error: sglang==0.5.23 could not be downloaded (offline, or no such release?): x\n",
         ),
         (
             AssertionError("sglang==0.5.23 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ..."),
+            ["Failing test case: ..."],
             1,
             "sglang==0.5.23 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ...\nFailing test case: ...\n",
         ),
-        (None, 0, ""),
+        # An assertion without Hypothesis's notes is printed alone.
+        (AssertionError("rank 0: ..."), None, 1, "rank 0: ...\n"),
+        (None, None, 0, ""),
     ],
 )
-def test_wire_diff_exit_status_says_how_it_went(monkeypatch, capsys, raised, code, err):
+def test_wire_diff_exit_status_says_how_it_went(monkeypatch, capsys, raised, notes, code, err):
     def check(version, settings):
-        assert settings.deadline is None and settings.max_examples == 40
+        assert version == "0.5.23" and settings.deadline is None and settings.max_examples == 40
         if raised is not None:
-            if isinstance(raised, AssertionError):
-                raised.__notes__ = ["Failing test case: ..."]
+            if notes is not None:
+                raised.__notes__ = notes
             raise raised
 
     monkeypatch.setattr(differential, "check", check)
@@ -538,6 +626,22 @@ def test_pipeline_and_hop_start_a_world_that_runs_sglangs_code(monkeypatch):
     assert {plan.wire for _, (plan,) in started[3].values()} == {"sglang"}
 
 
+def test_a_download_that_brings_no_wheel_is_unavailable_even_if_pip_succeeded(tmp_path, monkeypatch):
+    monkeypatch.setenv("PPAUX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(sglang.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, "", ""))
+    with pytest.raises(sglang.ReleaseUnavailable) as info:
+        sglang.wheel("0.0.5")
+    assert str(info.value) == "sglang==0.0.5 could not be downloaded (offline, or no such release?): no output"
+
+
+def test_the_cache_is_under_the_home_directory_unless_ppaux_cache_dir_says_otherwise(tmp_path, monkeypatch):
+    monkeypatch.delenv("PPAUX_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert sglang.cache_dir() == tmp_path / ".cache" / "ppaux"
+    monkeypatch.setenv("PPAUX_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert sglang.cache_dir() == tmp_path / "elsewhere"
+
+
 def test_a_downloaded_release_lands_in_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("PPAUX_CACHE_DIR", str(tmp_path))
 
@@ -546,6 +650,8 @@ def test_a_downloaded_release_lands_in_the_cache(tmp_path, monkeypatch):
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(sglang.subprocess, "run", pip)
+    # The release's folder may already be there, left empty by a download that failed.
+    (tmp_path / "sglang-0.0.2").mkdir()
     assert sglang.wheel("0.0.2") == tmp_path / "sglang-0.0.2" / "sglang-0.0.2-py3-none-any.whl"
 
 
@@ -575,42 +681,85 @@ def test_a_release_is_fetched_by_pip_into_the_cache_once(tmp_path, monkeypatch):
     assert sglang.wheel("0.0.3") == fetched
 
 
+@pytest.mark.subprocess
+def test_a_release_pip_cannot_find_is_unavailable_with_pips_own_last_line(tmp_path, monkeypatch):
+    """The real pip, pointed at an empty local folder instead of the index (no network)."""
+    (tmp_path / "index").mkdir()
+    monkeypatch.setenv("PPAUX_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "index"))
+    with pytest.raises(sglang.ReleaseUnavailable) as info:
+        sglang.wheel("0.0.4")
+    assert str(info.value) == (
+        "sglang==0.0.4 could not be downloaded (offline, or no such release?): "
+        "ERROR: No matching distribution found for sglang==0.0.4"
+    )
+
+
 def test_a_link_receives_with_sglangs_own_recv(link):
     link_, _ = link
     assert link_.recv() == ("recv_tensor_dict", 0, None)
 
 
 def test_the_property_checks_every_configuration_and_names_the_release_where_they_part(monkeypatch):
-    from hypothesis import HealthCheck, settings
+    from hypothesis import HealthCheck, Phase, settings
 
     worlds = []
 
     class World:
-        def __init__(self, stages, ag):
+        def __init__(self, stages, ag, version, source):
             self.world_size, self.ag_size, self.stopped = stages * ag, ag, False
+            self.release = (version, source)
 
         def stop(self):
             self.stopped = True
 
-    monkeypatch.setattr(sglang, "wire_source", lambda version: "src")
+    monkeypatch.setattr(sglang, "wire_source", lambda version: f"source of {version}")
     monkeypatch.setattr(
-        differential, "world", lambda stages, ag, version, source: worlds.append(World(stages, ag)) or worlds[-1]
+        differential,
+        "world",
+        lambda stages, ag, version, source: worlds.append(World(stages, ag, version, source)) or worlds[-1],
     )
-    seen = []
-    monkeypatch.setattr(differential, "run", lambda w, sent: seen.append((w.world_size, w.ag_size, sent)) or {})
-    monkeypatch.setattr(differential, "difference", lambda outcomes: None)
-    quick = settings(max_examples=3, database=None, suppress_health_check=list(HealthCheck))
+    seen, judged = [], []
+    outcomes = {"ppaux": {}, "sglang": {}}
+    monkeypatch.setattr(differential, "run", lambda w, sent: seen.append((w.world_size, w.ag_size, sent)) or outcomes)
+    monkeypatch.setattr(differential, "difference", lambda got: judged.append(got))
+    # No explain phase: it traces every line under torch (tens of seconds).
+    quick = settings(
+        max_examples=3, database=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink]
+    )
     differential.check("9.9.9", quick)
     assert [(w.world_size, w.ag_size) for w in worlds] == [(2, 1), (3, 1), (4, 2), (6, 2)] and all(
         w.stopped for w in worlds
     )
+    # Every world loads the release asked for; each ring's outcomes are what is judged.
+    assert {w.release for w in worlds} == {("9.9.9", "source of 9.9.9")}
+    assert judged and all(got is outcomes for got in judged)
     for _, ag, sent in seen:
         assert len(sent) == ag and all(list(d) == list(sent[0]) for d in sent)
     monkeypatch.setattr(differential, "difference", lambda outcomes: "rank 0: ...")
+    # The minimal counterexample names the configuration and each draw by what it is.
+    for stages, ag, draws in [
+        (2, 1, []),
+        (2, 2, ["Draw 2 (differs per attention-TP rank): False"]),
+    ]:
+        with pytest.raises(AssertionError) as info:
+            differential.check("9.9.9", quick, configs=((stages, ag),))
+        assert str(info.value) == (
+            f"sglang==9.9.9 and ppaux's model differ (pp={stages}, attention-TP={ag}): rank 0: ..."
+        )
+        assert info.value.__notes__ == [
+            f"Failing test case: wire_diff_sglang_9_9_9_pp{stages}_tp{ag}(\n    data=data(...),\n)",
+            "Draw 1 (sent): {'next_token_ids': tensor(0.),\n '__sampling_observer_output__.0': tensor(0.)}",
+            *draws,
+        ]
+        assert worlds[-1].stopped
+    # Where the attention-TP ranks sent other bytes, the draw says they differ.
+    monkeypatch.setattr(differential, "run", lambda w, sent: sent)
+    monkeypatch.setattr(differential, "difference", lambda sent: "ranks differ" if _differ(sent) else None)
     with pytest.raises(AssertionError) as info:
-        differential.check("9.9.9", quick, configs=((2, 1),))
-    assert str(info.value) == "sglang==9.9.9 and ppaux's model differ (pp=2, attention-TP=1): rank 0: ..."
-    assert worlds[-1].stopped
+        differential.check("9.9.9", settings(quick, max_examples=50), configs=((2, 2),))
+    assert info.value.__notes__[-1] == "Draw 2 (differs per attention-TP rank): True"
 
 
 def test_the_shared_world_runs_both_sides(monkeypatch):
@@ -622,6 +771,7 @@ def test_the_shared_world_runs_both_sides(monkeypatch):
 
 def test_the_release_matrix_says_which_releases_the_model_matches(monkeypatch, capsys):
     def check(version, settings):
+        assert settings.max_examples == 12  # every release is checked in the profile asked for
         if version == "0.5.20":
             raise AssertionError("sglang==0.5.20 and ppaux's model differ (pp=2, attention-TP=1): rank 0: x\nmore")
         if version == "0.5.21":
@@ -640,3 +790,47 @@ def test_the_release_matrix_says_which_releases_the_model_matches(monkeypatch, c
     monkeypatch.setattr(differential, "check", lambda version, settings: None)
     assert main(["wire-diff", "--sglang-version", "all"]) == 0
     assert capsys.readouterr().out.endswith("the model matches 5 of 5 releases (profile ci)\n")
+
+
+def _sent(ag):
+    from hypothesis import strategies as st
+
+    return st.composite(lambda draw: differential.sent_dicts(draw, ag))()
+
+
+def _differ(sent):
+    """Whether another attention-TP rank sends other bytes than the first."""
+    return any(torch.is_tensor(v) and not tensors_equal(v, sent[0][k]) for other in sent[1:] for k, v in other.items())
+
+
+def test_the_wire_diff_draws_pp_dicts_that_gloo_sends_as_they_are():
+    """What the last stage sends: CPU tensors, contiguous, at most 2 dims of at most 4, with aux keys."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=40, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def drawn(data):
+        ag = data.draw(st.sampled_from([1, 2]))
+        sent = data.draw(_sent(ag))
+        assert len(sent) == ag and all(list(d) == list(sent[0]) for d in sent)
+        assert any(str(k).startswith("__sampling_observer_output__.") for k in sent[0])
+        for d in sent:
+            for v in d.values():
+                if torch.is_tensor(v):
+                    assert v.device.type == "cpu" and v.is_contiguous()
+                    assert v.dim() <= 2 and max(v.shape, default=0) <= 4
+
+    drawn()
+
+
+def test_the_attention_tp_ranks_send_the_same_dict_or_each_other_bytes():
+    from hypothesis import HealthCheck, Phase, find, settings
+
+    quick = settings(max_examples=200, database=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    assert len(find(_sent(1), lambda sent: True, settings=quick)) == 1
+    # Both cases are drawn: the same bytes on both ranks (with bytes to send), and other bytes.
+    same = find(_sent(2), lambda sent: not _differ(sent) and sent[0]["next_token_ids"].numel() > 0, settings=quick)
+    assert len(same) == 2
+    other = find(_sent(2), _differ, settings=quick)
+    assert list(other[1]) == list(other[0])
