@@ -4,6 +4,8 @@ it should and passes where it should."""
 
 from __future__ import annotations
 
+import gc
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -124,10 +126,44 @@ class IncomparableHost(Output):
 
 
 def test_a_comparison_that_raises_is_k13_and_equal_is_the_escape_hatch():
-    assert str(failure(IncomparableHost, IncomparableHost)).startswith(
-        "K13 lifecycle_raised: comparing the host outputs raised "
+    assert str(failure(IncomparableHost, IncomparableHost)) == message(
+        "K13", detail="comparing the host outputs raised TypeError: cannot compare"
     )
     check(IncomparableHost, IncomparableHost, equal=lambda original, rebuilt: True)
+
+
+class SpinsInCopy(Output):
+    def _spin(self, copy_tensor: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+        while True:
+            pass
+
+    # An alias: the stack names _spin; the finding names the call the kit made.
+    copy_to_host = _spin
+
+
+def test_a_copy_to_host_that_hangs_is_named_by_the_call_the_kit_made():
+    headline = str(failure(Output, SpinsInCopy, timeout=0.3)).splitlines()[0]
+    # The limit of the replays after the first hang follows how long the original's copy_to_host took.
+    after_a_hang = "after a first hang, 10x the slowest copy_to_host that returned, at least 0.1 s; the per-call limit is"
+    assert re.fullmatch(
+        rf"K14 hang: copy_to_host did not return within [0-9.]+ s \((the per-call time limit|{after_a_hang} 0.3 s)\)",
+        headline,
+    ), headline
+
+
+class InACycle(Output):
+    def __init__(self, values: torch.Tensor) -> None:
+        super().__init__(values)
+        self.me = self  # only a collection frees what it received
+
+
+def test_received_tensors_held_only_by_a_reference_cycle_are_released():
+    # Automatic collection off: only the kit's own collection can free the cycle before it looks.
+    gc.disable()
+    try:
+        check(Output, InACycle)
+    finally:
+        gc.enable()
 
 
 class Flat(Output):
