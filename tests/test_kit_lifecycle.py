@@ -189,6 +189,14 @@ def test_the_copy_the_kit_hands_over_is_a_cpu_copy():
     assert copied.device.type == "cpu" and torch.equal(copied, t) and copied.data_ptr() != t.data_ptr()
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA: a device tensor's copy to the host")
+def test_the_copy_of_a_device_tensor_the_kit_hands_over_is_on_the_host():
+    t = torch.arange(3.0, device="cuda")
+    copied = to_host(t)
+    assert copied.device.type == "cpu" and torch.equal(copied, t.cpu())
+
+
 class Pair(NamedTuple):
     left: Any
     right: Any
