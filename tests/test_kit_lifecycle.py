@@ -142,10 +142,10 @@ class SpinsInCopy(Output):
 
 
 def test_a_copy_to_host_that_hangs_is_named_by_the_call_the_kit_made():
-    headline = str(failure(Output, SpinsInCopy, timeout=0.3)).splitlines()[0]
+    headline = str(failure(Output, SpinsInCopy, timeout=0.2)).splitlines()[0]
     # The limit of the replays after the first hang follows how long the original's copy_to_host took.
     why = "the per-call time limit|after a first hang, 10x the slowest copy_to_host that returned, at least 0.1 s; the "
-    why += "per-call limit is 0.3 s"
+    why += "per-call limit is 0.2 s"
     assert re.fullmatch(rf"K14 hang: copy_to_host did not return within [0-9.]+ s \(({why})\)", headline), headline
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from ppaux.isolation import guard as guard_module
 
 DIES = """
@@ -41,6 +43,7 @@ def pytest_runtest_logreport(report):
 OUTSIDE = "outside any single call into the implementation under test"
 
 
+@pytest.mark.subprocess  # forks two children per test, a second of them stopped when idle
 def test_a_test_whose_process_dies_outside_the_calls_is_a_failed_crash_or_hang(pytester, monkeypatch):
     # A process idle this long (no call in progress) is stopped: half a second here, not a minute.
     monkeypatch.setattr(guard_module, "IDLE_FLOOR", 0.5)
