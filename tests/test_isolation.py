@@ -284,6 +284,19 @@ def test_an_isolated_hang_after_a_first_is_judged_against_the_same_calls_that_re
     assert guard.kill_deadline() == pytest.approx(time.monotonic() + 60, abs=1)
 
 
+def test_while_a_call_is_rehearsed_a_supervisor_waits_past_the_rehearsals_own_deadline(tmp_path):
+    # What a supervisor of this process reads, seen from the rehearsal child (the deadline lives in shared memory).
+    guard, seen = isolated(0.5), tmp_path / "seen"
+
+    def reads_the_deadline():
+        if not seen.exists():
+            seen.write_text(repr(guard.kill_deadline() - time.monotonic()))
+
+    guard.call("pop", reads_the_deadline)
+    # The rehearsal child is stopped 0.1 s past the limit; the supervisor's kill comes a grace later still.
+    assert float(seen.read_text()) > 0.5 + 0.1 + guard_module.KILL_GRACE
+
+
 @pytest.mark.subprocess
 def test_a_supervised_process_waiting_on_a_rehearsed_call_is_left_to_report_its_hang():
     # The supervisor of the test's process must not kill it while its rehearsal child runs out its limit.
