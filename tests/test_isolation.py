@@ -272,11 +272,11 @@ def test_an_isolated_call_is_rehearsed_with_its_keyword_arguments_too():
 
 def test_an_isolated_hang_after_a_first_is_judged_against_the_same_calls_that_returned():
     guard = isolated(5)
-    guard.hangs, guard.slowest = 1, {"pop": 0.03, "add": 0.2}
+    guard.hangs, guard.slowest = 1, {"pop": 0.015, "add": 0.2}
     with pytest.raises(Hang) as info:
         guard.call("pop", blocks_every_signal)
     assert str(info.value).splitlines()[0] == (
-        "pop did not return within 0.3 s (after a first hang, 10x the slowest pop that returned, at least 0.1 s; "
+        "pop did not return within 0.15 s (after a first hang, 10x the slowest pop that returned, at least 0.1 s; "
         "the per-call limit is 5 s)"
     )
     assert guard.hangs == 2
