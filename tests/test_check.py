@@ -160,6 +160,65 @@ def test_markdown_report_is_exactly_the_documented_layout():
     assert check.render_markdown(report) == GOLDEN
 
 
+REGRESSION_ROWS = [
+    {
+        "nodeid": "ppaux/conformance/test_stateful.py::TestAddThenPop::test_b[x[0]]",
+        "clause": "add.1",
+        "marks": [],
+        "doc": "",
+        "outcome": "failed",
+        "error": "E: x",
+        "regression": {
+            "path": "r/test_add_1.py",
+            "test": "test_add_1.TestAdd1.test_b",
+            "code": "def test_b(self):\n    self.assertEqual(1, 1)",
+        },
+    },
+    {
+        "nodeid": "t.py::test_c",
+        "clause": "pop.2",
+        "marks": [],
+        "doc": "",
+        "outcome": "failed",
+        "error": "E: y",
+        "blob": "@reproduce_failure('6', b'AA==')",
+        "regression": {"why": "the test's calls were not recorded"},
+    },
+]
+
+
+def test_each_counterexample_shows_its_replay_command_and_its_regression_test_or_why_there_is_none():
+    # The replay names the test function alone (no class, no parameters): what --tests (pytest -k) selects.
+    report = check.build_report(
+        REGRESSION_ROWS, impl="m", profile="dev", marks="contract", command="ppaux check --impl m --profile dev"
+    )
+    replay = "(the example database in `.hypothesis/` replays the saved example first)."
+    assert check.render_markdown(report).split("## Counterexamples\n\n", 1)[1] == (
+        "### add.1: `ppaux/conformance/test_stateful.py::TestAddThenPop::test_b[x[0]]`\n\n"
+        f"Clause: {CLAUSES['add.1'].statement}\n\n\n\n"
+        "Error: `E: x`\n\n"
+        f"Replay: `ppaux check --impl m --profile dev --tests test_b` {replay}\n\n"
+        "Regression test `test_add_1.TestAdd1.test_b` in `r/test_add_1.py`:\n\n"
+        "```python\ndef test_b(self):\n    self.assertEqual(1, 1)\n```\n\n\n"
+        "### pop.2: `t.py::test_c`\n\n"
+        f"Clause: {CLAUSES['pop.2'].statement}\n\n\n\n"
+        "Error: `E: y`\n\n"
+        f"Replay: `ppaux check --impl m --profile dev --tests test_c` {replay}\n"
+        "Blob, for a copy of the test of your own: `@reproduce_failure('6', b'AA==')` above it.\n\n"
+        "No regression test: the test's calls were not recorded.\n"
+    )
+
+
+def test_counterexamples_without_a_command_or_blob_have_no_replay_lines():
+    rows = [{k: v for k, v in row.items() if k not in ("regression", "blob")} for row in REGRESSION_ROWS]
+    text = check.render_markdown(check.build_report(rows, impl="m", profile="ci", marks="contract"))
+    assert text.split("## Counterexamples\n\n", 1)[1] == (
+        "### add.1: `ppaux/conformance/test_stateful.py::TestAddThenPop::test_b[x[0]]`\n\n"
+        f"Clause: {CLAUSES['add.1'].statement}\n\n\n\nError: `E: x`\n\n\n"
+        f"### pop.2: `t.py::test_c`\n\nClause: {CLAUSES['pop.2'].statement}\n\n\n\nError: `E: y`\n"
+    )
+
+
 def test_a_failure_outside_the_contracts_clauses_has_no_clause_line():
     row = {"nodeid": "t.py::test_x", "clause": None, "marks": [], "doc": "Mine.", "outcome": "failed", "error": "E: x"}
     text = check.render_markdown(check.build_report([row], impl="m", profile="ci", marks="contract"))
@@ -322,3 +381,41 @@ def test_a_module_in_the_current_directory_is_found_as_under_python_dash_m(capsy
     assert argv[argv.index("--ppaux-impl") + 1] == "my_transport_here"
     assert sys.path == before
     capsys.readouterr()
+
+
+def test_regression_tests_are_proven_against_the_users_module_found_where_the_run_found_it(
+    capsys, monkeypatch, tmp_path
+):
+    """The proofs (child processes, faked here) import the module given as --impl from the user's
+    directory, as the suite's run did, and get the proof's time limit."""
+    import ppaux.regressions as regressions
+    from ppaux.regressions.prove import PROOF_SECONDS
+    from ppaux.testing.scenario import Call, describe
+
+    class Discriminates(dict):
+        def __init__(self, outcome):
+            self.outcome = outcome
+
+        def get(self, method, default=None):
+            return {"outcome": self.outcome}
+
+    proofs = []
+
+    def prove_files(sources, module, user_path, seconds):
+        proofs.append((sorted(sources), module, user_path, seconds))
+        red, green = {"tests": Discriminates("fail")}, {"tests": Discriminates("pass")}
+        return {name: {"red": red, "green": green} for name in sources}
+
+    monkeypatch.setattr(regressions, "prove_files", prove_files)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    root = IMPLS.parent.parent
+    monkeypatch.chdir(root)
+    scenario = describe([Call("add", {}, None, [])], "p.")
+    failing = {"nodeid": "t.py::test_b", "clause": "add.1", "marks": [], "outcome": "failed", "scenario": scenario}
+    monkeypatch.setattr(check, "run_suite", FakePytest([failing], status=1))
+    folder = tmp_path / "regressions"
+    argv = ["check", "--impl", "tests.impls.torch_only", "--report", str(tmp_path / "r"), "--regressions", str(folder)]
+    assert main(argv) == 1
+    assert proofs == [(["test_add_1.py"], "tests.impls.torch_only", [str(root)], PROOF_SECONDS)]
+    assert "\nfrom tests.impls.torch_only import (\n" in (folder / "test_add_1.py").read_text()
+    assert capsys.readouterr().out.endswith(f"regression tests written to {folder}: {folder / 'test_add_1.py'}\n")

@@ -127,6 +127,8 @@ def test_explain_a_pasted_traceback_line(capsys):
             f"ppaux: error: nothing matches 'received auxiliary PP output': {NOTHING_MATCHES}\n",
         ),
         (["explain", "KitFailure:"], f"ppaux: error: nothing matches 'KitFailure:': {NOTHING_MATCHES}\n"),
+        # Only a colon ends a code: a word that merely starts with one is not it.
+        (["explain", "K9X:"], f"ppaux: error: nothing matches 'K9X:': {NOTHING_MATCHES}\n"),
         (
             ["bogus"],
             (

@@ -298,11 +298,13 @@ def test_a_faults_report_directory_given_is_exactly_the_one_written(tmp_path, ca
     monkeypatch.setattr(faults_cli, "matrix", lambda **kw: dict(_CELLS))
     monkeypatch.setitem(fault_matrix.EXPECTED, ("loopback", False), {n: v.outcome for n, v in _CELLS.items()})
     monkeypatch.chdir(tmp_path)
-    assert main(["faults", "--report", "out"]) == 0
+    # Made with every missing directory above it.
+    assert main(["faults", "--report", "out/today"]) == 0
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
         "out",
-        "out/faults-loopback.json",
-        "out/faults-loopback.md",
+        "out/today",
+        "out/today/faults-loopback.json",
+        "out/today/faults-loopback.md",
     ]
 
 

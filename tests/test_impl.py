@@ -46,6 +46,20 @@ def test_a_guarded_implementation_keeps_its_guard_through_a_prefix_and_is_guarde
     assert rebound.pop({"x": 1}, None) is None and guard.slowest["pop"] >= 0
 
 
+def test_a_recorded_implementation_keeps_each_add_and_pop_it_relays():
+    # A failing test's calls become its regression test: both kinds, under their own names, each still made.
+    from ppaux.testing.scenario import CallRecorder
+
+    recorder = CallRecorder()
+    recorded = impl.load(None).recorded(recorder)
+    tensors = {"x": 1}
+    assert recorded.add(tensors, None) is None and recorded.pop(tensors, None) is None
+    assert [(c.op, c.arg, c.before, c.after) for c in recorder.calls] == [
+        ("add", None, [("x", 1)], [("x", 1)]),
+        ("pop", None, [("x", 1)], [("x", 1)]),
+    ]
+
+
 def test_reference_with_a_prefix_is_named_ppaux():
     assert repr(impl.reference("aux.")) == "<ppaux prefix='aux.'>"
 

@@ -110,6 +110,7 @@ def test_exit_statuses_read_as_words():
     assert signal_name(99) == "signal 99"
     assert describe_exitcode(-6) == "killed the process with SIGABRT (signal 6)"
     assert describe_exitcode(3) == "ended the process with exit status 3"
+    assert describe_exitcode(0) == "ended the process with exit status 0"
     assert describe_status(3 << 8) == "ended the process with exit status 3"
     assert describe_status(signal.SIGKILL) == "killed the process with SIGKILL (signal 9)"
 
@@ -158,6 +159,12 @@ def test_a_pure_python_hang_is_interrupted_where_it_is_stuck():
         )
     )
     assert (info.value.call, info.value.limit) == ("pop", 0.3)
+
+
+def test_a_hang_with_no_stack_to_show_is_one_line():
+    # A hang no frame of the guarded call was seen in (a stack cut away at the guard) says only what and how long.
+    hang = Hang("pop", 0.3, "the per-call time limit", "")
+    assert (str(hang), hang.stack) == ("pop did not return within 0.3 s (the per-call time limit)", "")
 
 
 def test_code_that_catches_the_interruption_and_returns_still_hung():
@@ -249,6 +256,61 @@ def test_an_isolated_hang_no_signal_reaches_is_stopped_with_its_stack():
         "pop did not return within 0.3 s (the per-call time limit)\nstuck at (most recent call last):\n"
     )
     assert info.value.stack.endswith(stack_line(blocks_every_signal, "os.read(read_end, 1)"))
+
+
+def crashes_in_a_child(parent):
+    if os.getpid() != parent:
+        os._exit(3)
+
+
+def test_an_isolated_call_is_rehearsed_with_its_keyword_arguments_too():
+    # The child runs the very call this process would: only there does it end its process.
+    with pytest.raises(Crash) as info:
+        isolated().call("add", crashes_in_a_child, parent=os.getpid())
+    assert str(info.value) == "add ended the process with exit status 3"
+
+
+def test_an_isolated_hang_after_a_first_is_judged_against_the_same_calls_that_returned():
+    guard = isolated(5)
+    guard.hangs, guard.slowest = 1, {"pop": 0.015, "add": 0.2}
+    with pytest.raises(Hang) as info:
+        guard.call("pop", blocks_every_signal)
+    assert str(info.value).splitlines()[0] == (
+        "pop did not return within 0.15 s (after a first hang, 10x the slowest pop that returned, at least 0.1 s; "
+        "the per-call limit is 5 s)"
+    )
+    assert guard.hangs == 2
+    # The hang reported, the process is idle again: a supervisor does not kill it while the finding is written.
+    assert guard.kill_deadline() == pytest.approx(time.monotonic() + 60, abs=1)
+
+
+def test_while_a_call_is_rehearsed_a_supervisor_waits_past_the_rehearsals_own_deadline(tmp_path):
+    # What a supervisor of this process reads, seen from the rehearsal child (the deadline lives in shared memory).
+    guard, seen = isolated(0.5), tmp_path / "seen"
+
+    def reads_the_deadline():
+        if not seen.exists():
+            seen.write_text(repr(guard.kill_deadline() - time.monotonic()))
+
+    guard.call("pop", reads_the_deadline)
+    # The rehearsal child is stopped 0.1 s past the limit; the supervisor's kill comes a grace later still.
+    assert float(seen.read_text()) > 0.5 + 0.1 + guard_module.KILL_GRACE
+
+
+@pytest.mark.subprocess
+def test_a_supervised_process_waiting_on_a_rehearsed_call_is_left_to_report_its_hang():
+    # The supervisor of the test's process must not kill it while its rehearsal child runs out its limit.
+    guard = isolated(1.2)
+
+    def work():
+        try:
+            guard.call("pop", blocks_every_signal)
+        except Hang as exc:
+            return str(exc).splitlines()[0]
+
+    outcome, value = guard.supervised(work)
+    assert (outcome.finished, value) == (True, "pop did not return within 1.2 s (the per-call time limit)")
+    assert guard.hangs == 1
 
 
 def test_an_isolated_call_that_returns_runs_again_here_for_its_effects():

@@ -54,7 +54,88 @@ def test_results_record_clause_marks_outcome_example_and_blob(pytester):
         None,
         "",
     )
-    assert rows["test_skipped"]["outcome"] == "skipped" and "not today" in rows["test_skipped"]["error"]
+    assert (rows["test_skipped"]["outcome"], rows["test_skipped"]["error"]) == ("skipped", "Skipped: not today")
+
+
+FINDINGS = r'''
+import pytest
+from ppaux.isolation import Crash, Hang
+
+
+class TestObserverChecks:
+    """pop.9: an observer's checks, as its class says."""
+
+    def test_in_a_class(self):
+        """The method's own words."""
+        assert False
+
+
+def test_hang():
+    raise Hang("pop", 0.5, "the per-call time limit", '  File "obs.py", line 3, in pop\n    while True: pass')
+
+
+def test_crash():
+    raise Crash("add", "killed the process with SIGSEGV (signal 11)", "")
+
+
+def test_empty_message():
+    raise ValueError("")
+
+
+@pytest.mark.xfail(reason="known")
+def test_xfail():
+    raise ValueError("no")
+
+
+def double(x):
+    """
+    >>> double(2)
+    5
+    """
+    return 2 * x
+'''
+
+
+def test_results_record_hangs_and_crashes_with_where_they_were_and_any_kind_of_test(pytester):
+    pytester.makepyfile(test_findings=FINDINGS)
+    out = pytester.path / "results.jsonl"
+    pytester.runpytest_inprocess("-p", "no:cacheprovider", "--doctest-modules", f"--ppaux-results={out}")
+    rows = {r["nodeid"].split("::", 1)[1]: r for r in map(json.loads, out.read_text().splitlines())}
+    plain = {"clause": None, "marks": [], "doc": "", "example": None, "blob": None}
+    # A hang's and a crash's row name the finding; the lines after the first say where the call was.
+    assert rows["test_hang"] == dict(
+        plain,
+        nodeid="test_findings.py::test_hang",
+        outcome="failed",
+        error="Hang: pop did not return within 0.5 s (the per-call time limit)",
+        finding="hang",
+        detail='stuck at (most recent call last):\n  File "obs.py", line 3, in pop\n    while True: pass',
+    )
+    assert rows["test_crash"] == dict(
+        plain,
+        nodeid="test_findings.py::test_crash",
+        outcome="failed",
+        error="Crash: add killed the process with SIGSEGV (signal 11)",
+        finding="crash",
+        detail="",
+    )
+    assert rows["test_empty_message"] == dict(
+        plain, nodeid="test_findings.py::test_empty_message", outcome="failed", error="ValueError: ", finding=None
+    )
+    # A test in a class is described by its class, as the suite's stateful tests are.
+    assert rows["TestObserverChecks::test_in_a_class"]["doc"] == "pop.9: an observer's checks, as its class says."
+    # A doctest has no function and no docstring of its own to describe it.
+    assert rows["test_findings.double"] == dict(
+        plain,
+        nodeid="test_findings.py::test_findings.double",
+        outcome="failed",
+        error="DocTestFailure: <DocTest test_findings.double from "
+        f"{pytester.path / 'test_findings.py'}:30 (1 example)>",
+        finding=None,
+    )
+    # An expected failure is skipped; its error is pytest's report of the failure, ending at the raise.
+    assert rows["test_xfail"]["outcome"] == "skipped"
+    assert rows["test_xfail"]["error"].splitlines()[-1] == "test_findings.py:27: ValueError"
 
 
 def test_header_names_the_implementation_its_limit_and_its_isolation(pytester):
