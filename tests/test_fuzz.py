@@ -428,9 +428,217 @@ def test_merged_report_tags_each_round_worker_and_failure_with_its_shard_and_lis
     assert out.splitlines()[0] == (
         "fuzz report: 2 runs merged: 200 examples, 2 rounds, 2 failures; 1 worker(s) died: see the report"
     )
-    page = (tmp_path / "merged" / "fuzz.md").read_text()
-    assert "# Fuzz run (2 shards merged)" in page and "| 2/2 | 100 | 1 | 1 | SIGTERM |" in page
-    assert "- worker 1 of shard 2/2: round 1 (cpu), running `t`, exit status -9; log l" in page
+    # The whole page, as the user reads it: each shard's line, its workers and rounds tagged, the
+    # dead worker named with its shard, a failure two shards found listed once.
+    assert (tmp_path / "merged" / "fuzz.md").read_text() == "\n".join(
+        [
+            "# Fuzz run (2 shards merged)",
+            "",
+            "- started: 2026-12-02T01:00:00+00:00; ran 01:00 of a 01:00 budget"
+            " (stopped early by SIGTERM: partial report)",
+            "- implementation: `x.py`; suite: ppaux.conformance; tests: `all Hypothesis tests`",
+            "- workers: 2; placements: cpu",
+            "- example database: `redis://h:1`",
+            "- examples: 200 (3.3/s) in 2 rounds",
+            "- per-call time limit: 10 s",
+            "- failures: **2**; dead workers: **1**",
+            "",
+            "| shard | examples | failures | workers | ended by |",
+            "| --- | --- | --- | --- | --- |",
+            "| 1/2 | 100 | 2 | 1 | budget |",
+            "| 2/2 | 100 | 1 | 1 | SIGTERM |",
+            "",
+            "| worker | placements | rounds | examples | failures found first | died |",
+            "| --- | --- | --- | --- | --- | --- |",
+            "| 1/2 1 | cpu | 1 | 100 | 2 | no |",
+            "| 2/2 1 | cpu | 1 | 100 | 1 | no |",
+            "",
+            "| shard | worker | round | placement | examples/test | tests | examples | ended by |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| 1/2 | 1 | 1 | cpu | 50 | 3 | 100 | budget |",
+            "| 2/2 | 1 | 1 | cpu | 50 | 3 | 100 | budget |",
+            "",
+            "## Dead workers",
+            "",
+            "A worker whose round ended without a verdict (killed, crashed): the others went on.",
+            "",
+            "- worker 1 of shard 2/2: round 1 (cpu), running `t`, exit status -9; log l",
+            "",
+            "## Failures",
+            "",
+            "### `a`",
+            "",
+            "- error: `E`",
+            "- clause: add.7",
+            "- shard: 1/2",
+            "- times seen: 1",
+            "",
+            "Minimal example:",
+            "",
+            "```",
+            "ex",
+            "```",
+            "",
+            "Reproduce (decorate the test with):",
+            "",
+            "```python",
+            "b",
+            "```",
+            "",
+            "### `b`",
+            "",
+            "- clause: add.7",
+            "- shard: 1/2",
+            "- times seen: 2",
+            "",
+            "Minimal example:",
+            "",
+            "```",
+            "ex",
+            "```",
+            "",
+            "Replay every saved failure: `ppaux fuzz replay --db redis://h:1`",
+            "",
+        ]
+    )
+    assert json.loads((tmp_path / "merged" / "fuzz.json").read_text()) == merged
+    # What the page does not show is in fuzz.json for tools: no single seed or shard, each shard's timeline.
+    assert {k: merged[k] for k in ("kind", "merged", "seed", "shard", "tests", "impl", "db", "suite")} == {
+        "kind": "fuzz-run",
+        "merged": True,
+        "seed": None,
+        "shard": None,
+        "tests": None,
+        "impl": "x.py",
+        "db": "redis://h:1",
+        "suite": "ppaux.conformance",
+    }
+    assert (merged["budget_s"], merged["elapsed_s"], merged["timeout_s"], merged["examples_per_s"]) == (
+        60.0,
+        60.0,
+        10.0,
+        3.3,
+    )
+    assert [(h["shard"], h["timeline"]) for h in merged["shards"]] == [
+        ("1/2", [[0.0, 0, 0], [60.0, 100, 2]]),
+        ("2/2", [[0.0, 0, 0], [60.0, 100, 1]]),
+    ]
+
+
+def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted_and_where_a_failure_was_found(
+    tmp_path,
+):
+    # One shard's run (not merged), stopped by SIGTERM after an hour: a worker died in its second
+    # round before running a test, one test had no verdict, one failure has no minimal example.
+    dead = {"worker": 1, "round": 2, "placement": "cuda:0", "test": None, "exit_status": -9, "log": "w1.log"}
+    summary = _run_summary("1/2", dead=[dead], complete=False)
+    summary.update(tests="add and not slow", timeout_s=2.5, examples=12345, examples_per_s=3.3, elapsed_s=3725.4)
+    summary["budget_s"] = 7200.0
+    summary["workers"][0].update(died=dead, examples=12345)
+    summary["rounds"].append(
+        {
+            "round": 2,
+            "placement": "cuda:0",
+            "max_examples": 200,
+            "examples": 12245,
+            "tests": 3,
+            "exit_status": -9,
+            "ended_by": "finished",
+            "log": "w1.log",
+        }
+    )
+    summary["interrupted"] = [{"nodeid": "t.py::slow", "round": 2, "placement": "cuda:0", "stopped_by": "SIGTERM"}]
+    summary["failures"] = [
+        {
+            "nodeid": "t.py::t",
+            "clause": None,
+            "worker": 1,
+            "workers": [1],
+            "round": 1,
+            "placements": ["cpu"],
+            "found_after_s": 12.5,
+            "example": None,
+            "blob": None,
+            "error": None,
+            "text": "Traceback\nE   AssertionError\n",
+            "seen": 2,
+        }
+    ]
+    assert write_run(summary, tmp_path / "report") == tmp_path / "report" / "fuzz.md"
+    assert json.loads((tmp_path / "report" / "fuzz.json").read_text()) == summary
+    assert (tmp_path / "report" / "fuzz.md").read_text() == "\n".join(
+        [
+            "# Fuzz run",
+            "",
+            "- started: 2026-12-02T01:00:00+00:00; ran 1:02:05 of a 2:00:00 budget"
+            " (stopped early by SIGTERM: partial report)",
+            "- implementation: `x.py`; suite: ppaux.conformance; tests: `add and not slow`; shard 1/2",
+            "- workers: 1; placements: cpu",
+            "- example database: `redis://h:1`",
+            "- examples: 12,345 (3.3/s) in 2 rounds",
+            "- per-call time limit: 2.5 s",
+            "- failures: **1**; dead workers: **1**; interrupted (still running when stopped, no verdict): 1",
+            "",
+            "| worker | placements | rounds | examples | failures found first | died |",
+            "| --- | --- | --- | --- | --- | --- |",
+            "| 1 | cpu | 1 | 12,345 | 0 | yes |",
+            "",
+            "| shard | worker | round | placement | examples/test | tests | examples | ended by |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| 1/2 | 1 | 1 | cpu | 50 | 3 | 100 | budget |",
+            "| 1/2 | 1 | 2 | cuda:0 | 200 | 3 | 12,245 | finished |",
+            "",
+            "## Dead workers",
+            "",
+            "A worker whose round ended without a verdict (killed, crashed): the others went on.",
+            "",
+            "- worker 1: round 2 (cuda:0), running `no test yet`, exit status -9; log w1.log",
+            "",
+            "## Interrupted",
+            "",
+            "Still running when their round was stopped: no verdict for these runs.",
+            "",
+            "- `t.py::slow` (worker 1, round 2, cuda:0; stopped by SIGTERM)",
+            "",
+            "## Failures",
+            "",
+            "### `t.py::t`",
+            "",
+            "- first found by worker: 1",
+            "- in round: 1",
+            "- placements: ['cpu']",
+            "- found after (s): 12.5",
+            "- times seen: 2",
+            "",
+            "Minimal example:",
+            "",
+            "```",
+            "(see the failure text)",
+            "```",
+            "",
+            "<details><summary>failure text</summary>",
+            "",
+            "```",
+            "Traceback",
+            "E   AssertionError",
+            "```",
+            "",
+            "</details>",
+            "",
+            "Replay every saved failure: `ppaux fuzz replay --db redis://h:1`",
+            "",
+        ]
+    )
+
+
+def test_a_run_without_failures_says_none_under_failures(tmp_path):
+    write_run(_run_summary("1/1"), tmp_path)
+    page = (tmp_path / "fuzz.md").read_text()
+    assert (
+        page.split("## Failures\n\n", 1)[1]
+        == "None.\n\nReplay every saved failure: `ppaux fuzz replay --db redis://h:1`\n"
+    )
+    assert "## Dead workers" not in page and "## Interrupted" not in page
 
 
 def _two_shards(tmp_path):
@@ -692,6 +900,111 @@ def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeyp
     monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": [], "end": "exit 3"}}))
     with pytest.raises(RunError, match=r"^pytest could not run the replay \(exit 3\); see .*: last words of worker 1$"):
         replay.run()
+
+
+def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tmp_path, monkeypatch, capsys):
+    """``ppaux fuzz replay`` with a scripted round: the tests with saved examples, split into those
+    that still fail (with their finding) and those that pass now, on the console and in replay.md."""
+    import ppaux.fuzz.rounds as rounds
+
+    events = [
+        {"kind": "test", "nodeid": "t.py::fixed", "outcome": "passed", "saved": 2},
+        {"kind": "test", "nodeid": "t.py::never_failed", "outcome": "passed", "saved": 0},
+        {"kind": "test", "nodeid": "t.py::t", "outcome": "failed", "saved": 3},
+        dict(FAILURE, text="Traceback\nE   AssertionError: add.7\n", scenario="s", scenario_error="se"),
+    ]
+    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": events, "end": "exit 1"}}))
+    monkeypatch.setattr(rounds, "Suite", ScriptedSuite)
+    (tmp_path / "db").mkdir()
+    report = tmp_path / "report"
+    argv = ("replay", "--devices", "cpu", "--db", str(tmp_path / "db"), "--report", str(report))
+    assert ppaux_fuzz(capsys, *argv) == (
+        1,
+        "fuzz replay: 5 saved examples in 2 tests; still failing: 1; no longer failing: 1\n"
+        "  FAILS t.py::t: E\n"
+        f"fuzz replay: report {report / 'replay.md'}\n",
+        "",
+    )
+    summary = json.loads((report / "replay.json").read_text())
+    assert summary == {
+        "kind": "fuzz-replay",
+        "at": summary["at"],
+        "impl": "ppaux.transport",
+        "db": str(tmp_path / "db"),
+        "placement": "cpu",
+        "tests_with_saved_failures": 2,
+        "saved_examples": 5,
+        "still_failing": [
+            {
+                "kind": "test",
+                "nodeid": "t.py::t",
+                "outcome": "failed",
+                "saved": 3,
+                "clause": "add.7",
+                "example": "ex",
+                "blob": "b",
+                "error": "E",
+                "text": "Traceback\nE   AssertionError: add.7\n",
+                "scenario": "s",
+                "scenario_error": "se",
+            }
+        ],
+        "no_longer_failing": [{"kind": "test", "nodeid": "t.py::fixed", "outcome": "passed", "saved": 2}],
+    }
+    row = {"nodeid": "t.py::t", "clause": "add.7", "error": "E", "example": "ex", "blob": "b"}
+    assert failure_rows(summary) == [row]
+    assert (report / "replay.md").read_text() == "\n".join(
+        [
+            "# Replay of saved fuzz failures",
+            "",
+            f"- at: {summary['at']}; implementation: `ppaux.transport`; database: `{tmp_path / 'db'}`; placement: cpu",
+            "- tests with saved failures: 2 (5 saved examples)",
+            "- still failing: **1**; no longer failing: 1",
+            "",
+            "## No longer failing",
+            "",
+            "- `t.py::fixed` (2 saved)",
+            "",
+            "## Still failing",
+            "",
+            "### `t.py::t`",
+            "",
+            "- error: `E`",
+            "- clause: add.7",
+            "- saved examples: 3",
+            "",
+            "Minimal example:",
+            "",
+            "```",
+            "ex",
+            "```",
+            "",
+            "Reproduce (decorate the test with):",
+            "",
+            "```python",
+            "b",
+            "```",
+            "",
+            "<details><summary>failure text</summary>",
+            "",
+            "```",
+            "Traceback",
+            "E   AssertionError: add.7",
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
+    )
+    # Once every saved failure passes: exit 0, nothing under "Still failing".
+    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": events[:2], "end": "exit 0"}}))
+    assert ppaux_fuzz(capsys, *argv) == (
+        0,
+        "fuzz replay: 2 saved examples in 1 tests; still failing: 0; no longer failing: 1\n"
+        f"fuzz replay: report {report / 'replay.md'}\n",
+        "",
+    )
+    assert (report / "replay.md").read_text().endswith("## Still failing\n\nNone.\n")
 
 
 def test_a_failure_s_error_is_pytest_s_first_e_line_else_its_exception_group_s():
