@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from fuzz.__main__ import main
+from ppaux.cli.main import build_parser
 from ppaux.cli.main import main as ppaux_main
 from ppaux.fuzz import failure_rows
 from ppaux.fuzz.options import FuzzUsageError as UsageError
@@ -38,6 +39,7 @@ from ppaux.fuzz.timeline import Timeline, add_up, thin
 from ppaux.testing import state
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import EXAMPLE_HEADER
+from tests.support import cli_help
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKEN = str(ROOT / "tests" / "impls" / "broken_contiguous_copy.py")
@@ -45,6 +47,80 @@ BROKEN = str(ROOT / "tests" / "impls" / "broken_contiguous_copy.py")
 PLANTED = ["--impl", BROKEN, "--tests", "bound_to_the_same_tensor", "--seed", "7", "--workers", "1"]
 BROKEN_TEST = "ppaux/conformance/test_add.py::test_success_adds_one_key_per_item_bound_to_the_same_tensor"
 OTHER_SHARD_TEST = "ppaux/conformance/test_pop.py::test_name_is_key_with_prefix_removed_once"
+
+
+def test_fuzz_help_names_every_option_of_each_command_with_its_metavar_and_default(capsys):
+    # The help is how a user learns the options, their forms and defaults: each word of it counts.
+    common = (
+        "--impl MODULE_OR_FILE implementation under test (default: ppaux's own)"
+        " --devices {auto,cpu,cuda} auto: each worker on one GPU in turn (and two, where two are visible),"
+        " then on the CPU; cpu: GPUs hidden; cuda: GPUs only"
+        " --db DIR|redis://HOST:PORT example database (default .hypothesis/fuzz-db)"
+        " --tests EXPR pytest -k expression over test names, files and marks"
+        " --report DIR report directory (default .ppaux/fuzz in the current directory)"
+        " --timeout SECONDS per-call time limit on the implementation: a call past it fails as a hang (default 10)"
+    )
+    assert cli_help(capsys, "fuzz", "run") == (
+        "usage: ppaux fuzz run [-h] [--budget BUDGET] [--workers N|auto] [--shard K/N] [--impl MODULE_OR_FILE]"
+        " [--devices {auto,cpu,cuda}] [--db DIR|redis://HOST:PORT] [--tests EXPR] [--report DIR]"
+        " [--timeout SECONDS] [--seed SEED] [--max-failures N] [--progress-every S]"
+        " options: -h, --help show this help message and exit"
+        " --budget BUDGET how long to fuzz: 30m, 1h30m, 90s (default 30m)"
+        " --workers N|auto worker processes side by side on the one database (default auto: one per core)"
+        " --shard K/N fuzz only this machine's share of the tests, the K-th of N (a stable split by test id) "
+        + common
+        + " --seed SEED seed each round from SEED (a reproducible run); default: random"
+        " --max-failures N stop once N distinct failures are found"
+        " --progress-every S seconds between progress lines when not on a terminal"
+    )
+    assert cli_help(capsys, "fuzz", "replay") == (
+        "usage: ppaux fuzz replay [-h] [--impl MODULE_OR_FILE] [--devices {auto,cpu,cuda}]"
+        " [--db DIR|redis://HOST:PORT] [--tests EXPR] [--report DIR] [--timeout SECONDS] [--regressions DIR]"
+        " options: -h, --help show this help message and exit "
+        + common
+        + " --regressions DIR write a standalone regression test (unittest + torch) per clause still failing"
+        " there, as ppaux check --regressions does"
+    )
+    assert cli_help(capsys, "fuzz", "report") == (
+        "usage: ppaux fuzz report [-h] --merge DIR [DIR ...] [--report DIR]"
+        " options: -h, --help show this help message and exit"
+        " --merge DIR [DIR ...] report directories of the shards' runs"
+        " --report DIR where to write the merged fuzz.md and fuzz.json (default .ppaux/fuzz in the current directory)"
+    )
+    assert cli_help(capsys, "fuzz") == (
+        "usage: ppaux fuzz [-h] {run,replay,report} ..."
+        " the nightly fuzz job: fuzz the suite with N workers (and shards), replay or merge what was found"
+        " positional arguments: {run,replay,report}"
+        " run fuzz the Hypothesis tests under the nightly profile until the budget is spent"
+        " replay re-run every failure saved in the example database, from any machine"
+        " report merge the fuzz.json of several shards' runs into one report"
+        " options: -h, --help show this help message and exit"
+    )
+
+
+def test_fuzz_commands_run_with_these_options_when_given_none():
+    def defaults(*argv):
+        return {k: v for k, v in vars(build_parser().parse_args(["fuzz", *argv])).items() if not k.startswith("_")}
+
+    common = {"impl": None, "devices": "auto", "db": None, "tests": None, "report": None, "timeout": None}
+    assert defaults("run") == {
+        "command": "fuzz",
+        "fuzz_command": "run",
+        "budget": "30m",
+        "workers": "auto",
+        "shard": None,
+        **common,
+        "seed": None,
+        "max_failures": None,
+        "progress_every": 10.0,
+    }
+    assert defaults("replay") == {"command": "fuzz", "fuzz_command": "replay", **common, "regressions": None}
+    assert defaults("report", "--merge", "a") == {
+        "command": "fuzz",
+        "fuzz_command": "report",
+        "merge": ["a"],
+        "report": None,
+    }
 
 
 @pytest.mark.parametrize("text, seconds", [("30m", 1800), ("1h30m", 5400), ("90s", 90), ("2h", 7200), ("45", 45)])
