@@ -355,6 +355,89 @@ def test_a_seeded_round_draws_the_same_examples_again_counts_them_and_leaves_the
     assert (tmp_path / "seed-6-run-1" / "events").read_text() == counted
 
 
+ROUND_TESTS = """
+from hypothesis import given, strategies as st
+
+@given(st.integers())
+def test_small(n):
+    assert n < 5, "too big"
+
+@given(st.integers())
+def test_any(n):
+    pass
+
+def test_plain():
+    pass
+"""
+
+
+def test_a_round_reports_what_it_runs_and_finds_and_a_replay_round_how_many_examples_each_test_had_saved(
+    pytester, monkeypatch, tmp_path
+):
+    """The events a round appends for the parent: the Hypothesis tests it keeps (a plain test is
+    dropped), each test started and its outcome, a failure with its minimal example, blob and
+    error, the round's exit status; a replay round of the same database adds each test's saved count."""
+    pytester.makepyfile(test_round=ROUND_TESTS)
+
+    def fuzz_round(mode: str) -> tuple[int, list]:
+        events = tmp_path / f"{mode}.events"
+        for name, value in {
+            "PPAUX_FUZZ_MODE": mode,
+            "PPAUX_FUZZ_SEED": 3,
+            "PPAUX_FUZZ_MAX_EXAMPLES": 20,
+            "PPAUX_FUZZ_DB": tmp_path / "db",
+            "PPAUX_FUZZ_EVENTS": events,
+        }.items():
+            monkeypatch.setenv(name, str(value))
+        result = pytester.runpytest_inprocess("-p", "ppaux.fuzz.pytest_plugin", "--hypothesis-profile=ppaux-fuzz")
+        # Progress events come every half second: how many there are depends on the machine.
+        read = [json.loads(line) for line in events.read_text().splitlines()]
+        assert all(isinstance(event.pop("time"), float) for event in read)
+        return result.ret, [event for event in read if event["kind"] != "progress"]
+
+    failing, passing = "test_round.py::test_small", "test_round.py::test_any"
+    status, events = fuzz_round("run")
+    failure = events[4]
+    assert re.fullmatch(r"@reproduce_failure\('[\d.]+', b'[\w+/=]+'\)", failure["blob"]), failure["blob"]
+    assert "E       AssertionError: too big" in failure["text"].splitlines()
+    assert failure == {
+        "kind": "failure",
+        "nodeid": failing,
+        "clause": None,
+        "example": "Failing test case: test_small(\n    n=5,\n)",
+        "blob": failure["blob"],
+        "error": "AssertionError: too big",
+        "text": failure["text"],
+    }
+    assert (status, events) == (
+        1,
+        [
+            {"kind": "started", "pid": os.getpid()},
+            {"kind": "collected", "tests": 2, "selected": 2},
+            {"kind": "running", "nodeid": failing},
+            {"kind": "test", "nodeid": failing, "outcome": "failed"},
+            failure,
+            {"kind": "running", "nodeid": passing},
+            {"kind": "test", "nodeid": passing, "outcome": "passed"},
+            {"kind": "finished", "exitstatus": 1},
+        ],
+    )
+    status, events = fuzz_round("replay")
+    assert (status, [event for event in events if event["kind"] != "failure"]) == (
+        1,
+        [
+            {"kind": "started", "pid": os.getpid()},
+            {"kind": "collected", "tests": 2, "selected": 2},
+            {"kind": "running", "nodeid": failing},
+            {"kind": "test", "nodeid": failing, "outcome": "failed", "saved": 1},
+            # Nothing saved, nothing generated in a replay: Hypothesis skips the test.
+            {"kind": "running", "nodeid": passing},
+            {"kind": "test", "nodeid": passing, "outcome": "skipped", "saved": 0},
+            {"kind": "finished", "exitstatus": 1},
+        ],
+    )
+
+
 def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_root(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
     installed = Suite(
