@@ -128,10 +128,22 @@ def test_budget_accepts_durations(text, seconds):
     assert parse_budget(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "m", "0m", "1.5h", "30 minutes", "-5"])
-def test_budget_rejects_other_text(text):
-    with pytest.raises(UsageError):
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("", "expected a duration such as 30m, 1h30m, 90s"),
+        ("m", "expected a duration such as 30m, 1h30m, 90s"),
+        ("0m", "the budget must be longer than 0 s"),
+        ("0", "the budget must be longer than 0 s"),
+        ("1.5h", "expected a duration such as 30m, 1h30m, 90s"),
+        ("30 minutes", "expected a duration such as 30m, 1h30m, 90s"),
+        ("-5", "expected a duration such as 30m, 1h30m, 90s"),
+    ],
+)
+def test_budget_rejects_other_text(text, why):
+    with pytest.raises(UsageError) as caught:
         parse_budget(text)
+    assert (type(caught.value), str(caught.value)) == (UsageError, f"--budget {text!r}: {why}")
 
 
 def test_placements_bind_each_worker_to_a_gpu_in_turn_and_pair_gpus_where_two_exist():
