@@ -1013,6 +1013,12 @@ def test_a_round_that_breaks_after_its_tests_were_collected_is_a_dead_worker_not
     run = scripted_run(tmp_path, monkeypatch, {"*": {"events": events, "end": "exit 3"}}, workers=1)
     run.run()
     assert [(d["worker"], d["test"], d["exit_status"]) for d in run.dead] == [(1, "t.py::t", 3)]
+    # Each round leaves its events and its log under the report's rounds/, named by worker and round.
+    assert sorted(p.name for p in (tmp_path / "rounds").iterdir()) == [
+        "worker-1-round-001.events.jsonl",
+        "worker-1-round-001.log",
+    ]
+    assert (tmp_path / "rounds" / "worker-1-round-001.log").read_text() == "last words of worker 1\n"
     assert verdict(run.summary()) == (1, "1 worker(s) died: see the report")
 
 
