@@ -1007,6 +1007,99 @@ def test_the_command_says_where_it_fuzzes_and_that_a_worker_died(devices, tmp_pa
     assert lines[-2:] == [f"fuzz: report {report / 'fuzz.md'}", "fuzz: 1 worker(s) died: see the report"], err
 
 
+def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinct_failure(tmp_path, monkeypatch):
+    # One worker whose first round reports two distinct failures (one of them twice): the run stops there.
+    other = {"kind": "failure", "nodeid": "t.py::u", "example": "ex2"}
+    events = [COLLECTED, {"kind": "running", "nodeid": "t.py::t"}, {"kind": "progress", "examples": 7}]
+    run = scripted_run(
+        tmp_path,
+        monkeypatch,
+        {"*": {"events": [*events, FAILURE, FAILURE, other], "end": "exit 1"}},
+        workers=1,
+        shard=(1, 2),
+        seed=7,
+        max_failures=2,
+    )
+    run.run()
+    summary = run.summary()
+    found_after = [f.pop("found_after_s") for f in summary["failures"]]
+    assert all(isinstance(t, float) and t >= 0 for t in found_after)
+    assert summary["failures"] == [
+        {
+            "nodeid": "t.py::t",
+            "clause": "add.7",
+            "worker": 1,
+            "workers": [1],
+            "round": 1,
+            "placements": ["cpu"],
+            "example": "ex",
+            "blob": "b",
+            "error": "E",
+            "text": "",
+            "seen": 2,
+        },
+        {
+            "nodeid": "t.py::u",
+            "clause": None,
+            "worker": 1,
+            "workers": [1],
+            "round": 1,
+            "placements": ["cpu"],
+            "example": "ex2",
+            "blob": None,
+            "error": None,
+            "text": "",
+            "seen": 1,
+        },
+    ]
+    [worker] = summary["workers"]
+    assert {k: v for k, v in worker.items() if k != "timeline"} == {
+        "worker": 1,
+        "placements": ["cpu"],
+        "rounds": 1,
+        "examples": 7,
+        "failures": 2,
+        "died": None,
+    }
+    assert worker["timeline"][-1][1:] == [7, 2] and summary["timeline"][-1][1:] == [7, 2]
+    [round_] = summary["rounds"]
+    assert {k: round_[k] for k in ("worker", "round", "placement", "max_examples", "examples", "tests", "log")} == {
+        "worker": 1,
+        "round": 1,
+        "placement": "cpu",
+        "max_examples": 50,
+        "examples": 7,
+        "tests": 1,
+        "log": str(tmp_path / "rounds" / "worker-1-round-001.log"),
+    }
+    assert {k: summary[k] for k in summary if k not in ("started_at", "elapsed_s", "examples_per_s", "timeline")} == {
+        "kind": "fuzz-run",
+        "budget_s": 60.0,
+        "stopped_by": "max-failures",
+        "complete": True,
+        "impl": "ppaux.transport",
+        "db": "d",
+        "suite": run.suite.what,
+        "tests": None,
+        "seed": 7,
+        "shard": "1/2",
+        "placements": ["cpu"],
+        "workers": summary["workers"],
+        "dead_workers": [],
+        "examples": 7,
+        "timeout_s": 10.0,
+        "rounds": summary["rounds"],
+        "failures": summary["failures"],
+        "interrupted": [],
+    }
+    assert verdict(summary) == (1, None)
+    said = [line for line in run.progress.stream.getvalue().splitlines() if line.startswith("fuzz: ")]
+    assert said == [
+        "fuzz: FAILURE t.py::t (worker 1, round 1, cpu): E",
+        "fuzz: FAILURE t.py::u (worker 1, round 1, cpu): see the report",
+    ]
+
+
 def test_a_round_that_breaks_after_its_tests_were_collected_is_a_dead_worker_not_bad_input(tmp_path, monkeypatch):
     # pytest's "internal error" mid-run: that worker's problem, not the selection's.
     events = [COLLECTED, {"kind": "running", "nodeid": "t.py::t"}]
