@@ -1443,6 +1443,21 @@ def redis_url(tmp_path):
             proc.wait()
 
 
+def test_a_redis_url_s_path_names_the_numbered_database_the_examples_are_saved_in(redis_url):
+    import redis
+
+    from ppaux.fuzz.database import open_database
+
+    url, client = redis_url
+    numbered = open_database(url + "/3")
+    numbered.save(b"test-key", b"example")
+    assert list(numbered.fetch(b"test-key")) == [b"example"]
+    # Saved in database 3 of that server, not in its database 0 (the one a URL without a path names).
+    assert list(open_database(url).fetch(b"test-key")) == []
+    host, port = client.connection_pool.connection_kwargs["host"], client.connection_pool.connection_kwargs["port"]
+    assert (client.dbsize(), redis.Redis(host=host, port=port, db=3).dbsize()) == (0, 1)
+
+
 @pytest.mark.slow
 def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_and_the_report_merges_them(
     redis_url, tmp_path, capsys
