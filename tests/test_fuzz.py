@@ -518,6 +518,12 @@ def test_timelines_add_up_per_worker_into_the_run():
     for t, examples in ((0.0, 0), (0.1, 0), (0.2, 3), (6.0, 3)):
         line.sample(t, examples, 0)
     assert line.points == [[0.0, 0, 0], [0.2, 3, 0], [6.0, 3, 0]]
+    # A flat stretch gets a point every 5 s exactly, counted from the last point; times to 1/100 s.
+    flat = Timeline()
+    for t in (2.0, 4.0, 7.0, 8.456):
+        flat.sample(t, 3, 0)
+    flat.sample(8.456, 4, 0)
+    assert flat.points == [[2.0, 3, 0], [7.0, 3, 0], [8.46, 4, 0]]
 
 
 def _run_summary(shard, *, failures=(), dead=(), examples=100, complete=True):
