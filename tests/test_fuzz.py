@@ -741,9 +741,12 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
             "seen": 2,
         }
     ]
-    assert write_run(summary, tmp_path / "report") == tmp_path / "report" / "fuzz.md"
-    assert json.loads((tmp_path / "report" / "fuzz.json").read_text()) == summary
-    assert (tmp_path / "report" / "fuzz.md").read_text() == "\n".join(
+    # A report directory whose parent does not exist yet: both are made.
+    report = tmp_path / "nightly" / "report"
+    assert write_run(summary, report) == report / "fuzz.md"
+    assert sorted(p.name for p in report.iterdir()) == ["fuzz.json", "fuzz.md"]
+    assert json.loads((report / "fuzz.json").read_text()) == summary
+    assert (report / "fuzz.md").read_text() == "\n".join(
         [
             "# Fuzz run",
             "",
