@@ -745,7 +745,7 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
     report = tmp_path / "nightly" / "report"
     assert write_run(summary, report) == report / "fuzz.md"
     assert sorted(p.name for p in report.iterdir()) == ["fuzz.json", "fuzz.md"]
-    assert json.loads((report / "fuzz.json").read_text()) == summary
+    assert (report / "fuzz.json").read_text() == json.dumps(summary, indent=2)
     assert (report / "fuzz.md").read_text() == "\n".join(
         [
             "# Fuzz run",
@@ -1205,6 +1205,8 @@ def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tm
         "",
     )
     summary = json.loads((report / "replay.json").read_text())
+    # Indented for a person reading it, as fuzz.json is.
+    assert (report / "replay.json").read_text() == json.dumps(summary, indent=2)
     assert summary == {
         "kind": "fuzz-replay",
         "at": summary["at"],
