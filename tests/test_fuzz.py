@@ -383,6 +383,9 @@ def test_plain():
 """
 
 
+# Two whole pytest sessions of a fuzz round with a failure (seconds, as a round in a child process
+# takes): out of the quick run, in the package mutation run, where it kills the plugin's mutants.
+@pytest.mark.subprocess
 def test_a_round_reports_what_it_runs_and_finds_and_a_replay_round_how_many_examples_each_test_had_saved(
     pytester, monkeypatch, tmp_path
 ):
