@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from fuzz.__main__ import main
+from ppaux.cli.main import build_parser
 from ppaux.cli.main import main as ppaux_main
 from ppaux.fuzz import failure_rows
 from ppaux.fuzz.options import FuzzUsageError as UsageError
@@ -38,6 +39,7 @@ from ppaux.fuzz.timeline import Timeline, add_up, thin
 from ppaux.testing import state
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import EXAMPLE_HEADER
+from tests.support import cli_help
 
 ROOT = Path(__file__).resolve().parents[1]
 BROKEN = str(ROOT / "tests" / "impls" / "broken_contiguous_copy.py")
@@ -47,15 +49,101 @@ BROKEN_TEST = "ppaux/conformance/test_add.py::test_success_adds_one_key_per_item
 OTHER_SHARD_TEST = "ppaux/conformance/test_pop.py::test_name_is_key_with_prefix_removed_once"
 
 
+def test_fuzz_help_names_every_option_of_each_command_with_its_metavar_and_default(capsys):
+    # The help is how a user learns the options, their forms and defaults: each word of it counts.
+    common = (
+        "--impl MODULE_OR_FILE implementation under test (default: ppaux's own)"
+        " --devices {auto,cpu,cuda} auto: each worker on one GPU in turn (and two, where two are visible),"
+        " then on the CPU; cpu: GPUs hidden; cuda: GPUs only"
+        " --db DIR|redis://HOST:PORT example database (default .hypothesis/fuzz-db)"
+        " --tests EXPR pytest -k expression over test names, files and marks"
+        " --report DIR report directory (default .ppaux/fuzz in the current directory)"
+        " --timeout SECONDS per-call time limit on the implementation: a call past it fails as a hang (default 10)"
+    )
+    assert cli_help(capsys, "fuzz", "run") == (
+        "usage: ppaux fuzz run [-h] [--budget BUDGET] [--workers N|auto] [--shard K/N] [--impl MODULE_OR_FILE]"
+        " [--devices {auto,cpu,cuda}] [--db DIR|redis://HOST:PORT] [--tests EXPR] [--report DIR]"
+        " [--timeout SECONDS] [--seed SEED] [--max-failures N] [--progress-every S]"
+        " options: -h, --help show this help message and exit"
+        " --budget BUDGET how long to fuzz: 30m, 1h30m, 90s (default 30m)"
+        " --workers N|auto worker processes side by side on the one database (default auto: one per core)"
+        " --shard K/N fuzz only this machine's share of the tests, the K-th of N (a stable split by test id) "
+        + common
+        + " --seed SEED seed each round from SEED (a reproducible run); default: random"
+        " --max-failures N stop once N distinct failures are found"
+        " --progress-every S seconds between progress lines when not on a terminal"
+    )
+    assert cli_help(capsys, "fuzz", "replay") == (
+        "usage: ppaux fuzz replay [-h] [--impl MODULE_OR_FILE] [--devices {auto,cpu,cuda}]"
+        " [--db DIR|redis://HOST:PORT] [--tests EXPR] [--report DIR] [--timeout SECONDS] [--regressions DIR]"
+        " options: -h, --help show this help message and exit "
+        + common
+        + " --regressions DIR write a standalone regression test (unittest + torch) per clause still failing"
+        " there, as ppaux check --regressions does"
+    )
+    assert cli_help(capsys, "fuzz", "report") == (
+        "usage: ppaux fuzz report [-h] --merge DIR [DIR ...] [--report DIR]"
+        " options: -h, --help show this help message and exit"
+        " --merge DIR [DIR ...] report directories of the shards' runs"
+        " --report DIR where to write the merged fuzz.md and fuzz.json (default .ppaux/fuzz in the current directory)"
+    )
+    assert cli_help(capsys, "fuzz") == (
+        "usage: ppaux fuzz [-h] {run,replay,report} ..."
+        " the nightly fuzz job: fuzz the suite with N workers (and shards), replay or merge what was found"
+        " positional arguments: {run,replay,report}"
+        " run fuzz the Hypothesis tests under the nightly profile until the budget is spent"
+        " replay re-run every failure saved in the example database, from any machine"
+        " report merge the fuzz.json of several shards' runs into one report"
+        " options: -h, --help show this help message and exit"
+    )
+
+
+def test_fuzz_commands_run_with_these_options_when_given_none():
+    def defaults(*argv):
+        return {k: v for k, v in vars(build_parser().parse_args(["fuzz", *argv])).items() if not k.startswith("_")}
+
+    common = {"impl": None, "devices": "auto", "db": None, "tests": None, "report": None, "timeout": None}
+    assert defaults("run") == {
+        "command": "fuzz",
+        "fuzz_command": "run",
+        "budget": "30m",
+        "workers": "auto",
+        "shard": None,
+        **common,
+        "seed": None,
+        "max_failures": None,
+        "progress_every": 10.0,
+    }
+    assert defaults("replay") == {"command": "fuzz", "fuzz_command": "replay", **common, "regressions": None}
+    assert defaults("report", "--merge", "a") == {
+        "command": "fuzz",
+        "fuzz_command": "report",
+        "merge": ["a"],
+        "report": None,
+    }
+
+
 @pytest.mark.parametrize("text, seconds", [("30m", 1800), ("1h30m", 5400), ("90s", 90), ("2h", 7200), ("45", 45)])
 def test_budget_accepts_durations(text, seconds):
     assert parse_budget(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "m", "0m", "1.5h", "30 minutes", "-5"])
-def test_budget_rejects_other_text(text):
-    with pytest.raises(UsageError):
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("", "expected a duration such as 30m, 1h30m, 90s"),
+        ("m", "expected a duration such as 30m, 1h30m, 90s"),
+        ("0m", "the budget must be longer than 0 s"),
+        ("0", "the budget must be longer than 0 s"),
+        ("1.5h", "expected a duration such as 30m, 1h30m, 90s"),
+        ("30 minutes", "expected a duration such as 30m, 1h30m, 90s"),
+        ("-5", "expected a duration such as 30m, 1h30m, 90s"),
+    ],
+)
+def test_budget_rejects_other_text(text, why):
+    with pytest.raises(UsageError) as caught:
         parse_budget(text)
+    assert (type(caught.value), str(caught.value)) == (UsageError, f"--budget {text!r}: {why}")
 
 
 def test_placements_bind_each_worker_to_a_gpu_in_turn_and_pair_gpus_where_two_exist():
@@ -279,6 +367,92 @@ def test_a_seeded_round_draws_the_same_examples_again_counts_them_and_leaves_the
     assert (tmp_path / "seed-6-run-1" / "events").read_text() == counted
 
 
+ROUND_TESTS = """
+from hypothesis import given, strategies as st
+
+@given(st.integers())
+def test_small(n):
+    assert n < 5, "too big"
+
+@given(st.integers())
+def test_any(n):
+    pass
+
+def test_plain():
+    pass
+"""
+
+
+# Two whole pytest sessions of a fuzz round with a failure (seconds, as a round in a child process
+# takes): out of the quick run, in the package mutation run, where it kills the plugin's mutants.
+@pytest.mark.subprocess
+def test_a_round_reports_what_it_runs_and_finds_and_a_replay_round_how_many_examples_each_test_had_saved(
+    pytester, monkeypatch, tmp_path
+):
+    """The events a round appends for the parent: the Hypothesis tests it keeps (a plain test is
+    dropped), each test started and its outcome, a failure with its minimal example, blob and
+    error, the round's exit status; a replay round of the same database adds each test's saved count."""
+    pytester.makepyfile(test_round=ROUND_TESTS)
+
+    def fuzz_round(mode: str) -> tuple[int, list]:
+        events = tmp_path / f"{mode}.events"
+        for name, value in {
+            "PPAUX_FUZZ_MODE": mode,
+            "PPAUX_FUZZ_SEED": 3,
+            "PPAUX_FUZZ_MAX_EXAMPLES": 20,
+            "PPAUX_FUZZ_DB": tmp_path / "db",
+            "PPAUX_FUZZ_EVENTS": events,
+        }.items():
+            monkeypatch.setenv(name, str(value))
+        result = pytester.runpytest_inprocess("-p", "ppaux.fuzz.pytest_plugin", "--hypothesis-profile=ppaux-fuzz")
+        # Progress events come every half second: how many there are depends on the machine.
+        read = [json.loads(line) for line in events.read_text().splitlines()]
+        assert all(isinstance(event.pop("time"), float) for event in read)
+        return result.ret, [event for event in read if event["kind"] != "progress"]
+
+    failing, passing = "test_round.py::test_small", "test_round.py::test_any"
+    status, events = fuzz_round("run")
+    failure = events[4]
+    assert re.fullmatch(r"@reproduce_failure\('[\d.]+', b'[\w+/=]+'\)", failure["blob"]), failure["blob"]
+    assert "E       AssertionError: too big" in failure["text"].splitlines()
+    assert failure == {
+        "kind": "failure",
+        "nodeid": failing,
+        "clause": None,
+        "example": "Failing test case: test_small(\n    n=5,\n)",
+        "blob": failure["blob"],
+        "error": "AssertionError: too big",
+        "text": failure["text"],
+    }
+    assert (status, events) == (
+        1,
+        [
+            {"kind": "started", "pid": os.getpid()},
+            {"kind": "collected", "tests": 2, "selected": 2},
+            {"kind": "running", "nodeid": failing},
+            {"kind": "test", "nodeid": failing, "outcome": "failed"},
+            failure,
+            {"kind": "running", "nodeid": passing},
+            {"kind": "test", "nodeid": passing, "outcome": "passed"},
+            {"kind": "finished", "exitstatus": 1},
+        ],
+    )
+    status, events = fuzz_round("replay")
+    assert (status, [event for event in events if event["kind"] != "failure"]) == (
+        1,
+        [
+            {"kind": "started", "pid": os.getpid()},
+            {"kind": "collected", "tests": 2, "selected": 2},
+            {"kind": "running", "nodeid": failing},
+            {"kind": "test", "nodeid": failing, "outcome": "failed", "saved": 1},
+            # Nothing saved, nothing generated in a replay: Hypothesis skips the test.
+            {"kind": "running", "nodeid": passing},
+            {"kind": "test", "nodeid": passing, "outcome": "skipped", "saved": 0},
+            {"kind": "finished", "exitstatus": 1},
+        ],
+    )
+
+
 def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_root(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
     installed = Suite(
@@ -347,6 +521,12 @@ def test_timelines_add_up_per_worker_into_the_run():
     for t, examples in ((0.0, 0), (0.1, 0), (0.2, 3), (6.0, 3)):
         line.sample(t, examples, 0)
     assert line.points == [[0.0, 0, 0], [0.2, 3, 0], [6.0, 3, 0]]
+    # A flat stretch gets a point every 5 s exactly, counted from the last point; times to 1/100 s.
+    flat = Timeline()
+    for t in (2.0, 4.0, 7.0, 8.456):
+        flat.sample(t, 3, 0)
+    flat.sample(8.456, 4, 0)
+    assert flat.points == [[2.0, 3, 0], [7.0, 3, 0], [8.46, 4, 0]]
 
 
 def _run_summary(shard, *, failures=(), dead=(), examples=100, complete=True):
@@ -428,9 +608,220 @@ def test_merged_report_tags_each_round_worker_and_failure_with_its_shard_and_lis
     assert out.splitlines()[0] == (
         "fuzz report: 2 runs merged: 200 examples, 2 rounds, 2 failures; 1 worker(s) died: see the report"
     )
-    page = (tmp_path / "merged" / "fuzz.md").read_text()
-    assert "# Fuzz run (2 shards merged)" in page and "| 2/2 | 100 | 1 | 1 | SIGTERM |" in page
-    assert "- worker 1 of shard 2/2: round 1 (cpu), running `t`, exit status -9; log l" in page
+    # The whole page, as the user reads it: each shard's line, its workers and rounds tagged, the
+    # dead worker named with its shard, a failure two shards found listed once.
+    assert (tmp_path / "merged" / "fuzz.md").read_text() == "\n".join(
+        [
+            "# Fuzz run (2 shards merged)",
+            "",
+            "- started: 2026-12-02T01:00:00+00:00; ran 01:00 of a 01:00 budget"
+            " (stopped early by SIGTERM: partial report)",
+            "- implementation: `x.py`; suite: ppaux.conformance; tests: `all Hypothesis tests`",
+            "- workers: 2; placements: cpu",
+            "- example database: `redis://h:1`",
+            "- examples: 200 (3.3/s) in 2 rounds",
+            "- per-call time limit: 10 s",
+            "- failures: **2**; dead workers: **1**",
+            "",
+            "| shard | examples | failures | workers | ended by |",
+            "| --- | --- | --- | --- | --- |",
+            "| 1/2 | 100 | 2 | 1 | budget |",
+            "| 2/2 | 100 | 1 | 1 | SIGTERM |",
+            "",
+            "| worker | placements | rounds | examples | failures found first | died |",
+            "| --- | --- | --- | --- | --- | --- |",
+            "| 1/2 1 | cpu | 1 | 100 | 2 | no |",
+            "| 2/2 1 | cpu | 1 | 100 | 1 | no |",
+            "",
+            "| shard | worker | round | placement | examples/test | tests | examples | ended by |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| 1/2 | 1 | 1 | cpu | 50 | 3 | 100 | budget |",
+            "| 2/2 | 1 | 1 | cpu | 50 | 3 | 100 | budget |",
+            "",
+            "## Dead workers",
+            "",
+            "A worker whose round ended without a verdict (killed, crashed): the others went on.",
+            "",
+            "- worker 1 of shard 2/2: round 1 (cpu), running `t`, exit status -9; log l",
+            "",
+            "## Failures",
+            "",
+            "### `a`",
+            "",
+            "- error: `E`",
+            "- clause: add.7",
+            "- shard: 1/2",
+            "- times seen: 1",
+            "",
+            "Minimal example:",
+            "",
+            "```",
+            "ex",
+            "```",
+            "",
+            "Reproduce (decorate the test with):",
+            "",
+            "```python",
+            "b",
+            "```",
+            "",
+            "### `b`",
+            "",
+            "- clause: add.7",
+            "- shard: 1/2",
+            "- times seen: 2",
+            "",
+            "Minimal example:",
+            "",
+            "```",
+            "ex",
+            "```",
+            "",
+            "Replay every saved failure: `ppaux fuzz replay --db redis://h:1`",
+            "",
+        ]
+    )
+    assert json.loads((tmp_path / "merged" / "fuzz.json").read_text()) == merged
+    # What the page does not show is in fuzz.json for tools: no single seed or shard, each shard's timeline.
+    assert {k: merged[k] for k in ("kind", "merged", "seed", "shard", "tests", "impl", "db", "suite")} == {
+        "kind": "fuzz-run",
+        "merged": True,
+        "seed": None,
+        "shard": None,
+        "tests": None,
+        "impl": "x.py",
+        "db": "redis://h:1",
+        "suite": "ppaux.conformance",
+    }
+    assert (merged["budget_s"], merged["elapsed_s"], merged["timeout_s"], merged["examples_per_s"]) == (
+        60.0,
+        60.0,
+        10.0,
+        3.3,
+    )
+    assert [(h["shard"], h["timeline"]) for h in merged["shards"]] == [
+        ("1/2", [[0.0, 0, 0], [60.0, 100, 2]]),
+        ("2/2", [[0.0, 0, 0], [60.0, 100, 1]]),
+    ]
+
+
+def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted_and_where_a_failure_was_found(
+    tmp_path,
+):
+    # One shard's run (not merged), stopped by SIGTERM after an hour: a worker died in its second
+    # round before running a test, one test had no verdict, one failure has no minimal example.
+    dead = {"worker": 1, "round": 2, "placement": "cuda:0", "test": None, "exit_status": -9, "log": "w1.log"}
+    summary = _run_summary("1/2", dead=[dead], complete=False)
+    summary.update(tests="add and not slow", timeout_s=2.5, examples=12345, examples_per_s=3.3, elapsed_s=3725.4)
+    summary["budget_s"] = 7200.0
+    summary["workers"][0].update(died=dead, examples=12345)
+    summary["rounds"].append(
+        {
+            "round": 2,
+            "placement": "cuda:0",
+            "max_examples": 200,
+            "examples": 12245,
+            "tests": 3,
+            "exit_status": -9,
+            "ended_by": "finished",
+            "log": "w1.log",
+        }
+    )
+    summary["interrupted"] = [{"nodeid": "t.py::slow", "round": 2, "placement": "cuda:0", "stopped_by": "SIGTERM"}]
+    summary["failures"] = [
+        {
+            "nodeid": "t.py::t",
+            "clause": None,
+            "worker": 1,
+            "workers": [1],
+            "round": 1,
+            "placements": ["cpu"],
+            "found_after_s": 12.5,
+            "example": None,
+            "blob": None,
+            "error": None,
+            "text": "Traceback\nE   AssertionError\n",
+            "seen": 2,
+        }
+    ]
+    # A report directory whose parent does not exist yet: both are made.
+    report = tmp_path / "nightly" / "report"
+    assert write_run(summary, report) == report / "fuzz.md"
+    assert sorted(p.name for p in report.iterdir()) == ["fuzz.json", "fuzz.md"]
+    assert (report / "fuzz.json").read_text() == json.dumps(summary, indent=2)
+    assert (report / "fuzz.md").read_text() == "\n".join(
+        [
+            "# Fuzz run",
+            "",
+            "- started: 2026-12-02T01:00:00+00:00; ran 1:02:05 of a 2:00:00 budget"
+            " (stopped early by SIGTERM: partial report)",
+            "- implementation: `x.py`; suite: ppaux.conformance; tests: `add and not slow`; shard 1/2",
+            "- workers: 1; placements: cpu",
+            "- example database: `redis://h:1`",
+            "- examples: 12,345 (3.3/s) in 2 rounds",
+            "- per-call time limit: 2.5 s",
+            "- failures: **1**; dead workers: **1**; interrupted (still running when stopped, no verdict): 1",
+            "",
+            "| worker | placements | rounds | examples | failures found first | died |",
+            "| --- | --- | --- | --- | --- | --- |",
+            "| 1 | cpu | 1 | 12,345 | 0 | yes |",
+            "",
+            "| shard | worker | round | placement | examples/test | tests | examples | ended by |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| 1/2 | 1 | 1 | cpu | 50 | 3 | 100 | budget |",
+            "| 1/2 | 1 | 2 | cuda:0 | 200 | 3 | 12,245 | finished |",
+            "",
+            "## Dead workers",
+            "",
+            "A worker whose round ended without a verdict (killed, crashed): the others went on.",
+            "",
+            "- worker 1: round 2 (cuda:0), running `no test yet`, exit status -9; log w1.log",
+            "",
+            "## Interrupted",
+            "",
+            "Still running when their round was stopped: no verdict for these runs.",
+            "",
+            "- `t.py::slow` (worker 1, round 2, cuda:0; stopped by SIGTERM)",
+            "",
+            "## Failures",
+            "",
+            "### `t.py::t`",
+            "",
+            "- first found by worker: 1",
+            "- in round: 1",
+            "- placements: ['cpu']",
+            "- found after (s): 12.5",
+            "- times seen: 2",
+            "",
+            "Minimal example:",
+            "",
+            "```",
+            "(see the failure text)",
+            "```",
+            "",
+            "<details><summary>failure text</summary>",
+            "",
+            "```",
+            "Traceback",
+            "E   AssertionError",
+            "```",
+            "",
+            "</details>",
+            "",
+            "Replay every saved failure: `ppaux fuzz replay --db redis://h:1`",
+            "",
+        ]
+    )
+
+
+def test_a_run_without_failures_says_none_under_failures(tmp_path):
+    write_run(_run_summary("1/1"), tmp_path)
+    page = (tmp_path / "fuzz.md").read_text()
+    assert (
+        page.split("## Failures\n\n", 1)[1]
+        == "None.\n\nReplay every saved failure: `ppaux fuzz replay --db redis://h:1`\n"
+    )
+    assert "## Dead workers" not in page and "## Interrupted" not in page
 
 
 def _two_shards(tmp_path):
@@ -628,12 +1019,111 @@ def test_the_command_says_where_it_fuzzes_and_that_a_worker_died(devices, tmp_pa
     assert lines[-2:] == [f"fuzz: report {report / 'fuzz.md'}", "fuzz: 1 worker(s) died: see the report"], err
 
 
+def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinct_failure(tmp_path, monkeypatch):
+    # One worker whose first round reports two distinct failures (one of them twice): the run stops there.
+    other = {"kind": "failure", "nodeid": "t.py::u", "example": "ex2"}
+    events = [COLLECTED, {"kind": "running", "nodeid": "t.py::t"}, {"kind": "progress", "examples": 7}]
+    run = scripted_run(
+        tmp_path,
+        monkeypatch,
+        {"*": {"events": [*events, FAILURE, FAILURE, other], "end": "exit 1"}},
+        workers=1,
+        shard=(1, 2),
+        seed=7,
+        max_failures=2,
+    )
+    run.run()
+    summary = run.summary()
+    found_after = [f.pop("found_after_s") for f in summary["failures"]]
+    assert all(isinstance(t, float) and t >= 0 for t in found_after)
+    assert summary["failures"] == [
+        {
+            "nodeid": "t.py::t",
+            "clause": "add.7",
+            "worker": 1,
+            "workers": [1],
+            "round": 1,
+            "placements": ["cpu"],
+            "example": "ex",
+            "blob": "b",
+            "error": "E",
+            "text": "",
+            "seen": 2,
+        },
+        {
+            "nodeid": "t.py::u",
+            "clause": None,
+            "worker": 1,
+            "workers": [1],
+            "round": 1,
+            "placements": ["cpu"],
+            "example": "ex2",
+            "blob": None,
+            "error": None,
+            "text": "",
+            "seen": 1,
+        },
+    ]
+    [worker] = summary["workers"]
+    assert {k: v for k, v in worker.items() if k != "timeline"} == {
+        "worker": 1,
+        "placements": ["cpu"],
+        "rounds": 1,
+        "examples": 7,
+        "failures": 2,
+        "died": None,
+    }
+    assert worker["timeline"][-1][1:] == [7, 2] and summary["timeline"][-1][1:] == [7, 2]
+    [round_] = summary["rounds"]
+    assert {k: round_[k] for k in ("worker", "round", "placement", "max_examples", "examples", "tests", "log")} == {
+        "worker": 1,
+        "round": 1,
+        "placement": "cpu",
+        "max_examples": 50,
+        "examples": 7,
+        "tests": 1,
+        "log": str(tmp_path / "rounds" / "worker-1-round-001.log"),
+    }
+    assert {k: summary[k] for k in summary if k not in ("started_at", "elapsed_s", "examples_per_s", "timeline")} == {
+        "kind": "fuzz-run",
+        "budget_s": 60.0,
+        "stopped_by": "max-failures",
+        "complete": True,
+        "impl": "ppaux.transport",
+        "db": "d",
+        "suite": run.suite.what,
+        "tests": None,
+        "seed": 7,
+        "shard": "1/2",
+        "placements": ["cpu"],
+        "workers": summary["workers"],
+        "dead_workers": [],
+        "examples": 7,
+        "timeout_s": 10.0,
+        "rounds": summary["rounds"],
+        "failures": summary["failures"],
+        "interrupted": [],
+    }
+    assert verdict(summary) == (1, None)
+    said = [line for line in run.progress.stream.getvalue().splitlines() if line.startswith("fuzz: ")]
+    assert said == [
+        "fuzz: FAILURE t.py::t (worker 1, round 1, cpu): E",
+        "fuzz: FAILURE t.py::u (worker 1, round 1, cpu): see the report",
+    ]
+
+
 def test_a_round_that_breaks_after_its_tests_were_collected_is_a_dead_worker_not_bad_input(tmp_path, monkeypatch):
     # pytest's "internal error" mid-run: that worker's problem, not the selection's.
     events = [COLLECTED, {"kind": "running", "nodeid": "t.py::t"}]
     run = scripted_run(tmp_path, monkeypatch, {"*": {"events": events, "end": "exit 3"}}, workers=1)
     run.run()
     assert [(d["worker"], d["test"], d["exit_status"]) for d in run.dead] == [(1, "t.py::t", 3)]
+    # Each round leaves its events and its log under the report's rounds/, named by worker and round.
+    assert sorted(p.name for p in (tmp_path / "rounds").iterdir()) == [
+        "worker-1-round-001.events.jsonl",
+        "worker-1-round-001.log",
+    ]
+    assert (tmp_path / "rounds" / "worker-1-round-001.log").read_text() == "last words of worker 1\n"
     assert verdict(run.summary()) == (1, "1 worker(s) died: see the report")
 
 
@@ -692,6 +1182,113 @@ def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeyp
     monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": [], "end": "exit 3"}}))
     with pytest.raises(RunError, match=r"^pytest could not run the replay \(exit 3\); see .*: last words of worker 1$"):
         replay.run()
+
+
+def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tmp_path, monkeypatch, capsys):
+    """``ppaux fuzz replay`` with a scripted round: the tests with saved examples, split into those
+    that still fail (with their finding) and those that pass now, on the console and in replay.md."""
+    import ppaux.fuzz.rounds as rounds
+
+    events = [
+        {"kind": "test", "nodeid": "t.py::fixed", "outcome": "passed", "saved": 2},
+        {"kind": "test", "nodeid": "t.py::never_failed", "outcome": "passed", "saved": 0},
+        {"kind": "test", "nodeid": "t.py::t", "outcome": "failed", "saved": 3},
+        dict(FAILURE, text="Traceback\nE   AssertionError: add.7\n", scenario="s", scenario_error="se"),
+    ]
+    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": events, "end": "exit 1"}}))
+    monkeypatch.setattr(rounds, "Suite", ScriptedSuite)
+    (tmp_path / "db").mkdir()
+    report = tmp_path / "report"
+    argv = ("replay", "--devices", "cpu", "--db", str(tmp_path / "db"), "--report", str(report))
+    assert ppaux_fuzz(capsys, *argv) == (
+        1,
+        "fuzz replay: 5 saved examples in 2 tests; still failing: 1; no longer failing: 1\n"
+        "  FAILS t.py::t: E\n"
+        f"fuzz replay: report {report / 'replay.md'}\n",
+        "",
+    )
+    summary = json.loads((report / "replay.json").read_text())
+    # Indented for a person reading it, as fuzz.json is.
+    assert (report / "replay.json").read_text() == json.dumps(summary, indent=2)
+    assert summary == {
+        "kind": "fuzz-replay",
+        "at": summary["at"],
+        "impl": "ppaux.transport",
+        "db": str(tmp_path / "db"),
+        "placement": "cpu",
+        "tests_with_saved_failures": 2,
+        "saved_examples": 5,
+        "still_failing": [
+            {
+                "kind": "test",
+                "nodeid": "t.py::t",
+                "outcome": "failed",
+                "saved": 3,
+                "clause": "add.7",
+                "example": "ex",
+                "blob": "b",
+                "error": "E",
+                "text": "Traceback\nE   AssertionError: add.7\n",
+                "scenario": "s",
+                "scenario_error": "se",
+            }
+        ],
+        "no_longer_failing": [{"kind": "test", "nodeid": "t.py::fixed", "outcome": "passed", "saved": 2}],
+    }
+    row = {"nodeid": "t.py::t", "clause": "add.7", "error": "E", "example": "ex", "blob": "b"}
+    assert failure_rows(summary) == [row]
+    assert (report / "replay.md").read_text() == "\n".join(
+        [
+            "# Replay of saved fuzz failures",
+            "",
+            f"- at: {summary['at']}; implementation: `ppaux.transport`; database: `{tmp_path / 'db'}`; placement: cpu",
+            "- tests with saved failures: 2 (5 saved examples)",
+            "- still failing: **1**; no longer failing: 1",
+            "",
+            "## No longer failing",
+            "",
+            "- `t.py::fixed` (2 saved)",
+            "",
+            "## Still failing",
+            "",
+            "### `t.py::t`",
+            "",
+            "- error: `E`",
+            "- clause: add.7",
+            "- saved examples: 3",
+            "",
+            "Minimal example:",
+            "",
+            "```",
+            "ex",
+            "```",
+            "",
+            "Reproduce (decorate the test with):",
+            "",
+            "```python",
+            "b",
+            "```",
+            "",
+            "<details><summary>failure text</summary>",
+            "",
+            "```",
+            "Traceback",
+            "E   AssertionError: add.7",
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
+    )
+    # Once every saved failure passes: exit 0, nothing under "Still failing".
+    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": events[:2], "end": "exit 0"}}))
+    assert ppaux_fuzz(capsys, *argv) == (
+        0,
+        "fuzz replay: 2 saved examples in 1 tests; still failing: 0; no longer failing: 1\n"
+        f"fuzz replay: report {report / 'replay.md'}\n",
+        "",
+    )
+    assert (report / "replay.md").read_text().endswith("## Still failing\n\nNone.\n")
 
 
 def test_a_failure_s_error_is_pytest_s_first_e_line_else_its_exception_group_s():
@@ -858,6 +1455,21 @@ def redis_url(tmp_path):
         except subprocess.TimeoutExpired:  # pragma: no cover - watchdog
             proc.kill()
             proc.wait()
+
+
+def test_a_redis_url_s_path_names_the_numbered_database_the_examples_are_saved_in(redis_url):
+    import redis
+
+    from ppaux.fuzz.database import open_database
+
+    url, client = redis_url
+    numbered = open_database(url + "/3")
+    numbered.save(b"test-key", b"example")
+    assert list(numbered.fetch(b"test-key")) == [b"example"]
+    # Saved in database 3 of that server, not in its database 0 (the one a URL without a path names).
+    assert list(open_database(url).fetch(b"test-key")) == []
+    host, port = client.connection_pool.connection_kwargs["host"], client.connection_pool.connection_kwargs["port"]
+    assert (client.dbsize(), redis.Redis(host=host, port=port, db=3).dbsize()) == (0, 1)
 
 
 @pytest.mark.slow
