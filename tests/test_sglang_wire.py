@@ -724,9 +724,14 @@ def test_the_property_checks_every_configuration_and_names_the_release_where_the
     outcomes = {"ppaux": {}, "sglang": {}}
     monkeypatch.setattr(differential, "run", lambda w, sent: seen.append((w.world_size, w.ag_size, sent)) or outcomes)
     monkeypatch.setattr(differential, "difference", lambda got: judged.append(got))
-    # No explain phase: it traces every line under torch (tens of seconds).
+    # No explain phase: it traces every line under torch (tens of seconds); no reproduce blob, which the
+    # ci profile would otherwise add as one more note.
     quick = settings(
-        max_examples=3, database=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate, Phase.shrink]
+        max_examples=3,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.generate, Phase.shrink],
+        print_blob=False,
     )
     differential.check("9.9.9", quick)
     assert [(w.world_size, w.ag_size) for w in worlds] == [(2, 1), (3, 1), (4, 2), (6, 2)] and all(
