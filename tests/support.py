@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, NamedTuple
 
 import pytest
@@ -10,6 +11,13 @@ import torch
 from ppaux.cli.main import build_parser, main
 from ppaux.conformance.support import raises_documented
 from ppaux.testing.impl import reference
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # tomllib is 3.11+; the test extra brings tomli, its origin, on 3.10
+    import tomli as tomllib
+
+__all__ = ["tomllib"]
 
 
 def cli_help(capsys: Any, *argv: str) -> str:

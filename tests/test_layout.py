@@ -8,7 +8,8 @@ from functools import cache
 from pathlib import Path
 
 import grimp
-import tomllib
+
+from tests.support import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 # Above every layer: the package's own re-exports and `python -m ppaux`.

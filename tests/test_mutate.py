@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from ppaux.cli import mutate as mutate_cli
 from ppaux.cli.main import main
@@ -29,6 +28,7 @@ from ppaux.testing import progress as progress_module
 from ppaux.testing import state
 from ppaux.testing.impl import ImplementationError
 from ppaux.testing.progress import Progress
+from tests.support import tomllib
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 ROOT = IMPLS.parent.parent

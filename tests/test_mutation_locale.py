@@ -10,10 +10,10 @@ import locale
 import sys
 
 import pytest
-import tomllib
 
 from ppaux.mutation import own
 from ppaux.mutation.pragmas import markings
+from tests.support import tomllib
 from tests.test_mutation_runs import ARITH, Clock, FakeMutmut, _small_checkout
 
 # mutmut's progress line, as its log holds it.

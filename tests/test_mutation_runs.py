@@ -13,7 +13,6 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-import tomllib
 
 import reports.mutation as mutation
 from ppaux.mutation import own
@@ -24,6 +23,7 @@ from ppaux.mutation.report import equivalent_lines, write_report
 from ppaux.mutation.score import EquivalentsError, Score, read_equivalents, score, stale
 from reports.__main__ import main as reports_main
 from tests import conftest
+from tests.support import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 
