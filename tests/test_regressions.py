@@ -429,6 +429,23 @@ def test_the_proof_driver_tells_an_error_in_the_implementation_from_one_in_the_t
     }
 
 
+def test_an_error_in_an_implementation_whose_path_reads_like_a_traceback_line_is_the_implementations(tmp_path):
+    # A folder name may hold a double quote, even the text that follows a traceback's path.
+    folder = tmp_path / 'a", line 9, in b'
+    folder.mkdir()
+    (folder / "quoted_impl.py").write_text("def pop(tensors, observer):\n    raise KeyError('k')\n")
+    (folder / "test_quoted.py").write_text(
+        "import unittest\nfrom quoted_impl import pop\n\n\n"
+        "class TestQuoted(unittest.TestCase):\n    def test_pop(self):\n        pop({}, None)\n"
+    )
+    try:
+        got = driver.run_file(str(folder / "test_quoted.py"), "quoted_impl")["tests"]["test_pop"]
+    finally:
+        sys.modules.pop("quoted_impl", None)
+        sys.modules.pop("test_quoted", None)
+    assert (got["outcome"], got["text"].splitlines()[-1], got["in_implementation"]) == ("error", "KeyError: 'k'", True)
+
+
 # Proves files in child interpreters (several seconds): with the slow end-to-end runs.
 @pytest.mark.slow
 def test_a_crash_becomes_a_test_that_runs_the_calls_in_a_child_with_a_time_limit(tmp_path):

@@ -49,7 +49,8 @@ def run_file(path, module_name):
 def _errored_in(text, files):
     """Whether a formatted traceback passes through one of ``files`` (the implementation's module)."""
     lines = [line.strip() for line in text.splitlines()]
-    frames = [line[len('File "') :].split('"', 1)[0] for line in lines if line.startswith('File "')]
+    # From the right: a path may hold a double quote, the rest of the line cannot.
+    frames = [line[len('File "') :].rsplit('", line ', 1)[0] for line in lines if line.startswith('File "')]
     return any(os.path.realpath(frame) in files for frame in frames)
 
 
