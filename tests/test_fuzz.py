@@ -1177,8 +1177,13 @@ def test_a_stop_reaches_every_round_and_one_that_ignores_it_is_killed_after_the_
 def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": [], "end": "interrupt-parent"}}))
     replay = Replay(suite=ScriptedSuite(db="d", workdir=tmp_path), placement="cpu")
-    with pytest.raises(KeyboardInterrupt):
-        replay.run()
+    # Ctrl-C as a terminal delivers it, whatever the runner set (mutmut's workers ignore SIGINT).
+    runners = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            replay.run()
+    finally:
+        signal.signal(signal.SIGINT, runners)
     monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": [], "end": "exit 3"}}))
     with pytest.raises(RunError, match=r"^pytest could not run the replay \(exit 3\); see .*: last words of worker 1$"):
         replay.run()
