@@ -8,7 +8,7 @@ from __future__ import annotations
 from ppaux.mutation.pragmas import NO_REASON, REGION_AFTER_CODE, REGION_INSIDE_BRACKETS, markings, markings_section
 
 # One marking of each kind, sound and refused, with the code around it that decides which.
-_MARKED = (
+MARKED = (
     "x = 1\n"
     "open(p, encoding='utf-8')  # pragma: no mutate - equivalent: same codec\n"
     "def f():  # pragma: no cover  # pragma: no mutate block - runs in a child\n"
@@ -56,7 +56,7 @@ def test_every_marking_of_a_tree_is_listed_with_its_reason_and_the_problem_the_g
     src = tmp_path / "pkg"
     (src / "sub").mkdir(parents=True)
     (src / "a.py").write_text("x = 1\n")  # nothing marked: read past, not the end of the listing
-    (src / "m.py").write_text(_MARKED)
+    (src / "m.py").write_text(MARKED)
     (src / "sub" / "n.py").write_text(_BRACKETS)
     # Only Python sources carry markings mutmut reads.
     (src / "notes.txt").write_text("y = 2  # pragma: no mutate - not Python\n")

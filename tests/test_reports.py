@@ -17,6 +17,7 @@ from ppaux.mutation.project import module_of, parse_results
 from ppaux.mutation.report import write_report
 from reports.build import build
 from reports.mutation import CHECKOUT, SCOPES
+from tests.test_mutation_markings import MARKED
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "mutate", "fuzz", "benchmarks")
@@ -65,30 +66,10 @@ def test_mutation_score_per_module_and_gate():
     assert score(results, SCOPES["contract"])["ppaux.cli"]["gate"] == 100.0
 
 
-_MARKED = (
-    "x = 1\n"
-    "open(p, encoding='utf-8')  # pragma: no mutate - equivalent: same codec\n"
-    "def f():  # pragma: no cover  # pragma: no mutate block - runs in a child\n"
-    "    return 1 + 2\n"
-    "y = 2  # pragma: no mutate\n"
-    "# pragma: no mutate start - a tuned region\n"
-    "z = 3\n"
-    "# pragma: no mutate end\n"
-    "v = 5  # pragma: no mutate start - after code\n"
-    "u = 6\n"
-    "w = 7  # pragma: no mutate end\n"
-    "t = [\n"
-    "    # pragma: no mutate start - inside a list\n"
-    "    1,\n"
-    "    # pragma: no mutate end\n"
-    "]\n"
-)
-
-
 def test_equivalence_markings_are_listed_with_their_reasons_and_problems(tmp_path):
     src = tmp_path / "pkg"
     src.mkdir()
-    (src / "m.py").write_text(_MARKED)
+    (src / "m.py").write_text(MARKED)
     found = markings(src)
     assert found == [
         {"where": "pkg/m.py:2", "block": False, "reason": "equivalent: same codec", "problem": None},
@@ -143,7 +124,7 @@ def test_the_regions_the_report_accepts_are_the_ones_mutmut_honours():
     from mutmut.mutation.pragma_handling import PragmaVisitor
 
     visitor = PragmaVisitor("m.py")
-    libcst.MetadataWrapper(libcst.parse_module(_MARKED)).visit(visitor)
+    libcst.MetadataWrapper(libcst.parse_module(MARKED)).visit(visitor)
     unmutated = visitor.no_mutate_lines | visitor.ignore_node_lines
     assert {3, 4, 6, 7, 8} <= unmutated  # the block and the region on lines of their own
     assert 10 not in unmutated  # inside the region opened after code
