@@ -349,6 +349,15 @@ def test_a_supervisor_kills_a_process_past_its_calls_deadline():
     assert 1.2 <= outcome.seconds < 3
 
 
+def test_a_hung_child_that_never_writes_the_stack_asked_for_is_waited_for_a_while_then_stopped():
+    # Its faulthandler timer would fire long after the deadline (a loaded machine starts it late):
+    # the supervisor waits a second past the deadline for the stack, then kills the child without one.
+    start = time.monotonic()
+    outcome = run_forked(lambda: time.sleep(60) or b"", deadline=lambda: start + 0.2, dump_after=60)
+    assert (outcome.answer, outcome.stopped, outcome.dump) == (None, True, "")
+    assert 1.2 <= time.monotonic() - start < 10
+
+
 def test_a_child_whose_work_raises_did_not_answer():
     outcome = run_forked(lambda: 1 / 0, deadline=lambda: None)
     assert (outcome.finished, outcome.describe()) == (False, "ended the process with exit status 70")
