@@ -1206,6 +1206,7 @@ def test_a_suspicious_mutant_whose_test_process_died_by_a_signal_is_a_crash(tmp_
     )
     (tmp_path / "ppaux" / "broken.py.meta").write_text("{not json")
     (tmp_path / "ppaux" / "unrun.py.meta").write_text("{}")
+    (tmp_path / "ppaux" / "gone.py.meta").symlink_to(tmp_path / "removed")
     crashed = crashes(tmp_path)
     assert crashed == {
         "ppaux.gloo.x_a__mutmut_1": "crashed (SIGABRT)",
@@ -1323,6 +1324,52 @@ def test_progress_counts_only_the_mutants_a_run_picks(tmp_path):
         .splitlines()[-1]
         .startswith(f"mutants {len(picked)}/{len(picked)}  killed {len(picked)}  survived 0  ")
     )
+
+
+def test_a_narrowed_runs_total_counts_the_module_mutmut_was_rewriting_when_the_run_began(tmp_path):
+    """mutmut rewrites a module's ``.meta`` in place as its mutants finish: read half written when the
+    first progress line comes, that module's picked mutants still count in the total."""
+    (tmp_path / "mutants").mkdir()
+    meta = tmp_path / "mutants" / "arith.py.meta"
+    whole = json.dumps(
+        {
+            "exit_code_by_key": {
+                "arith.x_double__mutmut_1": 1,
+                "arith.x_double__mutmut_2": None,
+                "arith.x_halve__mutmut_1": None,
+            }
+        }
+    )
+    progress_line = "⠋ {}/3  🎉 {} 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0\n"
+    standin = tmp_path / "standin" / "mutmut"
+    standin.mkdir(parents=True)
+    (standin / "__init__.py").write_text("")
+    (standin / "__main__.py").write_text(
+        textwrap.dedent(
+            f"""
+            import sys, time
+            line = {progress_line!r}
+            open({str(meta)!r}, "w").write({whole[:40]!r})
+            # Output on both sides of the line, as mutmut's spinner writes, so that it is read at once.
+            spin = "\\u280b Generating mutants\\r" * 20
+            print(spin + line.format(1, 1) + spin, end="", flush=True)
+            time.sleep(0.3)
+            open({str(meta)!r}, "w").write({whole!r})
+            print(line.format(2, 2), end="", flush=True)
+            """
+        ),
+        encoding="utf-8",
+    )
+    stream = io.StringIO()
+    code = project.MutmutProject(tmp_path).run(
+        max_children=1,
+        only=["arith.x_double*"],
+        log=tmp_path / "log",
+        progress=Progress(stream=stream, every=0),
+        env={**os.environ, "PYTHONPATH": str(standin.parent)},
+    )
+    assert code == 0, (tmp_path / "log").read_text()
+    assert [line.split("  killed")[0] for line in stream.getvalue().splitlines()] == ["mutants 1/2", "mutants 2/2"]
 
 
 def test_mutmuts_progress_line_reads_as_done_total_killed_survived():

@@ -48,6 +48,9 @@ __all__ = [
 MUTANT_PYTEST_ARGS = ("-p", "ppaux.mutation.mutant_runs", "-p", "no:unraisableexception", "--ppaux-isolation=off")
 _RESULT_LINE = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+?)\s*$")
 # mutmut's progress line: "⠹ 44/53  🎉 44 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0".
+# How often, and how far apart, a .meta file that does not parse is read again (a second in all).
+META_READS = 20
+META_REREAD_S = 0.05
 _PROGRESS = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+)\s+🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)")
 
 
@@ -95,11 +98,23 @@ def _exit_codes(mutants: Path) -> dict[str, int | None]:
     # mutmut keeps every mutant's exit code (None until it ran) in the *.meta files under mutants/.
     codes: dict[str, int | None] = {}
     for meta in sorted(mutants.rglob("*.meta")):
-        try:
-            codes.update(json.loads(meta.read_text(encoding="utf-8")).get("exit_code_by_key", {}))
-        except (OSError, ValueError):
-            continue
+        codes.update(_read_meta(meta).get("exit_code_by_key", {}))
     return codes
+
+
+def _read_meta(meta: Path) -> dict[str, Any]:
+    # mutmut rewrites a module's .meta in place as its mutants finish: a read may catch it half
+    # written, and is tried again (a rewrite takes milliseconds); one that never parses counts nothing.
+    for _ in range(META_READS):
+        try:
+            data = json.loads(meta.read_text(encoding="utf-8"))
+        except OSError:
+            return {}
+        except ValueError:
+            time.sleep(META_REREAD_S)
+            continue
+        return data  # type: ignore[no-any-return]
+    return {}
 
 
 def select(results: dict[str, Any], only: Sequence[str]) -> dict[str, Any]:
