@@ -165,6 +165,8 @@ def test_a_pure_python_hang_is_interrupted_where_it_is_stuck():
         )
     )
     assert (info.value.call, info.value.limit) == ("pop", 0.3)
+    # Counted: what a supervising parent merges, so that its later calls get the shorter limits too.
+    assert guard.state() == {"hangs": 1, "slowest": {}}
 
 
 def test_a_hang_with_no_stack_to_show_is_one_line():
