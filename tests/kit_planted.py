@@ -100,6 +100,21 @@ MINIMAL = {
 }
 
 
+class ExitsWhenCompared(Out):
+    """Ends the process the second time its ``to_pp_tensors()`` runs: add's call passes, the
+    kit's comparison of it with the rebuilt output after the relay does not."""
+
+    def __init__(self) -> None:
+        super().__init__({"kit.t0": torch.zeros(1)})
+        self.calls = 0
+
+    def to_pp_tensors(self) -> dict[str, torch.Tensor]:
+        self.calls += 1
+        if self.calls > 1:
+            os._exit(3)
+        return self.payload
+
+
 class Once:
     """``to_pp_tensors()`` does ``harm`` the first time any process runs it (a marker file says
     whether one has): state outside the drawn output."""

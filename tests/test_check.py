@@ -219,6 +219,22 @@ def test_counterexamples_without_a_command_or_blob_have_no_replay_lines():
     )
 
 
+def test_hangs_and_crashes_are_counted_above_the_table_and_each_counterexample_is_headed_with_its_finding():
+    rows = [
+        {"nodeid": f"t.py::test_{n}", "clause": c, "marks": [], "doc": "", "outcome": "failed", "finding": f}
+        for n, c, f in (("h", "pop.2", "hang"), ("c", "add.1", "crash"), ("d", "add.1", "crash"), ("e", "add.1", None))
+    ]
+    text = check.render_markdown(check.build_report(rows, impl="m", profile="ci", marks="contract"))
+    assert [line for line in text.splitlines() if line.startswith(("Hangs and crashes", "### "))] == [
+        "Hangs and crashes: 1 hang: a call into the implementation did not return within its limit, "
+        "2 crashes: a call into the implementation ended its process.",
+        "### add.1 (crash): `t.py::test_c`",
+        "### add.1 (crash): `t.py::test_d`",
+        "### add.1: `t.py::test_e`",
+        "### pop.2 (hang): `t.py::test_h`",
+    ]
+
+
 def test_a_failure_outside_the_contracts_clauses_has_no_clause_line():
     row = {"nodeid": "t.py::test_x", "clause": None, "marks": [], "doc": "Mine.", "outcome": "failed", "error": "E: x"}
     text = check.render_markdown(check.build_report([row], impl="m", profile="ci", marks="contract"))

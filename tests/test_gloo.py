@@ -822,7 +822,7 @@ def test_a_gloo_channel_moves_nothing_for_a_meta_tensor_as_torch_distributed():
 
 
 def test_every_rank_of_a_world_is_started_with_its_extension(monkeypatch):
-    """What each worker process is handed: its rank, the world's shape and the extension to set up."""
+    """What each worker process of a shared world is handed: its rank, the world's shape and the extension to set up."""
     import shutil
 
     started = []
@@ -848,7 +848,8 @@ def test_every_rank_of_a_world_is_started_with_its_extension(monkeypatch):
         pass
 
     monkeypatch.setattr(gloo, "_context", lambda: Context())
-    w = gloo.GlooWorld(2, extension=(extension, ("9.9.9",)))
+    monkeypatch.setattr(gloo, "_worlds", {})  # the shared world made here is this test's alone
+    w = gloo.world(2, extension=(extension, ("9.9.9",)))
     monkeypatch.setattr(w, "_collect", lambda ranks, timeout: {r: gloo.Outcome("ok") for r in ranks})
     try:
         w.start()

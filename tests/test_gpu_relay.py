@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from ppaux_strategies import PPOutput, RecordingObserver, tensors_equal
 
+import ppaux.relay.differential as differential
 from ppaux.core.transport import SGLANG_TRANSPORT
 from ppaux.relay.faults import classify
 from ppaux.relay.hop import relay
@@ -46,3 +49,10 @@ def test_cuda_to_cpu_ring_delivers_cpu_tensors_where_the_receiver_is_cpu():
     got = out[0].value.received[0]["s"]
     assert got.device.type == "cuda" and tensors_equal(got, torch.arange(4))
     assert classify(out, config).outcome == "silent corruption"  # arrived off the receiver's device
+
+
+@given(st.data())
+def test_the_wire_diff_draws_cpu_dicts_where_cuda_is_visible(data):
+    # Both of its sides relay over gloo between threads of this process: the dicts it draws stay on the CPU.
+    sent = differential.sent_dicts(data.draw, 2)
+    assert {v.device.type for d in sent for v in d.values() if torch.is_tensor(v)} <= {"cpu"}

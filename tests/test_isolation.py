@@ -83,6 +83,12 @@ def exits_cleanly():
     os._exit(0)
 
 
+def in_a_child_only(fn, parent):
+    # Run here (by a guard that no longer isolates) fn would end pytest itself, with exit status 0 even.
+    if os.getpid() != parent:
+        fn()
+
+
 @pytest.mark.parametrize("text, seconds", [("2.5", 2.5), (3, 3.0), ("1e-3", 0.001)])
 def test_a_limit_is_a_positive_number_of_seconds(text, seconds):
     assert parse_timeout(text) == seconds
@@ -159,6 +165,8 @@ def test_a_pure_python_hang_is_interrupted_where_it_is_stuck():
         )
     )
     assert (info.value.call, info.value.limit) == ("pop", 0.3)
+    # Counted: what a supervising parent merges, so that its later calls get the shorter limits too.
+    assert guard.state() == {"hangs": 1, "slowest": {}}
 
 
 def test_a_hang_with_no_stack_to_show_is_one_line():
@@ -237,7 +245,7 @@ def isolated(timeout=0.5):
 )
 def test_an_isolated_call_that_ends_its_process_is_a_crash(fn, message):
     with pytest.raises(Crash) as info:
-        isolated().call("add", fn)
+        isolated().call("add", in_a_child_only, fn, os.getpid())
     assert str(info.value).splitlines()[0] == message
 
 
@@ -245,6 +253,33 @@ def test_a_crash_shows_the_stack_faulthandler_wrote():
     with pytest.raises(Crash) as info:
         isolated().call("add", segfaulting)
     assert stack_line(segfaulting, "ctypes.string_at(0)") in info.value.stack
+
+
+def segfaults_in_a_thread_while_the_call_waits():
+    read_end, _ = os.pipe()
+    waiting, here = threading.get_ident(), sys._getframe()
+
+    def crash_once_the_call_waits():
+        # Only once the call waits on its pipe: where faulthandler then shows it is certain.
+        while sys._current_frames()[waiting] is not here or here.f_lineno != WAITS_AT:
+            time.sleep(0.001)
+        segfaulting()
+
+    threading.Thread(target=crash_once_the_call_waits).start()
+    os.read(read_end, 1)
+
+
+WAITS_AT = line_of(segfaults_in_a_thread_while_the_call_waits, "os.read(read_end, 1)")
+
+
+def test_a_crash_in_a_thread_the_call_started_shows_where_the_call_was():
+    # faulthandler writes every thread's stack: the finding shows the guarded call's, not the crashed thread's.
+    with pytest.raises(Crash) as info:
+        isolated(5).call("add", segfaults_in_a_thread_while_the_call_waits)
+    assert str(info.value) == (
+        "add killed the process with SIGSEGV (signal 11)\nwhere (most recent call last):\n"
+        + stack_line(segfaults_in_a_thread_while_the_call_waits, "os.read(read_end, 1)")
+    )
 
 
 def test_an_isolated_hang_no_signal_reaches_is_stopped_with_its_stack():

@@ -501,6 +501,12 @@ def test_a_step_that_exits_is_k15_with_its_exit_status():
     assert shows_the_minimal_output(failure)
 
 
+def test_an_output_that_ends_the_process_when_compared_after_the_relay_is_k15_naming_its_to_pp_tensors():
+    # os._exit leaves no stack to name the call by: the kit's own name for the step is the finding's.
+    failure = kit_failure(planted.Obs, st.builds(planted.ExitsWhenCompared), timeout=0.5, settings=QUICK)
+    assert str(failure) == message("K15", detail="to_pp_tensors ended the process with exit status 3")
+
+
 def test_a_step_that_segfaults_is_k15_with_the_signal_and_where_it_struck():
     failure = kit_failure(planted.Obs, planted.outputs("segfault"), timeout=0.5, settings=QUICK)
     crash = failure.__cause__

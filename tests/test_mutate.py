@@ -221,6 +221,9 @@ def test_mutmut_reads_the_scratch_projects_table_and_forks_each_mutant_from_a_se
     assert (config.process_isolation.value, config.forkserver_warmup.value) == ("forkserver", "collect")
     assert config.pytest_add_cli_args == [*project.MUTANT_PYTEST_ARGS, "-k", "p4"]
     assert (config.only_mutate, config.pytest_add_cli_args_test_selection) == (["own_pop.py"], ["tests/"])
+    # The copy is pytest's rootdir (no configuration above it is read) and pytest keeps no cache in it.
+    tool = tomllib.loads((scratch / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
+    assert tool["pytest"] == {"ini_options": {"addopts": "-p no:cacheprovider"}}
 
 
 def test_a_diff_mutmut_cannot_make_says_why_and_no_mutant_needs_no_process(tmp_path):

@@ -643,16 +643,22 @@ def test_a_listing_goes_to_stdout_by_number_and_a_mutant_without_a_diff_shows_no
     ]
     diffs = {name: "--- arith/ops.py\n+++ arith/ops.py\n-    a\n+    b\n" for name in names[1:]}
 
+    copies = []
+
     class StandIn(Checkout):
         def project(self, scope, dest):
+            copies.append(dest)
             return _Generated(names, diffs, generated)
 
     checkout = StandIn(root=tmp_path, copied=("arith",), pytest_args=(), do_not_mutate=(), always_gated=())
     assert list_mutants(checkout, ARITH, str(tmp_path / "out"), 2, ["arith.ops.x_f*"]) == 0
-    assert generated == [2]
+    # mutmut generates in the scratch copy under --out, as a run does.
+    assert (generated, copies) == ([2], [tmp_path / "out" / "project"])
     assert capsys.readouterr().out == (
         "arith.ops.x_f__mutmut_1: a -> b\narith.ops.x_f__mutmut_2: a -> b\narith.ops.x_f__mutmut_10: \n"
     )
+    assert list_mutants(checkout, ARITH, str(tmp_path / "out"), 2, ["nothing*"]) == 1
+    assert capsys.readouterr() == ("", "reports: error: mutmut made no mutant of scope 'arith'\n")
 
 
 def test_the_judged_equivalent_section_names_its_files_only_when_there_are_some():

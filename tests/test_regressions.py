@@ -320,9 +320,15 @@ def test_files_of_an_earlier_run_are_replaced_and_a_users_own_files_kept(tmp_pat
         "removed": [str(folder / "test_pop_9.py")],
         "refused": [{"clause": "add.1", "nodeid": "t.py::test_b", "why": why}],
     }
+    # The replay repeats no option left at its default; the regression section says why nothing was written.
     markdown = (tmp_path / "r" / "conformance.md").read_text()
-    assert f"No regression test: {why}.\n" in markdown
-    assert "Replaced 1 file(s) of an earlier run: `test_pop_9.py`." in markdown
+    assert markdown.split("## Counterexamples\n\n", 1)[1] == (
+        f"### add.1: `t.py::test_b`\n\nClause: {statement('add.1')}\n\n\n\nError: `E: x`\n\n"
+        "Replay: `ppaux check --tests test_b` (the `ci` profile draws the same examples on every run).\n\n"
+        f"No regression test: {why}.\n\n\n"
+        f"## Regression tests\n\nDirectory: `{folder}`.\nReplaced 1 file(s) of an earlier run: `test_pop_9.py`.\n\n"
+        f"- none written\n- not written for `t.py::test_b` (add.1): {why}\n"
+    )
     capsys.readouterr()
 
 
@@ -334,6 +340,10 @@ def test_a_passing_run_writes_no_regression_file_and_removes_stale_ones(tmp_path
     assert main(["check", "--report", str(tmp_path / "r"), "--regressions", str(folder)]) == 0
     assert list(folder.iterdir()) == []
     assert capsys.readouterr().out.endswith(f"regression tests written to {folder}: none\n")
+    assert (tmp_path / "r" / "conformance.md").read_text().partition("\n\n## Regression tests\n\n")[2] == (
+        f"Directory: `{folder}`.\nReplaced 1 file(s) of an earlier run: `test_add_6.py`.\n\n"
+        "- none written: no clause is broken\n"
+    )
 
 
 # One bug each of add's order, atomicity, pop's observer and a stateful leak in CI; all of them nightly.

@@ -90,3 +90,37 @@ def test_a_test_whose_process_dies_outside_the_calls_is_a_failed_crash_or_hang(p
     }
     # Both of the hanging test's processes ran until stopped, half a second idle each.
     assert float(cases["test_sleeps"].get("time")) >= 1.0
+
+
+SHARED = """
+import pytest
+
+
+@pytest.fixture(scope="session")
+def shared(tmp_path_factory):
+    path = tmp_path_factory.getbasetemp() / "shared"
+    path.mkdir()
+    yield path
+    path.rmdir()
+
+
+def test_sets_it_up_here(shared):
+    assert shared.is_dir()
+
+
+@pytest.mark.isolated
+def test_uses_it_in_a_child(shared):
+    assert shared.is_dir()
+
+
+def test_still_has_it_here(shared):
+    assert shared.is_dir()
+"""
+
+
+def test_a_contained_test_leaves_the_session_fixtures_this_process_set_up_to_this_process(pytester):
+    # Its child tears down only what the test set up: a session fixture's teardown there would
+    # remove the directory this process and the tests after it still use.
+    pytester.makepyfile(test_shared=SHARED)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-q")
+    result.assert_outcomes(passed=3)
