@@ -1659,3 +1659,79 @@ def test_sigterm_stops_cleanly_with_a_partial_report(tmp_path):
         err.splitlines()[0] == "fuzz: no CUDA device visible: fuzzing on CPU only"
         or os.environ.get("CUDA_VISIBLE_DEVICES") != ""
     )
+
+
+# A hang (its call run in a child with the run's --timeout) and a failure whose calls were not recorded.
+HANG_FAILURE = {
+    "kind": "failure",
+    "nodeid": "t.py::test_hangs",
+    "clause": "add.1",
+    "error": "ppaux.isolation.Hang: the call did not return within 5 s",
+}
+UNRECORDED_FAILURE = {"kind": "failure", "nodeid": "t.py::test_unrecorded", "error": "AssertionError: x"}
+
+
+@pytest.mark.subprocess
+def test_a_replay_with_regressions_writes_a_proven_file_per_still_failing_clause_and_says_so(
+    tmp_path, monkeypatch, capsys
+):
+    """``ppaux fuzz replay --regressions DIR`` with a scripted round and a scripted proof: where the user
+    stands, the --impl file, --db and --timeout; each still-failing clause's file on the console and in
+    replay.json, a failure without a clause under "unclassified", and why one could not be written."""
+    import ppaux.fuzz.options as options
+    import ppaux.fuzz.rounds as rounds
+    from ppaux.testing.scenario import Call, describe
+    from tests.test_regressions_files import PREFIX, ScriptedProof
+
+    proof = ScriptedProof(tmp_path, monkeypatch)
+    proof.set()
+    recorded = describe([Call("add", {"next_token_ids": [1]}, None, [("next_token_ids", [1])])], PREFIX)
+    events = [
+        {"kind": "test", "nodeid": "t.py::test_hangs", "outcome": "failed", "saved": 1},
+        {"kind": "test", "nodeid": "t.py::test_unrecorded", "outcome": "failed", "saved": 2},
+        dict(HANG_FAILURE, scenario=recorded),
+        UNRECORDED_FAILURE,
+    ]
+    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": events, "end": "exit 1"}}))
+    monkeypatch.setattr(rounds, "Suite", ScriptedSuite)
+    # Two GPUs visible: the replay sees them both.
+    monkeypatch.setattr(options, "visible_gpus", lambda: ["0", "1"])
+    shutil.copy(BROKEN, tmp_path / "mine.py")
+    (tmp_path / "db").mkdir()
+    monkeypatch.chdir(tmp_path)
+    out = Path("regressions")  # named as the user gave it, relative to where they stand
+    out.mkdir()
+    status, said, err = ppaux_fuzz(
+        capsys, *("replay", "--impl", "mine.py", "--db", "db", "--timeout", "5", "--report", "report"),
+        *("--regressions", "regressions"),
+    )
+    file = out / "test_add_1.py"
+    why = "the test's calls were not recorded"
+    assert (status, said, err) == (
+        1,
+        "fuzz replay: 3 saved examples in 2 tests; still failing: 2; no longer failing: 0\n"
+        f"  FAILS t.py::test_hangs: {HANG_FAILURE['error']}\n"
+        "  FAILS t.py::test_unrecorded: AssertionError: x\n"
+        f"  REGRESSION TEST {file} (add.1): test_hangs\n"
+        f"  NO REGRESSION TEST for t.py::test_unrecorded: {why}\n"
+        f"fuzz replay: report {tmp_path / 'report' / 'replay.md'}\n",
+        "",
+    )
+    summary = json.loads((tmp_path / "report" / "replay.json").read_text())
+    assert {k: summary[k] for k in ("impl", "db", "placement", "regressions")} == {
+        "impl": str(tmp_path / "mine.py"),
+        "db": str(tmp_path / "db"),
+        "placement": "cuda:0,1",
+        "regressions": {
+            "directory": str(out),
+            "files": [{"clause": "add.1", "path": str(file), "tests": ["test_hangs"]}],
+            "refused": [{"clause": "unclassified", "nodeid": "t.py::test_unrecorded", "why": why}],
+            "removed": [],
+        },
+    }
+    assert os.listdir(out) == ["test_add_1.py"]
+    # A hang's calls run in a child, given the run's --timeout.
+    assert (
+        "        exitcode = run_in_child(hangs_calls, seconds=5.0)\n"
+        '        self.assertIsNotNone(exitcode, "the calls did not return within 5 s")\n'
+    ) in file.read_text()
