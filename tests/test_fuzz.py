@@ -462,10 +462,14 @@ def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_ro
         impl="mine",
         timeout=2.0,
         shard=(2, 3),
+        record_calls=True,
         checkout=False,
         cwd=tmp_path,
     )
-    assert installed.command()[3:] == [
+    assert installed.command() == [
+        sys.executable,
+        "-m",
+        "pytest",
         "-p",
         "ppaux.fuzz.pytest_plugin",
         "--hypothesis-profile=ppaux-fuzz",
@@ -482,6 +486,7 @@ def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_ro
         "mine",
         "--ppaux-timeout",
         "2.0",
+        "--ppaux-record-calls",
         "--pyargs",
         "ppaux.conformance",
         "-c",
@@ -901,19 +906,24 @@ def test_the_verdict_of_a_run_that_fuzzed_nothing_or_lost_a_worker_is_not_clean(
 
 
 # A stand-in for a round's pytest process: it appends the events $FAKE_ROUND lists for its worker
-# (worker "1", "2"; "*" for any), then ends as told: "exit N", "kill" (SIGKILL, as the OOM
-# killer would), "hang" (says it was interrupted on SIGINT, then hangs on), "interrupt-parent"
-# (Ctrl-C to the fuzz job); after "linger" seconds, if given.
+# (worker "1", "2"; "*" for any), after an "environment" event with what the fuzz job told it, then
+# ends as told: "exit N", "kill" (SIGKILL, as the OOM killer would), "hang" (says it was interrupted on
+# SIGINT, then hangs on), "interrupt-parent" (Ctrl-C to the fuzz job); after "linger" seconds, if given.
+# Its last words go to stderr and stdout (both into the round's log), none if "quiet".
 FAKE_ROUND = """
 import json, os, signal, sys, time
 plan = json.loads(os.environ["FAKE_ROUND"])
 worker = os.environ["PPAUX_FUZZ_WORKER"].partition("/")[0]
 steps = plan.get(worker, plan.get("*"))
+told = {k: os.environ.get("PPAUX_FUZZ_" + k.upper()) for k in ("mode", "worker", "seed", "shard", "max_examples")}
 with open(os.environ["PPAUX_FUZZ_EVENTS"], "a") as fh:
-    for event in steps["events"]:
+    for event in [{"kind": "environment", **told}, *steps["events"]]:
         fh.write(json.dumps(event) + "\\n")
-print("last words of worker", worker)
-sys.stdout.flush()
+if not steps.get("quiet"):
+    sys.stderr.write("a warning of worker " + worker + "\\n")
+    sys.stderr.flush()
+    print("last words of worker", worker)
+    sys.stdout.flush()
 time.sleep(steps.get("linger", 0))
 end = steps["end"]
 if end == "kill":
@@ -939,13 +949,16 @@ class ScriptedSuite(Suite):
         return [sys.executable, "-c", FAKE_ROUND]
 
 
-def scripted_run(tmp_path, monkeypatch, plan, *, workers=2, budget=60.0, shard=None, **kwargs) -> FuzzRun:
+def scripted_run(
+    tmp_path, monkeypatch, plan, *, workers=2, budget=60.0, shard=None, where=("cpu",), **kwargs
+) -> FuzzRun:
+    """A run of ``workers`` scripted workers, worker N on ``where``'s N-th placement (in turn)."""
     monkeypatch.setenv("FAKE_ROUND", json.dumps(plan))
     suite = ScriptedSuite(db="d", workdir=tmp_path / "rounds", shard=shard)
     return FuzzRun(
         budget=budget,
         suite=suite,
-        workers=[Worker(i + 1, ["cpu"]) for i in range(workers)],
+        workers=[Worker(i + 1, [where[i % len(where)]]) for i in range(workers)],
         nightly_max_examples=10,
         progress=Progress(io.StringIO(), tty=False),
         **kwargs,
@@ -967,16 +980,23 @@ def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reporte
         monkeypatch,
         {"1": {"events": events, "end": "exit 1", "linger": 20}, "2": {"events": events, "end": "kill"}},
         budget=5.0,
+        where=("cpu", "cuda:0"),
     )
     (tmp_path / "rounds").mkdir()
     (tmp_path / "rounds" / "worker-9-round-001.log").write_text("a stale round of an earlier run")
     run.run()
     summary = run.summary()
     [failure] = summary["failures"]
-    assert (failure["workers"], failure["seen"], failure["clause"]) == ([1, 2], 2, "add.7")
+    # Hit on both workers' placements: the failure names them both.
+    assert (failure["workers"], failure["placements"], failure["seen"], failure["clause"]) == (
+        [1, 2],
+        ["cpu", "cuda:0"],
+        2,
+        "add.7",
+    )
     log = str(tmp_path / "rounds" / "worker-2-round-001.log")
     assert summary["dead_workers"] == [
-        {"worker": 2, "round": 1, "placement": "cpu", "test": "t.py::t", "exit_status": -9, "log": log}
+        {"worker": 2, "round": 1, "placement": "cuda:0", "test": "t.py::t", "exit_status": -9, "log": log}
     ]
     assert (summary["examples"], summary["stopped_by"], verdict(summary)) == (
         14,
@@ -1073,7 +1093,9 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
         "failures": 2,
         "died": None,
     }
-    assert worker["timeline"][-1][1:] == [7, 2] and summary["timeline"][-1][1:] == [7, 2]
+    # A point when the counts change, and one at the end of the run, for the worker and the run alike.
+    assert [p[1:] for p in worker["timeline"]] == [[0, 0], [7, 2], [7, 2]] == [p[1:] for p in summary["timeline"]]
+    assert worker["timeline"][-1][0] == summary["timeline"][-1][0] == round(run.elapsed, 2)
     [round_] = summary["rounds"]
     assert {k: round_[k] for k in ("worker", "round", "placement", "max_examples", "examples", "tests", "log")} == {
         "worker": 1,
@@ -1084,6 +1106,12 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
         "tests": 1,
         "log": str(tmp_path / "rounds" / "worker-1-round-001.log"),
     }
+    # Seconds to a tenth, as float (fuzz.json says 3.0, not 3), and the rate over them.
+    assert 0 < run.elapsed < 60 and (summary["elapsed_s"], summary["examples_per_s"]) == (
+        round(run.elapsed, 1),
+        round(7 / run.elapsed, 1),
+    )
+    assert isinstance(summary["elapsed_s"], float)
     assert {k: summary[k] for k in summary if k not in ("started_at", "elapsed_s", "examples_per_s", "timeline")} == {
         "kind": "fuzz-run",
         "budget_s": 60.0,
@@ -1105,11 +1133,62 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
         "interrupted": [],
     }
     assert verdict(summary) == (1, None)
-    said = [line for line in run.progress.stream.getvalue().splitlines() if line.startswith("fuzz: ")]
+    # The progress line once its round started, each new failure, and the line at the end.
+    *said, last = run.progress.stream.getvalue().splitlines()
     assert said == [
+        "fuzz 00:00/01:00  round 1 (cpu)  examples 0  0/s  failures 0",
         "fuzz: FAILURE t.py::t (worker 1, round 1, cpu): E",
         "fuzz: FAILURE t.py::u (worker 1, round 1, cpu): see the report",
     ]
+    assert re.fullmatch(r"fuzz 00:\d\d/01:00  round 1 \(cpu\)  examples 7  [\d,]+/s  failures 2", last), last
+    # The round was told it fuzzes (this shard), as worker 1 of 1, with its own seed and max_examples.
+    events = tmp_path / "rounds" / "worker-1-round-001.events.jsonl"
+    assert json.loads(events.read_text().splitlines()[0]) == {
+        "kind": "environment",
+        "mode": "run",
+        "worker": "1/1",
+        "seed": "8",
+        "shard": "1/2",
+        "max_examples": "50",
+    }
+
+
+def test_a_run_on_cuda_fuzzes_on_the_gpus_only_with_the_seed_tests_and_max_failures_given(
+    tmp_path, monkeypatch, capsys
+):
+    """``ppaux fuzz run --devices cuda`` with two GPUs visible and scripted rounds: the worker's placements
+    (no CPU), the seed its round is given, --tests and --max-failures 1 (the first failure stops it)."""
+    import ppaux.fuzz.options as options
+    import ppaux.fuzz.rounds as rounds
+
+    events = [COLLECTED, {"kind": "progress", "examples": 4}, FAILURE]
+    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": events, "end": "exit 1"}}))
+    monkeypatch.setattr(rounds, "Suite", ScriptedSuite)
+    monkeypatch.setattr(options, "visible_gpus", lambda: ["0", "1"])
+    report = tmp_path / "report"
+    status, out, err = ppaux_fuzz(
+        capsys,
+        *("run", "--devices", "cuda", "--workers", "1", "--seed", "11", "--tests", "t", "--max-failures", "1"),
+        *("--db", str(tmp_path / "db"), "--report", str(report)),
+    )
+    assert (status, out) == (1, ""), err
+    lines = err.splitlines()
+    assert lines[1:2] + lines[3:] == [
+        "fuzz: FAILURE t.py::t (worker 1, round 1, cuda:0): E",
+        f"fuzz: report {report / 'fuzz.md'}",
+    ]
+    summary = json.loads((report / "fuzz.json").read_text())
+    assert {k: summary[k] for k in ("placements", "seed", "tests", "stopped_by", "examples")} == {
+        "placements": ["cuda:0", "cuda:0,1"],
+        "seed": 11,
+        "tests": "t",
+        "stopped_by": "max-failures",
+        "examples": 4,
+    }
+    assert [r["placement"] for r in summary["rounds"]] == ["cuda:0"]
+    # Round 1 of worker 1 draws from seed 11 + 1.
+    told = json.loads((report / "rounds" / "worker-1-round-001.events.jsonl").read_text().splitlines()[0])
+    assert (told["seed"], told["worker"]) == ("12", "1/1")
 
 
 def test_a_round_that_breaks_after_its_tests_were_collected_is_a_dead_worker_not_bad_input(tmp_path, monkeypatch):
@@ -1123,28 +1202,34 @@ def test_a_round_that_breaks_after_its_tests_were_collected_is_a_dead_worker_not
         "worker-1-round-001.events.jsonl",
         "worker-1-round-001.log",
     ]
-    assert (tmp_path / "rounds" / "worker-1-round-001.log").read_text() == "last words of worker 1\n"
+    # Its stderr as well as its stdout.
+    log = "a warning of worker 1\nlast words of worker 1\n"
+    assert (tmp_path / "rounds" / "worker-1-round-001.log").read_text() == log
     assert verdict(run.summary()) == (1, "1 worker(s) died: see the report")
 
 
 @pytest.mark.parametrize(
-    "events, shard, message",
+    "events, shard, quiet, message",
     [
-        ([COLLECTED], (2, 2), "shard 2/2 holds none of the 3 selected Hypothesis tests; nothing to fuzz here"),
+        ([COLLECTED], (2, 2), False, "shard 2/2 holds none of the 3 selected Hypothesis tests; nothing to fuzz here"),
         (
             [{"kind": "collected", "tests": 0}],
             None,
+            False,
             "no Hypothesis tests match the selection (--tests); nothing to fuzz",
         ),
-        ([], None, "pytest could not run the round (usage error, exit 4); see {log}: last words of worker 1"),
+        ([], None, False, "pytest could not run the round (usage error, exit 4); see {log}: last words of worker 1"),
+        ([], None, True, "pytest could not run the round (usage error, exit 4); see {log}: no output"),
     ],
 )
-def test_a_selection_that_cannot_run_stops_every_worker_with_one_line(tmp_path, monkeypatch, events, shard, message):
+def test_a_selection_that_cannot_run_stops_every_worker_with_one_line(
+    tmp_path, monkeypatch, events, shard, quiet, message
+):
     status = 4 if not events else 5
     run = scripted_run(
         tmp_path,
         monkeypatch,
-        {"1": {"events": events, "end": f"exit {status}"}, "2": {"events": [], "end": "hang"}},
+        {"1": {"events": events, "end": f"exit {status}", "quiet": quiet}, "2": {"events": [], "end": "hang"}},
         shard=shard,
     )
     with pytest.raises(RunError) as caught:
@@ -1184,9 +1269,13 @@ def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeyp
             replay.run()
     finally:
         signal.signal(signal.SIGINT, runners)
-    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": [], "end": "exit 3"}}))
-    with pytest.raises(RunError, match=r"^pytest could not run the replay \(exit 3\); see .*: last words of worker 1$"):
-        replay.run()
+    # The replay's one round is round 0 of worker 1; its log's last line says why it ended.
+    log = tmp_path / "worker-1-round-000.log"
+    for quiet, last in ((False, "last words of worker 1"), (True, "no output")):
+        monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": [], "end": "exit 3", "quiet": quiet}}))
+        with pytest.raises(RunError) as caught:
+            replay.run()
+        assert str(caught.value) == f"pytest could not run the replay (exit 3); see {log}: {last}"
 
 
 def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tmp_path, monkeypatch, capsys):
@@ -1212,6 +1301,16 @@ def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tm
         f"fuzz replay: report {report / 'replay.md'}\n",
         "",
     )
+    # One round, round 0 of worker 1, told to replay: no seed, no shard (every shard's failures), no max_examples.
+    told = (report / "rounds" / "worker-1-round-000.events.jsonl").read_text().splitlines()[0]
+    assert json.loads(told) == {
+        "kind": "environment",
+        "mode": "replay",
+        "worker": "1/1",
+        "seed": None,
+        "shard": None,
+        "max_examples": None,
+    }
     summary = json.loads((report / "replay.json").read_text())
     # Indented for a person reading it, as fuzz.json is.
     assert (report / "replay.json").read_text() == json.dumps(summary, indent=2)
@@ -1333,6 +1432,8 @@ def test_progress_redraws_one_line_on_a_terminal_and_prints_lines_otherwise():
         "fuzz 00:01/01:00  round 1 (cpu)  examples 10  10/s  failures 0",
         "fuzz 00:03/01:00  round 1 (cpu)  examples 30  10/s  failures 0",
     ]
+    # At the very start, before any time has passed: no rate yet.
+    assert progress_line(60, 0, 0, 0, "cpu", 1) == "fuzz 00:00/01:00  round 1 (cpu)  examples 0  0/s  failures 0"
 
 
 def _env() -> dict:
@@ -1702,7 +1803,8 @@ def test_a_replay_with_regressions_writes_a_proven_file_per_still_failing_clause
     out = Path("regressions")  # named as the user gave it, relative to where they stand
     out.mkdir()
     status, said, err = ppaux_fuzz(
-        capsys, *("replay", "--impl", "mine.py", "--db", "db", "--timeout", "5", "--report", "report"),
+        capsys,
+        *("replay", "--impl", "mine.py", "--db", "db", "--timeout", "5", "--report", "report"),
         *("--regressions", "regressions"),
     )
     file = out / "test_add_1.py"
