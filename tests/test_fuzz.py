@@ -159,6 +159,22 @@ def test_placements_bind_each_worker_to_a_gpu_in_turn_and_pair_gpus_where_two_ex
     assert format_duration(3725) == "1:02:05" and format_duration(65) == "01:05"
 
 
+def test_the_gpus_a_worker_may_take_are_those_torch_sees_named_as_cuda_visible_devices_names_them(monkeypatch):
+    import torch
+
+    from ppaux.fuzz.options import visible_gpus
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert visible_gpus() == ["0", "1"]
+    # This process's own list, as far as torch sees devices in it.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5,7")
+    assert visible_gpus() == ["3", "5"]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert visible_gpus() == []
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -820,13 +836,45 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
 
 
 def test_a_run_without_failures_says_none_under_failures(tmp_path):
-    write_run(_run_summary("1/1"), tmp_path)
+    # A run of no shard, as an earlier version wrote it (no suite): its rounds are of no shard ("-").
+    summary = _run_summary("1/1")
+    del summary["suite"]
+    summary["shard"] = None
+    summary["rounds"].append(dict(summary["rounds"][0], worker=2))
+    write_run(summary, tmp_path)
     page = (tmp_path / "fuzz.md").read_text()
+    assert page.splitlines()[3] == "- implementation: `x.py`; suite: ppaux.conformance; tests: `all Hypothesis tests`"
+    rounds = (
+        "| shard | worker | round | placement | examples/test | tests | examples | ended by |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        "| - | 1 | 1 | cpu | 50 | 3 | 100 | budget |\n"
+        "| - | 2 | 1 | cpu | 50 | 3 | 100 | budget |\n"
+    )
+    assert rounds in page
     assert (
         page.split("## Failures\n\n", 1)[1]
         == "None.\n\nReplay every saved failure: `ppaux fuzz replay --db redis://h:1`\n"
     )
     assert "## Dead workers" not in page and "## Interrupted" not in page
+
+
+def test_merging_keeps_a_test_s_different_examples_apart_and_reads_reports_of_earlier_versions():
+    """Failures of one test with one error but different minimal examples stay two failures; a report
+    without a suite (the conformance suite), without a failure's count (seen once) still merges."""
+    runs = [_run_summary(f"{k}/3", failures=["a"]) for k in (1, 2, 3)]
+    runs[0]["suite"] = "ppaux.conformance and ppaux's tests/"
+    del runs[1]["suite"]
+    runs[1]["failures"][0]["example"] = "another example"
+    del runs[2]["failures"][0]["seen"]
+    slow = {"nodeid": "t.py::slow", "worker": 1, "round": 1, "placement": "cpu", "stopped_by": "budget"}
+    runs[2]["interrupted"] = [slow]
+    merged = merge_runs(runs)
+    assert [(f["example"], f["shard"], f["seen"]) for f in merged["failures"]] == [
+        ("ex", "1/3", 2),
+        ("another example", "2/3", 1),
+    ]
+    assert merged["suite"] == "ppaux.conformance, ppaux.conformance and ppaux's tests/"
+    assert merged["interrupted"] == [dict(slow, shard="3/3")]
 
 
 def _two_shards(tmp_path):
@@ -1576,6 +1624,9 @@ def test_a_redis_url_s_path_names_the_numbered_database_the_examples_are_saved_i
     assert list(open_database(url).fetch(b"test-key")) == []
     host, port = client.connection_pool.connection_kwargs["host"], client.connection_pool.connection_kwargs["port"]
     assert (client.dbsize(), redis.Redis(host=host, port=port, db=3).dbsize()) == (0, 1)
+    # A path that is not a number names database 0, as no path does.
+    open_database(url + "/examples").save(b"other-key", b"example")
+    assert list(open_database(url).fetch(b"other-key")) == [b"example"]
 
 
 @pytest.mark.slow
