@@ -469,6 +469,102 @@ def test_a_round_reports_what_it_runs_and_finds_and_a_replay_round_how_many_exam
     )
 
 
+SHARDED_TESTS = """
+from hypothesis import given, strategies as st
+
+@given(st.none())
+def test_a(n):
+    pass
+
+@given(st.none())
+def test_b(n):
+    pass
+
+@given(st.none())
+def test_c(n):
+    pass
+
+@given(st.none())
+def test_d(n):
+    pass
+
+def test_plain():
+    pass
+"""
+
+BROKEN_ROUND_TESTS = """
+import pytest
+from hypothesis import given, strategies as st
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("the fixture broke")
+
+@given(n=st.just(1))
+def test_set_up_broken(broken, n):
+    pass
+
+@given(n=st.just(1))
+def test_fails(n):
+    assert n == 2, "one is not two"
+"""
+
+
+def _round_events(pytester, monkeypatch, tmp_path, env: dict, *args: str) -> tuple[int, list]:
+    """A fuzz round of pytester's files in this process, as told by ``env``: its exit status and events (no times)."""
+    for name in ("PPAUX_FUZZ_SEED", "PPAUX_FUZZ_SHARD", "PPAUX_FUZZ_MAX_EXAMPLES", "PPAUX_FUZZ_WORKER"):
+        monkeypatch.delenv(name, raising=False)
+    events = tmp_path / "events"
+    for name, value in {"PPAUX_FUZZ_DB": tmp_path / "db", "PPAUX_FUZZ_EVENTS": events, **env}.items():
+        monkeypatch.setenv(name, str(value))
+    result = pytester.runpytest_inprocess("-p", "ppaux.fuzz.pytest_plugin", "--hypothesis-profile=ppaux-fuzz", *args)
+    read = [json.loads(line) for line in events.read_text().splitlines()]
+    return result.ret, [{k: v for k, v in event.items() if k != "time"} for event in read]
+
+
+def test_a_round_of_a_shard_keeps_only_that_shard_s_hypothesis_tests(pytester, monkeypatch, tmp_path):
+    pytester.makepyfile(test_sharded=SHARDED_TESTS)
+    ids = [f"test_sharded.py::test_{x}" for x in "abcd"]
+    kept = [nodeid for nodeid in ids if in_shard(nodeid, (2, 2))]
+    assert 0 < len(kept) < len(ids)  # a share, not all or none of them
+    status, events = _round_events(pytester, monkeypatch, tmp_path, {"PPAUX_FUZZ_SHARD": "2/2"}, "--collect-only", "-q")
+    assert (status, events[1]) == (0, {"kind": "collected", "tests": len(kept), "selected": 4})
+
+
+def test_a_round_reports_a_test_whose_set_up_failed_and_why_a_failure_s_calls_are_not_code(
+    pytester, monkeypatch, tmp_path
+):
+    """A failure in a test's set-up is a failure too (it has no calls to write); with
+    --ppaux-record-calls, a failing test that made no call says so. Without a max_examples
+    from the parent, the round runs the nightly profile's."""
+    pytester.makepyfile(test_broken=BROKEN_ROUND_TESTS)
+    status, events = _round_events(pytester, monkeypatch, tmp_path, {"PPAUX_FUZZ_MODE": "run"}, "--ppaux-record-calls")
+    failures = [event for event in events if event["kind"] == "failure"]
+    assert all(isinstance(failure.pop("text"), str) for failure in failures)
+    assert (status, failures) == (
+        1,
+        [
+            {
+                "kind": "failure",
+                "nodeid": "test_broken.py::test_set_up_broken",
+                "clause": None,
+                "example": None,
+                "blob": None,
+                "error": "RuntimeError: the fixture broke",
+            },
+            {
+                "kind": "failure",
+                "nodeid": "test_broken.py::test_fails",
+                "clause": None,
+                "example": failures[1]["example"],
+                "blob": failures[1]["blob"],
+                "error": "AssertionError: one is not two",
+                "scenario_error": "the test made no call into the implementation",
+            },
+        ],
+    )
+
+
 def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_root(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
     installed = Suite(
