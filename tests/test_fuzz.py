@@ -565,6 +565,36 @@ def test_a_round_reports_a_test_whose_set_up_failed_and_why_a_failure_s_calls_ar
     )
 
 
+STOPPED_ROUND_TESTS = """
+import os, signal
+from hypothesis import given, strategies as st
+
+@given(st.none())
+def test_stopped(n):
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # the parent stopping the round
+    except KeyboardInterrupt as exc:
+        raise AssertionError("turned into a failure: KeyboardInterrupt") from exc
+
+@given(st.none())
+def test_never_run(n):
+    pass
+"""
+
+
+def test_a_test_that_turns_the_round_s_stop_into_a_failure_is_interrupted_not_failed(pytester, monkeypatch, tmp_path):
+    # As Hypothesis may do with the KeyboardInterrupt of a stop: no verdict, no finding, and the round ends there.
+    pytester.makepyfile(test_stopped=STOPPED_ROUND_TESTS)
+    status, events = _round_events(
+        pytester, monkeypatch, tmp_path, {"PPAUX_FUZZ_MODE": "run", "PPAUX_FUZZ_MAX_EXAMPLES": 1}
+    )
+    assert [e for e in events if e["kind"] not in ("started", "progress", "finished")] == [
+        {"kind": "collected", "tests": 2, "selected": 2},
+        {"kind": "running", "nodeid": "test_stopped.py::test_stopped"},
+        {"kind": "interrupted", "nodeid": "test_stopped.py::test_stopped"},
+    ]
+
+
 def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_root(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
     installed = Suite(
