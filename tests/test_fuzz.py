@@ -588,6 +588,8 @@ def test_a_test_that_turns_the_round_s_stop_into_a_failure_is_interrupted_not_fa
     status, events = _round_events(
         pytester, monkeypatch, tmp_path, {"PPAUX_FUZZ_MODE": "run", "PPAUX_FUZZ_MAX_EXAMPLES": 1}
     )
+    # Stopped, as pytest says of a session told to stop: exit 2.
+    assert (status, events[-1]) == (2, {"kind": "finished", "exitstatus": 2})
     assert [e for e in events if e["kind"] not in ("started", "progress", "finished")] == [
         {"kind": "collected", "tests": 2, "selected": 2},
         {"kind": "running", "nodeid": "test_stopped.py::test_stopped"},
