@@ -862,6 +862,7 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
     dead = {"worker": 1, "round": 2, "placement": "cuda:0", "test": None, "exit_status": -9, "log": "w1.log"}
     summary = _run_summary("1/2", dead=[dead], complete=False)
     summary.update(tests="add and not slow", timeout_s=2.5, examples=12345, examples_per_s=3.3, elapsed_s=3725.4)
+    summary["suite"] = "ppaux.conformance and ppaux's tests/"  # a checkout's run
     summary["budget_s"] = 7200.0
     summary["workers"][0].update(died=dead, examples=12345)
     summary["rounds"].append(
@@ -904,7 +905,8 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
             "",
             "- started: 2026-12-02T01:00:00+00:00; ran 1:02:05 of a 2:00:00 budget"
             " (stopped early by SIGTERM: partial report)",
-            "- implementation: `x.py`; suite: ppaux.conformance; tests: `add and not slow`; shard 1/2",
+            "- implementation: `x.py`; suite: ppaux.conformance and ppaux's tests/;"
+            " tests: `add and not slow`; shard 1/2",
             "- workers: 1; placements: cpu",
             "- example database: `redis://h:1`",
             "- examples: 12,345 (3.3/s) in 2 rounds",
