@@ -159,6 +159,22 @@ def test_placements_bind_each_worker_to_a_gpu_in_turn_and_pair_gpus_where_two_ex
     assert format_duration(3725) == "1:02:05" and format_duration(65) == "01:05"
 
 
+def test_the_gpus_a_worker_may_take_are_those_torch_sees_named_as_cuda_visible_devices_names_them(monkeypatch):
+    import torch
+
+    from ppaux.fuzz.options import visible_gpus
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert visible_gpus() == ["0", "1"]
+    # This process's own list, as far as torch sees devices in it.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3, 5,7")
+    assert visible_gpus() == ["3", "5"]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert visible_gpus() == []
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -453,6 +469,134 @@ def test_a_round_reports_what_it_runs_and_finds_and_a_replay_round_how_many_exam
     )
 
 
+SHARDED_TESTS = """
+from hypothesis import given, strategies as st
+
+@given(st.none())
+def test_a(n):
+    pass
+
+@given(st.none())
+def test_b(n):
+    pass
+
+@given(st.none())
+def test_c(n):
+    pass
+
+@given(st.none())
+def test_d(n):
+    pass
+
+def test_plain():
+    pass
+"""
+
+BROKEN_ROUND_TESTS = """
+import pytest
+from hypothesis import given, strategies as st
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("the fixture broke")
+
+@given(n=st.just(1))
+def test_set_up_broken(broken, n):
+    pass
+
+@given(n=st.just(1))
+def test_fails(n):
+    assert n == 2, "one is not two"
+"""
+
+
+def _round_events(pytester, monkeypatch, tmp_path, env: dict, *args: str) -> tuple[int, list]:
+    """A fuzz round of pytester's files in this process, as told by ``env``: its exit status and events (no times)."""
+    for name in ("PPAUX_FUZZ_SEED", "PPAUX_FUZZ_SHARD", "PPAUX_FUZZ_MAX_EXAMPLES", "PPAUX_FUZZ_WORKER"):
+        monkeypatch.delenv(name, raising=False)
+    events = tmp_path / "events"
+    for name, value in {"PPAUX_FUZZ_DB": tmp_path / "db", "PPAUX_FUZZ_EVENTS": events, **env}.items():
+        monkeypatch.setenv(name, str(value))
+    result = pytester.runpytest_inprocess("-p", "ppaux.fuzz.pytest_plugin", "--hypothesis-profile=ppaux-fuzz", *args)
+    read = [json.loads(line) for line in events.read_text().splitlines()]
+    return result.ret, [{k: v for k, v in event.items() if k != "time"} for event in read]
+
+
+def test_a_round_of_a_shard_keeps_only_that_shard_s_hypothesis_tests(pytester, monkeypatch, tmp_path):
+    pytester.makepyfile(test_sharded=SHARDED_TESTS)
+    ids = [f"test_sharded.py::test_{x}" for x in "abcd"]
+    kept = [nodeid for nodeid in ids if in_shard(nodeid, (2, 2))]
+    assert 0 < len(kept) < len(ids)  # a share, not all or none of them
+    status, events = _round_events(pytester, monkeypatch, tmp_path, {"PPAUX_FUZZ_SHARD": "2/2"}, "--collect-only", "-q")
+    assert (status, events[1]) == (0, {"kind": "collected", "tests": len(kept), "selected": 4})
+
+
+def test_a_round_reports_a_test_whose_set_up_failed_and_why_a_failure_s_calls_are_not_code(
+    pytester, monkeypatch, tmp_path
+):
+    """A failure in a test's set-up is a failure too (it has no calls to write); with
+    --ppaux-record-calls, a failing test that made no call says so. Without a max_examples
+    from the parent, the round runs the nightly profile's."""
+    pytester.makepyfile(test_broken=BROKEN_ROUND_TESTS)
+    status, events = _round_events(pytester, monkeypatch, tmp_path, {"PPAUX_FUZZ_MODE": "run"}, "--ppaux-record-calls")
+    failures = [event for event in events if event["kind"] == "failure"]
+    assert all(isinstance(failure.pop("text"), str) for failure in failures)
+    assert (status, failures) == (
+        1,
+        [
+            {
+                "kind": "failure",
+                "nodeid": "test_broken.py::test_set_up_broken",
+                "clause": None,
+                "example": None,
+                "blob": None,
+                "error": "RuntimeError: the fixture broke",
+            },
+            {
+                "kind": "failure",
+                "nodeid": "test_broken.py::test_fails",
+                "clause": None,
+                "example": failures[1]["example"],
+                "blob": failures[1]["blob"],
+                "error": "AssertionError: one is not two",
+                "scenario_error": "the test made no call into the implementation",
+            },
+        ],
+    )
+
+
+STOPPED_ROUND_TESTS = """
+import os, signal
+from hypothesis import given, strategies as st
+
+@given(st.none())
+def test_stopped(n):
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # the parent stopping the round
+    except KeyboardInterrupt as exc:
+        raise AssertionError("turned into a failure: KeyboardInterrupt") from exc
+
+@given(st.none())
+def test_never_run(n):
+    pass
+"""
+
+
+def test_a_test_that_turns_the_round_s_stop_into_a_failure_is_interrupted_not_failed(pytester, monkeypatch, tmp_path):
+    # As Hypothesis may do with the KeyboardInterrupt of a stop: no verdict, no finding, and the round ends there.
+    pytester.makepyfile(test_stopped=STOPPED_ROUND_TESTS)
+    status, events = _round_events(
+        pytester, monkeypatch, tmp_path, {"PPAUX_FUZZ_MODE": "run", "PPAUX_FUZZ_MAX_EXAMPLES": 1}
+    )
+    # Stopped, as pytest says of a session told to stop: exit 2.
+    assert (status, events[-1]) == (2, {"kind": "finished", "exitstatus": 2})
+    assert [e for e in events if e["kind"] not in ("started", "progress", "finished")] == [
+        {"kind": "collected", "tests": 2, "selected": 2},
+        {"kind": "running", "nodeid": "test_stopped.py::test_stopped"},
+        {"kind": "interrupted", "nodeid": "test_stopped.py::test_stopped"},
+    ]
+
+
 def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_root(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
     installed = Suite(
@@ -462,10 +606,14 @@ def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_ro
         impl="mine",
         timeout=2.0,
         shard=(2, 3),
+        record_calls=True,
         checkout=False,
         cwd=tmp_path,
     )
-    assert installed.command()[3:] == [
+    assert installed.command() == [
+        sys.executable,
+        "-m",
+        "pytest",
         "-p",
         "ppaux.fuzz.pytest_plugin",
         "--hypothesis-profile=ppaux-fuzz",
@@ -482,6 +630,7 @@ def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_ro
         "mine",
         "--ppaux-timeout",
         "2.0",
+        "--ppaux-record-calls",
         "--pyargs",
         "ppaux.conformance",
         "-c",
@@ -713,6 +862,7 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
     dead = {"worker": 1, "round": 2, "placement": "cuda:0", "test": None, "exit_status": -9, "log": "w1.log"}
     summary = _run_summary("1/2", dead=[dead], complete=False)
     summary.update(tests="add and not slow", timeout_s=2.5, examples=12345, examples_per_s=3.3, elapsed_s=3725.4)
+    summary["suite"] = "ppaux.conformance and ppaux's tests/"  # a checkout's run
     summary["budget_s"] = 7200.0
     summary["workers"][0].update(died=dead, examples=12345)
     summary["rounds"].append(
@@ -755,7 +905,8 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
             "",
             "- started: 2026-12-02T01:00:00+00:00; ran 1:02:05 of a 2:00:00 budget"
             " (stopped early by SIGTERM: partial report)",
-            "- implementation: `x.py`; suite: ppaux.conformance; tests: `add and not slow`; shard 1/2",
+            "- implementation: `x.py`; suite: ppaux.conformance and ppaux's tests/;"
+            " tests: `add and not slow`; shard 1/2",
             "- workers: 1; placements: cpu",
             "- example database: `redis://h:1`",
             "- examples: 12,345 (3.3/s) in 2 rounds",
@@ -815,13 +966,45 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
 
 
 def test_a_run_without_failures_says_none_under_failures(tmp_path):
-    write_run(_run_summary("1/1"), tmp_path)
+    # A run of no shard, as an earlier version wrote it (no suite): its rounds are of no shard ("-").
+    summary = _run_summary("1/1")
+    del summary["suite"]
+    summary["shard"] = None
+    summary["rounds"].append(dict(summary["rounds"][0], worker=2))
+    write_run(summary, tmp_path)
     page = (tmp_path / "fuzz.md").read_text()
+    assert page.splitlines()[3] == "- implementation: `x.py`; suite: ppaux.conformance; tests: `all Hypothesis tests`"
+    rounds = (
+        "| shard | worker | round | placement | examples/test | tests | examples | ended by |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        "| - | 1 | 1 | cpu | 50 | 3 | 100 | budget |\n"
+        "| - | 2 | 1 | cpu | 50 | 3 | 100 | budget |\n"
+    )
+    assert rounds in page
     assert (
         page.split("## Failures\n\n", 1)[1]
         == "None.\n\nReplay every saved failure: `ppaux fuzz replay --db redis://h:1`\n"
     )
     assert "## Dead workers" not in page and "## Interrupted" not in page
+
+
+def test_merging_keeps_a_test_s_different_examples_apart_and_reads_reports_of_earlier_versions():
+    """Failures of one test with one error but different minimal examples stay two failures; a report
+    without a suite (the conformance suite), without a failure's count (seen once) still merges."""
+    runs = [_run_summary(f"{k}/3", failures=["a"]) for k in (1, 2, 3)]
+    runs[0]["suite"] = "ppaux.conformance and ppaux's tests/"
+    del runs[1]["suite"]
+    runs[1]["failures"][0]["example"] = "another example"
+    del runs[2]["failures"][0]["seen"]
+    slow = {"nodeid": "t.py::slow", "worker": 1, "round": 1, "placement": "cpu", "stopped_by": "budget"}
+    runs[2]["interrupted"] = [slow]
+    merged = merge_runs(runs)
+    assert [(f["example"], f["shard"], f["seen"]) for f in merged["failures"]] == [
+        ("ex", "1/3", 2),
+        ("another example", "2/3", 1),
+    ]
+    assert merged["suite"] == "ppaux.conformance, ppaux.conformance and ppaux's tests/"
+    assert merged["interrupted"] == [dict(slow, shard="3/3")]
 
 
 def _two_shards(tmp_path):
@@ -901,19 +1084,24 @@ def test_the_verdict_of_a_run_that_fuzzed_nothing_or_lost_a_worker_is_not_clean(
 
 
 # A stand-in for a round's pytest process: it appends the events $FAKE_ROUND lists for its worker
-# (worker "1", "2"; "*" for any), then ends as told: "exit N", "kill" (SIGKILL, as the OOM
-# killer would), "hang" (says it was interrupted on SIGINT, then hangs on), "interrupt-parent"
-# (Ctrl-C to the fuzz job); after "linger" seconds, if given.
+# (worker "1", "2"; "*" for any), after an "environment" event with what the fuzz job told it, then
+# ends as told: "exit N", "kill" (SIGKILL, as the OOM killer would), "hang" (says it was interrupted on
+# SIGINT, then hangs on), "interrupt-parent" (Ctrl-C to the fuzz job); after "linger" seconds, if given.
+# Its last words go to stderr and stdout (both into the round's log), none if "quiet".
 FAKE_ROUND = """
 import json, os, signal, sys, time
 plan = json.loads(os.environ["FAKE_ROUND"])
 worker = os.environ["PPAUX_FUZZ_WORKER"].partition("/")[0]
 steps = plan.get(worker, plan.get("*"))
+told = {k: os.environ.get("PPAUX_FUZZ_" + k.upper()) for k in ("mode", "worker", "seed", "shard", "max_examples")}
 with open(os.environ["PPAUX_FUZZ_EVENTS"], "a") as fh:
-    for event in steps["events"]:
+    for event in [{"kind": "environment", **told}, *steps["events"]]:
         fh.write(json.dumps(event) + "\\n")
-print("last words of worker", worker)
-sys.stdout.flush()
+if not steps.get("quiet"):
+    sys.stderr.write("a warning of worker " + worker + "\\n")
+    sys.stderr.flush()
+    print("last words of worker", worker)
+    sys.stdout.flush()
 time.sleep(steps.get("linger", 0))
 end = steps["end"]
 if end == "kill":
@@ -939,13 +1127,16 @@ class ScriptedSuite(Suite):
         return [sys.executable, "-c", FAKE_ROUND]
 
 
-def scripted_run(tmp_path, monkeypatch, plan, *, workers=2, budget=60.0, shard=None, **kwargs) -> FuzzRun:
+def scripted_run(
+    tmp_path, monkeypatch, plan, *, workers=2, budget=60.0, shard=None, where=("cpu",), **kwargs
+) -> FuzzRun:
+    """A run of ``workers`` scripted workers, worker N on ``where``'s N-th placement (in turn)."""
     monkeypatch.setenv("FAKE_ROUND", json.dumps(plan))
     suite = ScriptedSuite(db="d", workdir=tmp_path / "rounds", shard=shard)
     return FuzzRun(
         budget=budget,
         suite=suite,
-        workers=[Worker(i + 1, ["cpu"]) for i in range(workers)],
+        workers=[Worker(i + 1, [where[i % len(where)]]) for i in range(workers)],
         nightly_max_examples=10,
         progress=Progress(io.StringIO(), tty=False),
         **kwargs,
@@ -967,16 +1158,23 @@ def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reporte
         monkeypatch,
         {"1": {"events": events, "end": "exit 1", "linger": 20}, "2": {"events": events, "end": "kill"}},
         budget=5.0,
+        where=("cpu", "cuda:0"),
     )
     (tmp_path / "rounds").mkdir()
     (tmp_path / "rounds" / "worker-9-round-001.log").write_text("a stale round of an earlier run")
     run.run()
     summary = run.summary()
     [failure] = summary["failures"]
-    assert (failure["workers"], failure["seen"], failure["clause"]) == ([1, 2], 2, "add.7")
+    # Hit on both workers' placements: the failure names them both.
+    assert (failure["workers"], failure["placements"], failure["seen"], failure["clause"]) == (
+        [1, 2],
+        ["cpu", "cuda:0"],
+        2,
+        "add.7",
+    )
     log = str(tmp_path / "rounds" / "worker-2-round-001.log")
     assert summary["dead_workers"] == [
-        {"worker": 2, "round": 1, "placement": "cpu", "test": "t.py::t", "exit_status": -9, "log": log}
+        {"worker": 2, "round": 1, "placement": "cuda:0", "test": "t.py::t", "exit_status": -9, "log": log}
     ]
     assert (summary["examples"], summary["stopped_by"], verdict(summary)) == (
         14,
@@ -1073,7 +1271,9 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
         "failures": 2,
         "died": None,
     }
-    assert worker["timeline"][-1][1:] == [7, 2] and summary["timeline"][-1][1:] == [7, 2]
+    # A point when the counts change, and one at the end of the run, for the worker and the run alike.
+    assert [p[1:] for p in worker["timeline"]] == [[0, 0], [7, 2], [7, 2]] == [p[1:] for p in summary["timeline"]]
+    assert worker["timeline"][-1][0] == summary["timeline"][-1][0] == round(run.elapsed, 2)
     [round_] = summary["rounds"]
     assert {k: round_[k] for k in ("worker", "round", "placement", "max_examples", "examples", "tests", "log")} == {
         "worker": 1,
@@ -1084,6 +1284,12 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
         "tests": 1,
         "log": str(tmp_path / "rounds" / "worker-1-round-001.log"),
     }
+    # Seconds to a tenth, as float (fuzz.json says 3.0, not 3), and the rate over them.
+    assert 0 < run.elapsed < 60 and (summary["elapsed_s"], summary["examples_per_s"]) == (
+        round(run.elapsed, 1),
+        round(7 / run.elapsed, 1),
+    )
+    assert isinstance(summary["elapsed_s"], float)
     assert {k: summary[k] for k in summary if k not in ("started_at", "elapsed_s", "examples_per_s", "timeline")} == {
         "kind": "fuzz-run",
         "budget_s": 60.0,
@@ -1105,11 +1311,62 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
         "interrupted": [],
     }
     assert verdict(summary) == (1, None)
-    said = [line for line in run.progress.stream.getvalue().splitlines() if line.startswith("fuzz: ")]
+    # The progress line once its round started, each new failure, and the line at the end.
+    *said, last = run.progress.stream.getvalue().splitlines()
     assert said == [
+        "fuzz 00:00/01:00  round 1 (cpu)  examples 0  0/s  failures 0",
         "fuzz: FAILURE t.py::t (worker 1, round 1, cpu): E",
         "fuzz: FAILURE t.py::u (worker 1, round 1, cpu): see the report",
     ]
+    assert re.fullmatch(r"fuzz 00:\d\d/01:00  round 1 \(cpu\)  examples 7  [\d,]+/s  failures 2", last), last
+    # The round was told it fuzzes (this shard), as worker 1 of 1, with its own seed and max_examples.
+    events = tmp_path / "rounds" / "worker-1-round-001.events.jsonl"
+    assert json.loads(events.read_text().splitlines()[0]) == {
+        "kind": "environment",
+        "mode": "run",
+        "worker": "1/1",
+        "seed": "8",
+        "shard": "1/2",
+        "max_examples": "50",
+    }
+
+
+def test_a_run_on_cuda_fuzzes_on_the_gpus_only_with_the_seed_tests_and_max_failures_given(
+    tmp_path, monkeypatch, capsys
+):
+    """``ppaux fuzz run --devices cuda`` with two GPUs visible and scripted rounds: the worker's placements
+    (no CPU), the seed its round is given, --tests and --max-failures 1 (the first failure stops it)."""
+    import ppaux.fuzz.options as options
+    import ppaux.fuzz.rounds as rounds
+
+    events = [COLLECTED, {"kind": "progress", "examples": 4}, FAILURE]
+    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": events, "end": "exit 1"}}))
+    monkeypatch.setattr(rounds, "Suite", ScriptedSuite)
+    monkeypatch.setattr(options, "visible_gpus", lambda: ["0", "1"])
+    report = tmp_path / "report"
+    status, out, err = ppaux_fuzz(
+        capsys,
+        *("run", "--devices", "cuda", "--workers", "1", "--seed", "11", "--tests", "t", "--max-failures", "1"),
+        *("--db", str(tmp_path / "db"), "--report", str(report)),
+    )
+    assert (status, out) == (1, ""), err
+    lines = err.splitlines()
+    assert lines[1:2] + lines[3:] == [
+        "fuzz: FAILURE t.py::t (worker 1, round 1, cuda:0): E",
+        f"fuzz: report {report / 'fuzz.md'}",
+    ]
+    summary = json.loads((report / "fuzz.json").read_text())
+    assert {k: summary[k] for k in ("placements", "seed", "tests", "stopped_by", "examples")} == {
+        "placements": ["cuda:0", "cuda:0,1"],
+        "seed": 11,
+        "tests": "t",
+        "stopped_by": "max-failures",
+        "examples": 4,
+    }
+    assert [r["placement"] for r in summary["rounds"]] == ["cuda:0"]
+    # Round 1 of worker 1 draws from seed 11 + 1.
+    told = json.loads((report / "rounds" / "worker-1-round-001.events.jsonl").read_text().splitlines()[0])
+    assert (told["seed"], told["worker"]) == ("12", "1/1")
 
 
 def test_a_round_that_breaks_after_its_tests_were_collected_is_a_dead_worker_not_bad_input(tmp_path, monkeypatch):
@@ -1123,28 +1380,34 @@ def test_a_round_that_breaks_after_its_tests_were_collected_is_a_dead_worker_not
         "worker-1-round-001.events.jsonl",
         "worker-1-round-001.log",
     ]
-    assert (tmp_path / "rounds" / "worker-1-round-001.log").read_text() == "last words of worker 1\n"
+    # Its stderr as well as its stdout.
+    log = "a warning of worker 1\nlast words of worker 1\n"
+    assert (tmp_path / "rounds" / "worker-1-round-001.log").read_text() == log
     assert verdict(run.summary()) == (1, "1 worker(s) died: see the report")
 
 
 @pytest.mark.parametrize(
-    "events, shard, message",
+    "events, shard, quiet, message",
     [
-        ([COLLECTED], (2, 2), "shard 2/2 holds none of the 3 selected Hypothesis tests; nothing to fuzz here"),
+        ([COLLECTED], (2, 2), False, "shard 2/2 holds none of the 3 selected Hypothesis tests; nothing to fuzz here"),
         (
             [{"kind": "collected", "tests": 0}],
             None,
+            False,
             "no Hypothesis tests match the selection (--tests); nothing to fuzz",
         ),
-        ([], None, "pytest could not run the round (usage error, exit 4); see {log}: last words of worker 1"),
+        ([], None, False, "pytest could not run the round (usage error, exit 4); see {log}: last words of worker 1"),
+        ([], None, True, "pytest could not run the round (usage error, exit 4); see {log}: no output"),
     ],
 )
-def test_a_selection_that_cannot_run_stops_every_worker_with_one_line(tmp_path, monkeypatch, events, shard, message):
+def test_a_selection_that_cannot_run_stops_every_worker_with_one_line(
+    tmp_path, monkeypatch, events, shard, quiet, message
+):
     status = 4 if not events else 5
     run = scripted_run(
         tmp_path,
         monkeypatch,
-        {"1": {"events": events, "end": f"exit {status}"}, "2": {"events": [], "end": "hang"}},
+        {"1": {"events": events, "end": f"exit {status}", "quiet": quiet}, "2": {"events": [], "end": "hang"}},
         shard=shard,
     )
     with pytest.raises(RunError) as caught:
@@ -1184,9 +1447,13 @@ def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeyp
             replay.run()
     finally:
         signal.signal(signal.SIGINT, runners)
-    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": [], "end": "exit 3"}}))
-    with pytest.raises(RunError, match=r"^pytest could not run the replay \(exit 3\); see .*: last words of worker 1$"):
-        replay.run()
+    # The replay's one round is round 0 of worker 1; its log's last line says why it ended.
+    log = tmp_path / "worker-1-round-000.log"
+    for quiet, last in ((False, "last words of worker 1"), (True, "no output")):
+        monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": [], "end": "exit 3", "quiet": quiet}}))
+        with pytest.raises(RunError) as caught:
+            replay.run()
+        assert str(caught.value) == f"pytest could not run the replay (exit 3); see {log}: {last}"
 
 
 def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tmp_path, monkeypatch, capsys):
@@ -1212,6 +1479,16 @@ def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tm
         f"fuzz replay: report {report / 'replay.md'}\n",
         "",
     )
+    # One round, round 0 of worker 1, told to replay: no seed, no shard (every shard's failures), no max_examples.
+    told = (report / "rounds" / "worker-1-round-000.events.jsonl").read_text().splitlines()[0]
+    assert json.loads(told) == {
+        "kind": "environment",
+        "mode": "replay",
+        "worker": "1/1",
+        "seed": None,
+        "shard": None,
+        "max_examples": None,
+    }
     summary = json.loads((report / "replay.json").read_text())
     # Indented for a person reading it, as fuzz.json is.
     assert (report / "replay.json").read_text() == json.dumps(summary, indent=2)
@@ -1333,6 +1610,8 @@ def test_progress_redraws_one_line_on_a_terminal_and_prints_lines_otherwise():
         "fuzz 00:01/01:00  round 1 (cpu)  examples 10  10/s  failures 0",
         "fuzz 00:03/01:00  round 1 (cpu)  examples 30  10/s  failures 0",
     ]
+    # At the very start, before any time has passed: no rate yet.
+    assert progress_line(60, 0, 0, 0, "cpu", 1) == "fuzz 00:00/01:00  round 1 (cpu)  examples 0  0/s  failures 0"
 
 
 def _env() -> dict:
@@ -1475,6 +1754,9 @@ def test_a_redis_url_s_path_names_the_numbered_database_the_examples_are_saved_i
     assert list(open_database(url).fetch(b"test-key")) == []
     host, port = client.connection_pool.connection_kwargs["host"], client.connection_pool.connection_kwargs["port"]
     assert (client.dbsize(), redis.Redis(host=host, port=port, db=3).dbsize()) == (0, 1)
+    # A path that is not a number names database 0, as no path does.
+    open_database(url + "/examples").save(b"other-key", b"example")
+    assert list(open_database(url).fetch(b"other-key")) == [b"example"]
 
 
 @pytest.mark.slow
@@ -1659,3 +1941,80 @@ def test_sigterm_stops_cleanly_with_a_partial_report(tmp_path):
         err.splitlines()[0] == "fuzz: no CUDA device visible: fuzzing on CPU only"
         or os.environ.get("CUDA_VISIBLE_DEVICES") != ""
     )
+
+
+# A hang (its call run in a child with the run's --timeout) and a failure whose calls were not recorded.
+HANG_FAILURE = {
+    "kind": "failure",
+    "nodeid": "t.py::test_hangs",
+    "clause": "add.1",
+    "error": "ppaux.isolation.Hang: the call did not return within 5 s",
+}
+UNRECORDED_FAILURE = {"kind": "failure", "nodeid": "t.py::test_unrecorded", "error": "AssertionError: x"}
+
+
+@pytest.mark.subprocess
+def test_a_replay_with_regressions_writes_a_proven_file_per_still_failing_clause_and_says_so(
+    tmp_path, monkeypatch, capsys
+):
+    """``ppaux fuzz replay --regressions DIR`` with a scripted round and a scripted proof: where the user
+    stands, the --impl file, --db and --timeout; each still-failing clause's file on the console and in
+    replay.json, a failure without a clause under "unclassified", and why one could not be written."""
+    import ppaux.fuzz.options as options
+    import ppaux.fuzz.rounds as rounds
+    from ppaux.testing.scenario import Call, describe
+    from tests.test_regressions_files import PREFIX, ScriptedProof
+
+    proof = ScriptedProof(tmp_path, monkeypatch)
+    proof.set()
+    recorded = describe([Call("add", {"next_token_ids": [1]}, None, [("next_token_ids", [1])])], PREFIX)
+    events = [
+        {"kind": "test", "nodeid": "t.py::test_hangs", "outcome": "failed", "saved": 1},
+        {"kind": "test", "nodeid": "t.py::test_unrecorded", "outcome": "failed", "saved": 2},
+        dict(HANG_FAILURE, scenario=recorded),
+        UNRECORDED_FAILURE,
+    ]
+    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": events, "end": "exit 1"}}))
+    monkeypatch.setattr(rounds, "Suite", ScriptedSuite)
+    # Two GPUs visible: the replay sees them both.
+    monkeypatch.setattr(options, "visible_gpus", lambda: ["0", "1"])
+    shutil.copy(BROKEN, tmp_path / "mine.py")
+    (tmp_path / "db").mkdir()
+    monkeypatch.chdir(tmp_path)
+    out = Path("regressions")  # named as the user gave it, relative to where they stand
+    out.mkdir()
+    status, said, err = ppaux_fuzz(
+        capsys,
+        *("replay", "--impl", "mine.py", "--db", "db", "--timeout", "5", "--report", "report"),
+        *("--regressions", "regressions"),
+    )
+    file = out / "test_add_1.py"
+    why = "the test's calls were not recorded"
+    assert (status, said, err) == (
+        1,
+        "fuzz replay: 3 saved examples in 2 tests; still failing: 2; no longer failing: 0\n"
+        f"  FAILS t.py::test_hangs: {HANG_FAILURE['error']}\n"
+        "  FAILS t.py::test_unrecorded: AssertionError: x\n"
+        f"  REGRESSION TEST {file} (add.1): test_hangs\n"
+        f"  NO REGRESSION TEST for t.py::test_unrecorded: {why}\n"
+        f"fuzz replay: report {tmp_path / 'report' / 'replay.md'}\n",
+        "",
+    )
+    summary = json.loads((tmp_path / "report" / "replay.json").read_text())
+    assert {k: summary[k] for k in ("impl", "db", "placement", "regressions")} == {
+        "impl": str(tmp_path / "mine.py"),
+        "db": str(tmp_path / "db"),
+        "placement": "cuda:0,1",
+        "regressions": {
+            "directory": str(out),
+            "files": [{"clause": "add.1", "path": str(file), "tests": ["test_hangs"]}],
+            "refused": [{"clause": "unclassified", "nodeid": "t.py::test_unrecorded", "why": why}],
+            "removed": [],
+        },
+    }
+    assert os.listdir(out) == ["test_add_1.py"]
+    # A hang's calls run in a child, given the run's --timeout.
+    assert (
+        "        exitcode = run_in_child(hangs_calls, seconds=5.0)\n"
+        '        self.assertIsNotNone(exitcode, "the calls did not return within 5 s")\n'
+    ) in file.read_text()
