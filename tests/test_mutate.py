@@ -1356,7 +1356,7 @@ def test_a_narrowed_runs_total_counts_the_module_mutmut_was_rewriting_when_the_r
             # Output on both sides of the line, as mutmut's spinner writes, so that it is read at once.
             spin = "\\u280b Generating mutants\\r" * 20
             print(spin + line.format(1, 1) + spin, end="", flush=True)
-            time.sleep(0.3)
+            time.sleep(0.1)
             open({str(meta)!r}, "w").write({whole!r})
             print(line.format(2, 2), end="", flush=True)
             """

@@ -47,10 +47,10 @@ __all__ = [
 # mutant that crashes or loops is mutmut's to stop (its own timeout); the per-call limit stays.
 MUTANT_PYTEST_ARGS = ("-p", "ppaux.mutation.mutant_runs", "-p", "no:unraisableexception", "--ppaux-isolation=off")
 _RESULT_LINE = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+?)\s*$")
+# How often, and how far apart, a .meta file that does not parse is read again (a fifth of a second in all).
+META_READS = 10
+META_REREAD_S = 0.02
 # mutmut's progress line: "⠹ 44/53  🎉 44 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0".
-# How often, and how far apart, a .meta file that does not parse is read again (a second in all).
-META_READS = 20
-META_REREAD_S = 0.05
 _PROGRESS = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+)\s+🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)")
 
 
