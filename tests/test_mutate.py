@@ -1350,7 +1350,7 @@ def test_a_narrowed_runs_total_counts_the_module_mutmut_was_rewriting_when_the_r
     (standin / "__main__.py").write_text(
         textwrap.dedent(
             f"""
-            import sys, time
+            import time
             line = {progress_line!r}
             open({str(meta)!r}, "w").write({whole[:40]!r})
             # Output on both sides of the line, as mutmut's spinner writes, so that it is read at once.

@@ -48,8 +48,8 @@ __all__ = [
 MUTANT_PYTEST_ARGS = ("-p", "ppaux.mutation.mutant_runs", "-p", "no:unraisableexception", "--ppaux-isolation=off")
 _RESULT_LINE = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+?)\s*$")
 # How often, and how far apart, a .meta file that does not parse is read again (a fifth of a second in all).
-META_READS = 10
-META_REREAD_S = 0.02
+_META_READS = 10
+_META_REREAD_S = 0.02
 # mutmut's progress line: "⠹ 44/53  🎉 44 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0".
 _PROGRESS = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+)\s+🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)")
 
@@ -105,15 +105,15 @@ def _exit_codes(mutants: Path) -> dict[str, int | None]:
 def _read_meta(meta: Path) -> dict[str, Any]:
     # mutmut rewrites a module's .meta in place as its mutants finish: a read may catch it half
     # written, and is tried again (a rewrite takes milliseconds); one that never parses counts nothing.
-    for _ in range(META_READS):
+    for _ in range(_META_READS):
         try:
-            data = json.loads(meta.read_text(encoding="utf-8"))
+            data: dict[str, Any] = json.loads(meta.read_text(encoding="utf-8"))
         except OSError:
             return {}
         except ValueError:
-            time.sleep(META_REREAD_S)
+            time.sleep(_META_REREAD_S)
             continue
-        return data  # type: ignore[no-any-return]
+        return data
     return {}
 
 
