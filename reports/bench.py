@@ -9,6 +9,8 @@
 3. the extra cost of integrity mode: add+pop in process, and the gloo relay with the manifest.
 4. the wall time of the main job, ``ppaux check`` on the reference in a fresh interpreter (the
    goal: at most 15 s on 2 cores).
+5. with ``--test-runs N``: the README's test command from this checkout, N times with Python's
+   bytecode cache on and N times with it off, alternately (the goal: at most 60 s on 2 cores).
 
 Numbers are medians of repeated runs on whatever machine runs this; nothing here is asserted.
 """
@@ -19,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -222,6 +225,44 @@ def bench_check(runs: int) -> list[dict[str, Any]]:
     ]
 
 
+# The README's test command; pytest's own figure is the last line's "in 58.38s".
+TEST_COMMAND = ["pytest", "--hypothesis-profile=ci", "-n", "2"]
+_PYTEST_SECONDS = re.compile(r" in ([0-9.]+)s")
+
+
+def bench_test_run(runs: int) -> list[dict[str, Any]]:
+    """The README's test command from the checkout this file is in, ``runs`` times with the
+    bytecode cache on and as many with it off (``PYTHONDONTWRITEBYTECODE=1``, as some machines set
+    it: every process then compiles every module it imports), alternately, so that a machine
+    that slows down for a while slows both."""
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    envs = {"on": base, "off": dict(base, PYTHONDONTWRITEBYTECODE="1")}
+    # A collection first, so that the cache-on runs find the bytecode (pytest's rewritten test modules too).
+    subprocess.run([*TEST_COMMAND[:1], "--collect-only", "-q"], cwd=checkout, env=envs["on"], capture_output=True)
+    seen: dict[str, list[tuple[float, float]]] = {"on": [], "off": []}
+    for _ in range(runs):
+        for cache, env in envs.items():
+            start = time.perf_counter()
+            proc = subprocess.run(TEST_COMMAND, cwd=checkout, env=env, capture_output=True, text=True)
+            wall = time.perf_counter() - start
+            if proc.returncode != 0:
+                raise RuntimeError(f"{' '.join(TEST_COMMAND)} exited {proc.returncode}:\n{proc.stdout[-2000:]}")
+            figures = _PYTEST_SECONDS.findall(proc.stdout.strip().splitlines()[-1])
+            seen[cache].append((wall, float(figures[-1])))
+    return [
+        {
+            "command": " ".join(TEST_COMMAND),
+            "bytecode cache": cache,
+            "runs": runs,
+            "median wall s": statistics.median(w for w, _ in rows),
+            "wall s, each": ", ".join(f"{w:.1f}" for w, _ in rows),
+            "pytest's s, each": ", ".join(f"{p:.1f}" for _, p in rows),
+        }
+        for cache, rows in seen.items()
+    ]
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
     keys = list(rows[0])
     fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
@@ -236,6 +277,13 @@ def main(argv: Any = None) -> int:
     parser.add_argument(
         "--check-runs", type=int, default=1, help="runs of ppaux check to time (default 1; the median is kept)"
     )
+    parser.add_argument(
+        "--test-runs",
+        type=int,
+        default=0,
+        help="runs of the README's test command, with the bytecode cache on and off each (default 0: not timed; "
+        "about a minute a run)",
+    )
     parser.add_argument("--out", default=OUT, help=f"output directory (default {OUT})")
     args = parser.parse_args(argv)
     results = {
@@ -249,6 +297,7 @@ def main(argv: Any = None) -> int:
         "integrity_in_process": bench_integrity_in_process(args.repeat),
         "gloo_relay": bench_gloo(args.repeat),
         "check": bench_check(args.check_runs),
+        "test_run": bench_test_run(args.test_runs) if args.test_runs else [],
     }
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench.json"), "w", encoding="utf-8") as fh:
@@ -272,6 +321,14 @@ def main(argv: Any = None) -> int:
                     "(goal: at most 15 s on 2 cores)"
                 ),
                 _table(results["check"]),
+                *(
+                    [
+                        "### The README's test command, from this checkout (goal: at most 60 s on 2 cores)",
+                        _table(results["test_run"]),
+                    ]
+                    if results["test_run"]
+                    else []
+                ),
             ]
         )
         + "\n"

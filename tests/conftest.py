@@ -23,7 +23,7 @@ OPT_IN = {
     # command line, so the package mutation run asks for them.
     "subprocess": (
         "PPAUX_SUBPROCESS",
-        "runs the suite, a baseline, fuzz workers or gloo ranks in child processes (seconds each)",
+        "runs the suite, a baseline, fuzz workers or a gloo world of its own in child processes (seconds each)",
     ),
     # The nightly workflow runs these; CI a cheaper test of the same path (or a sample of the table),
     # so that .ci/run stays well under ten minutes on two cores.

@@ -75,6 +75,7 @@ def test_sglang_finding_what_the_default_wire_lets_through_silently():
 
 
 @pytest.mark.gloo
+@pytest.mark.subprocess  # a fresh world per cell and mode
 @pytest.mark.parametrize("name", ["truncate", "bit_flip", "diverge", "non_contiguous", "kill_mid_send"])
 def test_gloo_cells_where_the_backend_decides(name):
     """On real gloo: a short message is padded silently (caught by I6), a non-contiguous aux

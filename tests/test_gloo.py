@@ -32,6 +32,9 @@ from tests.support import DoneWork, HalfGather, SentLog
 
 pytestmark = [pytest.mark.wire, pytest.mark.gloo]
 
+# Tests that start a world of their own (fresh ranks, hung or killed ones) cost seconds each:
+# they are marked subprocess; those on the shared world run in the quick run.
+
 CONTIGUOUS = tensors(views=CONTIGUOUS_VIEWS, device="cpu")
 
 
@@ -56,6 +59,7 @@ def test_round_trip_over_gloo_processes():
     assert len(served_by) == 1
 
 
+@pytest.mark.subprocess
 def test_gloo_refuses_non_contiguous_with_its_own_message():
     """SGLang finding on the real backend: gloo's message for a non-contiguous aux tensor."""
     d = {"next_token_ids": torch.arange(2)}
@@ -120,6 +124,7 @@ def _rank(ctx):
     return ctx.rank
 
 
+@pytest.mark.subprocess
 def test_world_watchdog_kills_ranks_that_hang_and_restarts():
     # The shared worlds other tests started may still run: only this world's processes must go.
     before = set(multiprocessing.active_children())
@@ -151,6 +156,7 @@ def test_world_watchdog_kills_ranks_that_hang_and_restarts():
     assert set(multiprocessing.active_children()) <= before
 
 
+@pytest.mark.subprocess
 def test_world_reports_dead_ranks_and_documented_errors():
     w = gloo.GlooWorld(2)
     try:
@@ -176,6 +182,7 @@ def test_world_reports_dead_ranks_and_documented_errors():
     assert (w.tmp, os.path.exists(rendezvous)) == (None, False)
 
 
+@pytest.mark.subprocess
 def test_a_stopped_rank_says_where_it_was_stuck_and_a_dead_one_what_killed_it():
     """Real ranks: one spinning in pure Python, one killed by SIGSEGV, one that ignores the
     watchdog's request for its stack. The dead rank's grace is all the others get."""
@@ -300,6 +307,7 @@ def test_a_ranks_stack_is_the_thread_that_serves_cut_to_the_ranks_own_work():
     assert gloo.rank_stack(odd) == '  File "x\ufffd.py", line 2, in main'
 
 
+@pytest.mark.subprocess
 def test_a_stopped_rank_is_asked_for_its_stack_and_waited_for_until_its_own_frames_are_written(tmp_path, monkeypatch):
     """faulthandler stood in for: SIGUSR1 to a hung rank writes its dump, its own frames at the next
     poll; a rank already gone cannot be signalled; a dead rank's file is read whole."""
@@ -361,6 +369,7 @@ def test_world_shape_is_validated():
     assert str(info.value) == "world_size=3 must be >= 2 and a multiple of ag_size=2"
 
 
+@pytest.mark.subprocess
 def test_world_that_cannot_rendezvous_fails_to_start(monkeypatch, tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")
@@ -372,6 +381,7 @@ def test_world_that_cannot_rendezvous_fails_to_start(monkeypatch, tmp_path):
     assert not w.running
 
 
+@pytest.mark.subprocess
 def test_a_world_keeps_its_files_out_of_the_current_directory_and_stop_removes_them(monkeypatch, tmp_path):
     """The ranks' FileStore and stack files live in the world's own directory: a user's working
     directory (which the worker processes share) gets none of them, and stop() removes them all."""
