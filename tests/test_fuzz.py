@@ -1080,7 +1080,9 @@ def test_the_verdict_of_a_run_that_fuzzed_nothing_or_lost_a_worker_is_not_clean(
     assert verdict(_run_summary("1/1")) == (0, None)
     assert verdict(_run_summary("1/1", failures=["a"])) == (1, None)
     assert verdict(_run_summary("1/1", examples=0)) == (1, "no example ran within the budget: nothing was fuzzed")
-    assert describe_status(-9) == "exit status -9 (killed by SIGKILL)" and describe_status(3) == "exit status 3"
+    assert describe_status(-9) == "killed by SIGKILL (signal 9)" and describe_status(3) == "exit status 3"
+    # Between SIGRTMIN and SIGRTMAX, Linux's real-time signals have no name in Python.
+    assert describe_status(-40) == "killed by signal 40"
 
 
 # A stand-in for a round's pytest process: it appends the events $FAKE_ROUND lists for its worker
@@ -1212,7 +1214,7 @@ def test_the_command_says_where_it_fuzzes_and_that_a_worker_died(devices, tmp_pa
     note = "fuzz: no CUDA device visible: fuzzing on CPU only"
     assert [line for line in lines if line == note] == ([note] if devices == "auto" else []), err
     assert lines[0] == note or devices == "cpu", err
-    died = "exit status -9 (killed by SIGKILL); the other workers go on"
+    died = "killed by SIGKILL (signal 9); the other workers go on"
     assert f"fuzz: worker 2 died in round 1 (cpu) running t.py::t: {died}" in lines, err
     assert lines[-2:] == [f"fuzz: report {report / 'fuzz.md'}", "fuzz: 1 worker(s) died: see the report"], err
 
@@ -1880,7 +1882,7 @@ def test_a_worker_that_dies_is_reported_and_the_others_go_on(tmp_path, capsys):
         {"worker": 2, "round": 1, "placement": "cpu", "test": killed["test"], "exit_status": -9, "log": log}
     ]
     assert (
-        f"fuzz: worker 2 died in round 1 (cpu) running {killed['test']}: exit status -9 (killed by SIGKILL); "
+        f"fuzz: worker 2 died in round 1 (cpu) running {killed['test']}: killed by SIGKILL (signal 9); "
         "the other workers go on"
     ) in err.splitlines()
     assert err.splitlines()[-1] == "fuzz: 1 worker(s) died: see the report"

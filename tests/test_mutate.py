@@ -863,8 +863,10 @@ def test_a_clean_run_that_cannot_kill_is_bad_input(tmp_path, monkeypatch, capsys
     assert capsys.readouterr().err == f"ppaux: error: {message}\n"
 
 
-@pytest.mark.parametrize("code", [0, 1, 4])
-def test_a_clean_run_without_results_shows_what_pytest_printed(tmp_path, monkeypatch, capsys, code):
+@pytest.mark.parametrize(
+    "code, ended", [(0, "exit 0"), (1, "exit 1"), (4, "exit 4"), (-11, "was killed by SIGSEGV (signal 11)")]
+)
+def test_a_clean_run_without_results_shows_what_pytest_printed(tmp_path, monkeypatch, capsys, code, ended):
     (tmp_path / "own_pop.py").write_text(OWN_POP)
     traceback = (
         "Traceback (most recent call last):\n" + '  File "conftest.py", line 1\n' * 50 + "ImportError: own_pop\n"
@@ -874,7 +876,7 @@ def test_a_clean_run_without_results_shows_what_pytest_printed(tmp_path, monkeyp
     assert capsys.readouterr().err == (
         "ERROR: usage: pytest [options]\n"
         + traceback
-        + f"ppaux: error: the conformance suite did not run on the unmutated module (pytest exit {code})\n"
+        + f"ppaux: error: the conformance suite did not run on the unmutated module (pytest {ended})\n"
     )
 
 

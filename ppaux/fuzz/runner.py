@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.rounds import Round, Suite
 from ppaux.fuzz.timeline import Timeline, thin
-from ppaux.isolation import DEFAULT_TIMEOUT
+from ppaux.isolation import DEFAULT_TIMEOUT, signal_name
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import JSONObject
 
@@ -318,12 +318,8 @@ class FuzzRun:
 
 
 def describe_status(status: int) -> str:
-    if status < 0:
-        try:
-            return f"exit status {status} (killed by {signal.Signals(-status).name})"
-        except ValueError:  # pragma: no cover - a signal number Python has no name for
-            return f"exit status {status} (killed by signal {-status})"
-    return f"exit status {status}"
+    """A worker's exit status as :mod:`subprocess` gives it, the signal named as ``ppaux check`` names it."""
+    return f"killed by {signal_name(-status)}" if status < 0 else f"exit status {status}"
 
 
 def verdict(summary: JSONObject) -> tuple[int, str | None]:

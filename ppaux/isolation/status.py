@@ -26,7 +26,8 @@ _DUMP_FRAME = re.compile(r'^\s*File "(?P<path>.*)", line (?P<line>\d+) in (?P<fu
 
 
 def signal_name(number: int) -> str:
-    """``SIGSEGV (signal 11)``; a number Python has no name for reads ``signal 64``."""
+    """``SIGSEGV (signal 11)``; a number Python has no name for (Linux's real-time signals between
+    SIGRTMIN and SIGRTMAX) reads ``signal 40``."""
     try:
         return f"{signal.Signals(number).name} (signal {number})"
     except ValueError:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
-from ppaux.isolation import DEFAULT_TIMEOUT
+from ppaux.isolation import DEFAULT_TIMEOUT, signal_name
 from ppaux.mutation.project import MutmutProject, changed_line, run_with_mutant, show_counts
 from ppaux.mutation.report import (
     STALE,
@@ -182,9 +182,8 @@ def kill_set(options: MutateOptions, target: Target, scratch: Path) -> KillSet:
     rows = read_jsonl(results)
     if proc.returncode not in (0, 1) or not rows:
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
-        raise MutateInputError(
-            f"the conformance suite did not run on the unmutated module (pytest exit {proc.returncode})"
-        )
+        ended = f"was killed by {signal_name(-proc.returncode)}" if proc.returncode < 0 else f"exit {proc.returncode}"
+        raise MutateInputError(f"the conformance suite did not run on the unmutated module (pytest {ended})")
     failed = [r for r in rows if r["outcome"] == "failed"]
     red = [r["nodeid"] for r in failed if "robustness" not in r["marks"]]
     if red:
