@@ -1081,6 +1081,7 @@ def test_the_verdict_of_a_run_that_fuzzed_nothing_or_lost_a_worker_is_not_clean(
     assert verdict(_run_summary("1/1", failures=["a"])) == (1, None)
     assert verdict(_run_summary("1/1", examples=0)) == (1, "no example ran within the budget: nothing was fuzzed")
     assert describe_status(-9) == "killed by SIGKILL (signal 9)" and describe_status(3) == "exit status 3"
+    assert describe_status(0) == "exit status 0"
     # Between SIGRTMIN and SIGRTMAX, Linux's real-time signals have no name in Python.
     assert describe_status(-40) == "killed by signal 40"
 
