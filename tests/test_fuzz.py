@@ -2021,3 +2021,31 @@ def test_a_replay_with_regressions_writes_a_proven_file_per_still_failing_clause
         "        exitcode = run_in_child(hangs_calls, seconds=5.0)\n"
         '        self.assertIsNotNone(exitcode, "the calls did not return within 5 s")\n'
     ) in file.read_text()
+
+
+DYING_ROUND_TESTS = """
+import os
+import pytest
+from hypothesis import given, strategies as st
+
+@pytest.mark.isolated
+@given(st.none())
+def test_dies(n):
+    os._exit(3)  # the test's own code, outside any call into the implementation: it dies in both forks
+"""
+
+
+def test_a_round_whose_only_test_died_in_both_forks_counts_no_example(pytester, monkeypatch, tmp_path):
+    # Both forks died: the failure is the one its parent wrote, with its error, and no example was
+    # counted (priming the seed before the forks runs no Hypothesis test case).
+    pytester.makepyfile(test_dying=DYING_ROUND_TESTS)
+    status, events = _round_events(pytester, monkeypatch, tmp_path, {"PPAUX_FUZZ_MODE": "run"})
+    failures = [event for event in events if event["kind"] == "failure"]
+    assert (status, [f["error"] for f in failures]) == (
+        1,
+        [
+            "crash: the test's process ended the process with exit status 3, outside any single call into the "
+            "implementation under test"
+        ],
+    ), events
+    assert [e["examples"] for e in events if e["kind"] == "progress"] == [0, 0], events

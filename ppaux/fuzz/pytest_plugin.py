@@ -230,7 +230,10 @@ class FuzzRound:
         if report.failed:
             text = report.longreprtext
             details = failure_details(text)
-            details["error"] = details.get("error") or error_line(text)
+            # A failure made in this process for a forked child that could not report one (it died
+            # in both forks, or passed only with each call isolated) carries its error in its row.
+            row_error = getattr(report, "ppaux_row", {}).get("error")
+            details["error"] = row_error or error_line(text)
             self.emit(
                 {
                     "kind": "failure",

@@ -12,15 +12,14 @@ second run meets the same examples as the first.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 from _pytest.runner import runtestprotocol
-from hypothesis import Phase, given
-from hypothesis import settings as Settings
-from hypothesis import strategies as st
 
 from ppaux.isolation import ChildOutcome, Guard
+from ppaux.testing.hypothesis_api import replace_seed_generator
 from ppaux.testing.results import JSONObject, row
 
 SUITE = "ppaux.conformance"
@@ -68,11 +67,12 @@ def run_contained(item: pytest.Item, nextitem: pytest.Item | None, guard: Guard)
     return reports
 
 
-@given(st.none())
-@Settings(database=None, max_examples=1, phases=[Phase.generate], derandomize=False)
-def prime_seed(value: None) -> None:
-    """A run of nothing. Hypothesis draws the seed of a run without one from a generator it creates
-    on first use: run this before forking, so that both children of a test draw the same seed."""
+def prime_seed() -> None:
+    """Hypothesis draws the seed of a run without one from a generator it makes on first use
+    (``random.Random()``): make it before forking, so that both children of a test draw the same
+    seed. No Hypothesis test runs for it, so none is observed (a fuzz round counts no example)."""
+    generator = replace_seed_generator(None)
+    replace_seed_generator(random.Random() if generator is None else generator)
 
 
 def _reports(config: pytest.Config, answer: list[JSONObject]) -> list[pytest.TestReport]:
