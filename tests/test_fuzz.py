@@ -2029,6 +2029,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 @pytest.mark.isolated
+@pytest.mark.clause("add.1")
 @given(st.none())
 def test_dies(n):
     os._exit(3)  # the test's own code, outside any call into the implementation: it dies in both forks
@@ -2041,11 +2042,14 @@ def test_a_round_whose_only_test_died_in_both_forks_counts_no_example(pytester, 
     pytester.makepyfile(test_dying=DYING_ROUND_TESTS)
     status, events = _round_events(pytester, monkeypatch, tmp_path, {"PPAUX_FUZZ_MODE": "run"})
     failures = [event for event in events if event["kind"] == "failure"]
-    assert (status, [f["error"] for f in failures]) == (
+    assert (status, [(f["clause"], f["error"]) for f in failures]) == (
         1,
         [
-            "crash: the test's process ended the process with exit status 3, outside any single call into the "
-            "implementation under test"
+            (
+                "add.1",
+                "crash: the test's process ended the process with exit status 3, outside any single call into "
+                "the implementation under test",
+            )
         ],
     ), events
     assert [e["examples"] for e in events if e["kind"] == "progress"] == [0, 0], events

@@ -231,14 +231,14 @@ class FuzzRound:
             text = report.longreprtext
             details = failure_details(text)
             # A failure made in this process for a forked child that could not report one (it died
-            # in both forks, or passed only with each call isolated) carries its error in its row.
-            row_error = getattr(report, "ppaux_row", {}).get("error")
-            details["error"] = row_error or error_line(text)
+            # in both forks, or passed only with each call isolated) carries its clause and error in its row.
+            made_here = getattr(report, "ppaux_row", {})
+            details["error"] = made_here.get("error") or error_line(text)
             self.emit(
                 {
                     "kind": "failure",
                     "nodeid": report.nodeid,
-                    "clause": counted.get("clause"),
+                    "clause": counted.get("clause") or made_here.get("clause"),
                     **details,
                     "text": text[-TEXT_LIMIT:],
                     **counted.get("calls", {}),
