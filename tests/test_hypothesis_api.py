@@ -94,7 +94,8 @@ def test_every_name_that_changed_kind_is_named_in_one_message():
         "ppaux needs it to tell a test case's observation (type 'test_case', status passed, failed or gave_up) "
         "from others",
         "hypothesis.core.threadlocal is no longer an object with _hypothesis_global_random: ppaux needs it to seed a "
-        "fuzz round and keep its example database (@seed, --hypothesis-seed, derandomize drop it)",
+        "fuzz round and keep its example database (@seed, --hypothesis-seed, derandomize drop it), and to give both "
+        "forked runs of a contained test one seed",
         "hypothesis.internal.reflection.function_digest is no longer a function whose digest reads "
         "_hypothesis_internal_add_digest: ppaux needs it to key each plugin's check_observer apart in the example "
         "database (the checks share one source)",
@@ -188,6 +189,19 @@ def test_replacing_the_seed_generator_returns_the_one_in_use(seed_generator):
     replace_seed_generator(mine)
     _draws()
     assert replace_seed_generator(None) is mine
+
+
+def test_a_release_without_the_seed_generator_is_named_where_a_seed_is_replaced(monkeypatch):
+    # A contained test primes the seed before it forks: a moved name is a sentence, not an AttributeError.
+    monkeypatch.setattr(hypothesis_api.core, "threadlocal", object())
+    with pytest.raises(HypothesisAPIError) as caught:
+        replace_seed_generator(None)
+    assert str(caught.value) == (
+        f"Hypothesis {hypothesis.__version__} moved names ppaux relies on (ppaux/testing/hypothesis_api.py): "
+        "hypothesis.core.threadlocal is no longer an object with _hypothesis_global_random: ppaux needs it to seed a "
+        "fuzz round and keep its example database (@seed, --hypothesis-seed, derandomize drop it), and to give both "
+        "forked runs of a contained test one seed"
+    )
 
 
 def _saving_test(db: InMemoryExampleDatabase):

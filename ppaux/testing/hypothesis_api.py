@@ -117,7 +117,8 @@ REQUIRED: list[Requirement] = [
         "hypothesis.core",
         "threadlocal",
         "an object with _hypothesis_global_random",
-        "to seed a fuzz round and keep its example database (@seed, --hypothesis-seed, derandomize drop it)",
+        "to seed a fuzz round and keep its example database (@seed, --hypothesis-seed, derandomize drop it), "
+        "and to give both forked runs of a contained test one seed",
         lambda value: hasattr(value, "_hypothesis_global_random"),
     ),
     Requirement(
@@ -181,6 +182,8 @@ def replace_seed_generator(generator: random.Random | None) -> random.Random | N
     ``None`` is a process that has run no test yet: Hypothesis makes a fresh one on first use. Seeded,
     each test of a round gets the same seed on a rerun, and the example database stays on.
     """
+    if not hasattr(getattr(core, "threadlocal", None), "_hypothesis_global_random"):
+        check_hypothesis_api()  # raises HypothesisAPIError: the version and the moved name, in words
     old: random.Random | None = core.threadlocal._hypothesis_global_random
     core.threadlocal._hypothesis_global_random = generator
     return old
