@@ -4,6 +4,7 @@ limit or the exit status, and the stack where it was; a call that returns is una
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import signal
 import subprocess
@@ -391,6 +392,24 @@ def test_a_hung_child_that_never_writes_the_stack_asked_for_is_waited_for_a_whil
     outcome = run_forked(lambda: time.sleep(60) or b"", deadline=lambda: start + 0.2, dump_after=60)
     assert (outcome.answer, outcome.stopped, outcome.dump) == (None, True, "")
     assert 1.2 <= time.monotonic() - start < 10
+
+
+def test_a_forked_child_leaves_the_callers_garbage_collector_as_it_was():
+    # A process that froze its heap (a pre-fork server, ppaux's mutation runs) or switched its
+    # collector off finds both as it left them; the child starts with what it inherits frozen.
+    def collector() -> bytes:
+        return f"{gc.isenabled()} {gc.get_freeze_count() > 0}".encode()
+
+    gc.freeze()  # left frozen, as a pre-fork server leaves its heap (this run's conftest freezes it too)
+    frozen = gc.get_freeze_count()
+    try:
+        outcome = run_forked(collector, deadline=lambda: None)
+        assert (outcome.answer, gc.isenabled(), gc.get_freeze_count()) == (b"True True", True, frozen)
+        gc.disable()
+        outcome = run_forked(collector, deadline=lambda: None)
+        assert (outcome.answer, gc.isenabled(), gc.get_freeze_count()) == (b"False True", False, frozen)
+    finally:
+        gc.enable()
 
 
 def test_a_child_whose_work_raises_did_not_answer():
