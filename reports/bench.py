@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -230,6 +231,17 @@ TEST_COMMAND = ["pytest", "--hypothesis-profile=ci", "-n", "2"]
 _PYTEST_SECONDS = re.compile(r" in ([0-9.]+)s")
 
 
+def speed_reference(repeat: int = 3) -> float:
+    """Seconds for a fixed pure-Python loop, the median of ``repeat``: this machine's speed while the
+    figures were taken (a shared machine's speed moves by a third within minutes)."""
+    return _median_seconds(lambda: sum(i * i for i in range(10**7)), repeat=repeat, number=1)
+
+
+def _children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def bench_test_run(runs: int) -> list[dict[str, Any]]:
     """The README's test command from the checkout this file is in, ``runs`` times with the
     bytecode cache on and as many with it off (``PYTHONDONTWRITEBYTECODE=1``, as some machines set
@@ -240,24 +252,26 @@ def bench_test_run(runs: int) -> list[dict[str, Any]]:
     envs = {"on": base, "off": dict(base, PYTHONDONTWRITEBYTECODE="1")}
     # A collection first, so that the cache-on runs find the bytecode (pytest's rewritten test modules too).
     subprocess.run([*TEST_COMMAND[:1], "--collect-only", "-q"], cwd=checkout, env=envs["on"], capture_output=True)
-    seen: dict[str, list[tuple[float, float]]] = {"on": [], "off": []}
+    seen: dict[str, list[tuple[float, float, float]]] = {"on": [], "off": []}
     for _ in range(runs):
         for cache, env in envs.items():
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), _children_cpu_seconds()
             proc = subprocess.run(TEST_COMMAND, cwd=checkout, env=env, capture_output=True, text=True)
-            wall = time.perf_counter() - start
+            wall, cpu = time.perf_counter() - start, _children_cpu_seconds() - cpu
             if proc.returncode != 0:
                 raise RuntimeError(f"{' '.join(TEST_COMMAND)} exited {proc.returncode}:\n{proc.stdout[-2000:]}")
             figures = _PYTEST_SECONDS.findall(proc.stdout.strip().splitlines()[-1])
-            seen[cache].append((wall, float(figures[-1])))
+            seen[cache].append((wall, float(figures[-1]), cpu))
     return [
         {
             "command": " ".join(TEST_COMMAND),
             "bytecode cache": cache,
             "runs": runs,
-            "median wall s": statistics.median(w for w, _ in rows),
-            "wall s, each": ", ".join(f"{w:.1f}" for w, _ in rows),
-            "pytest's s, each": ", ".join(f"{p:.1f}" for _, p in rows),
+            "median wall s": statistics.median(w for w, _, _ in rows),
+            "wall s, each": ", ".join(f"{w:.1f}" for w, _, _ in rows),
+            "pytest's s, each": ", ".join(f"{p:.1f}" for _, p, _ in rows),
+            # user + system time of the command and every process it waited for
+            "CPU s, each": ", ".join(f"{c:.0f}" for _, _, c in rows),
         }
         for cache, rows in seen.items()
     ]
@@ -286,6 +300,7 @@ def main(argv: Any = None) -> int:
     )
     parser.add_argument("--out", default=OUT, help=f"output directory (default {OUT})")
     args = parser.parse_args(argv)
+    speed_before = speed_reference()
     results = {
         "machine": {
             "python": platform.python_version(),
@@ -299,6 +314,7 @@ def main(argv: Any = None) -> int:
         "check": bench_check(args.check_runs),
         "test_run": bench_test_run(args.test_runs) if args.test_runs else [],
     }
+    results["machine"]["speed reference s, before and after"] = [round(speed_before, 2), round(speed_reference(), 2)]
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench.json"), "w", encoding="utf-8") as fh:
         json.dump(results, fh, indent=2)
