@@ -14,6 +14,7 @@ from ppaux.cli.main import main
 from ppaux.core.clauses import CLAUSES
 from ppaux.testing import state
 from ppaux.testing.impl import DEFAULT_IMPL
+from tests.fake_pytest import FakePytest
 from tests.support import cli_defaults, cli_help
 
 IMPLS = Path(__file__).resolve().parent / "impls"
@@ -249,20 +250,6 @@ def test_markdown_report_of_a_pass_has_no_counterexample_section():
         "| clause | verdict | statement | marks | tests |\n| --- | --- | --- | --- | --- |\n"
         f"| add.1 | pass | {CLAUSES['add.1'].statement} | contract | 1 |\n"
     )
-
-
-class FakePytest:
-    """Stands in for the suite's pytest run: records how it was called and writes the rows it is given."""
-
-    def __init__(self, rows, status=0, printed=""):
-        self.rows, self.status, self.printed = rows, status, printed
-        self.calls = []
-
-    def __call__(self, argv):
-        results = argv[argv.index("--ppaux-results") + 1]
-        self.calls.append((argv, os.getcwd(), results, os.path.isdir(os.path.dirname(results))))
-        Path(results).write_text("".join(json.dumps(r) + "\n" for r in self.rows))
-        return self.status, self.printed
 
 
 def test_check_writes_both_reports_into_a_new_directory_and_prints_the_markdown(capsys, monkeypatch, tmp_path):

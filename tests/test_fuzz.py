@@ -39,9 +39,9 @@ from ppaux.fuzz.timeline import Timeline, add_up, thin
 from ppaux.testing import state
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import EXAMPLE_HEADER
+from tests.fuzz_runs import ROOT, env
 from tests.support import cli_help
 
-ROOT = Path(__file__).resolve().parents[1]
 BROKEN = str(ROOT / "tests" / "impls" / "broken_contiguous_copy.py")
 # Seed 7 finds the planted bug in round 1 (the only test selected), a few seconds in.
 PLANTED = ["--impl", BROKEN, "--tests", "bound_to_the_same_tensor", "--seed", "7", "--workers", "1"]
@@ -1617,23 +1617,6 @@ def test_progress_redraws_one_line_on_a_terminal_and_prints_lines_otherwise():
     assert progress_line(60, 0, 0, 0, "cpu", 1) == "fuzz 00:00/01:00  round 1 (cpu)  examples 0  0/s  failures 0"
 
 
-def _env() -> dict:
-    # pytest-cov would measure every fuzz round too (3x slower); the rounds cover nothing new.
-    return {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE_", "COVERAGE_"))}
-
-
-def fuzz(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "fuzz", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        env=_env(),
-    )
-
-
 def ppaux_fuzz(capsys, *args: str) -> tuple[int, str, str]:
     """``ppaux fuzz ARGS`` in this process (its rounds are subprocesses): exit status, stdout, stderr."""
     capsys.readouterr()
@@ -1921,7 +1904,7 @@ def test_sigterm_stops_cleanly_with_a_partial_report(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         stdin=subprocess.DEVNULL,
-        env=_env(),
+        env=env(),
     )
     try:
         events = report / "rounds" / "worker-1-round-001.events.jsonl"
@@ -1966,7 +1949,7 @@ def test_a_replay_with_regressions_writes_a_proven_file_per_still_failing_clause
     import ppaux.fuzz.options as options
     import ppaux.fuzz.rounds as rounds
     from ppaux.testing.scenario import Call, describe
-    from tests.test_regressions_files import PREFIX, ScriptedProof
+    from tests.scripted_proof import PREFIX, ScriptedProof
 
     proof = ScriptedProof(tmp_path, monkeypatch)
     proof.set()

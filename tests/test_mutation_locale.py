@@ -13,8 +13,8 @@ import pytest
 
 from ppaux.mutation import own
 from ppaux.mutation.pragmas import markings
+from tests.fake_mutmut import ARITH, Clock, FakeMutmut, small_checkout
 from tests.support import tomllib
-from tests.test_mutation_runs import ARITH, Clock, FakeMutmut, _small_checkout
 
 # mutmut's progress line, as its log holds it.
 PROGRESS_LINE = "⠹ 1/1  🎉 1 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0\n"
@@ -48,7 +48,7 @@ class _Utf8Log(FakeMutmut):
 
 def test_a_run_reads_and_writes_utf_8_whatever_the_locale(tmp_path, monkeypatch, ascii_locale):
     root = tmp_path / "checkout"
-    _small_checkout(root)
+    small_checkout(root)
     (root / "pyproject.toml").write_bytes("[project]\nname = 'arith'\nauthors = [{name = 'Jürgen'}]\n".encode())
     judged = {"arith.ops.x_double__mutmut_2": "x·2 ≡ x+x"}
     (root / "eq.json").write_bytes(json.dumps(judged, ensure_ascii=False).encode())

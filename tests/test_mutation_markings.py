@@ -6,26 +6,7 @@ which also reads them, runs outside that scope)."""
 from __future__ import annotations
 
 from ppaux.mutation.pragmas import NO_REASON, REGION_AFTER_CODE, REGION_INSIDE_BRACKETS, markings, markings_section
-
-# One marking of each kind, sound and refused, with the code around it that decides which.
-MARKED = (
-    "x = 1\n"
-    "open(p, encoding='utf-8')  # pragma: no mutate - equivalent: same codec\n"
-    "def f():  # pragma: no cover  # pragma: no mutate block - runs in a child\n"
-    "    return 1 + 2\n"
-    "y = 2  # pragma: no mutate\n"
-    "# pragma: no mutate start - a tuned region\n"
-    "z = 3\n"
-    "# pragma: no mutate end\n"
-    "v = 5  # pragma: no mutate start - after code\n"
-    "u = 6\n"
-    "w = 7  # pragma: no mutate end\n"
-    "t = [\n"
-    "    # pragma: no mutate start - inside a list\n"
-    "    1,\n"
-    "    # pragma: no mutate end\n"
-    "]\n"
-)
+from tests.marked_source import MARKED
 
 # Brackets opened and closed around the markings: only the brackets still open where a block or
 # region starts make it mark nothing; a one-line marking inside brackets is sound.

@@ -23,6 +23,7 @@ from ppaux.mutation.report import equivalent_lines, write_report
 from ppaux.mutation.score import EquivalentsError, Score, read_equivalents, score, stale
 from reports.__main__ import main as reports_main
 from tests import conftest
+from tests.fake_mutmut import ARITH, Clock, FakeMutmut, small_checkout
 from tests.support import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,34 +80,6 @@ def test_every_scope_has_its_equivalents_files_and_they_read():
     for scope in mutation.SCOPES.values():
         assert scope.equivalents and mutation.CHECKOUT.equivalents(scope) is not None
     assert mutation.SCOPES["package"].equivalents[0] == "docs/equivalents/contract.json"
-
-
-class FakeMutmut:
-    """mutmut stood in for: the first run fails its clean run when ``flaky``, every run exits
-    ``code`` otherwise; the verdicts are given, and a diff for each mutant but the ``undiffed``."""
-
-    def __init__(self, root, verdicts, runs, flaky, *, code=0, undiffed=()):
-        self.root, self.verdicts, self.runs, self.flaky = root, verdicts, runs, flaky
-        self.code, self.undiffed = code, undiffed
-
-    def run(self, *, max_children, only, log, progress):
-        self.runs.append((max_children, tuple(only), log.name))
-        failed = self.flaky and len(self.runs) == 1
-        # Progress as mutmut's run shows it, on the run's progress line.
-        progress.update(f"{log.name}: mutants 0/1", state=0)
-        progress.finish(f"{log.name}: mutants 1/1", state=1)
-        log.write_text("Running clean tests\n" + (mutation.CLEAN_RUN_FAILED + "\n" if failed else "done\n"))
-        return 1 if failed else self.code
-
-    def results(self):
-        return dict(self.verdicts)
-
-    def diffs(self, names, source_of):
-        return {
-            name: f"--- {source_of(name)}\n+++ {source_of(name)}\n-    a\n+    b\n"
-            for name in names
-            if name not in self.undiffed
-        }
 
 
 def _checkout(tmp_path, verdicts, *, flaky=False, equivalents=None, code=0):
@@ -345,21 +318,11 @@ def test_every_test_a_scope_leaves_out_is_a_test_of_the_checkout_with_its_reason
     assert mutation.SCOPES["contract"].deselect == ()
 
 
-def _small_checkout(root: Path) -> Checkout:
-    (root / "arith").mkdir(parents=True)
-    (root / "arith" / "__init__.py").write_text("")
-    (root / "arith" / "ops.py").write_text(
-        "def double(x):\n    return x * 2\n\n\ndef is_small(x):\n    return x < 10\n"
-    )
-    (root / "pyproject.toml").write_text("[project]\nname = 'arith'\n")
-    return Checkout(root=root, copied=("arith", "pyproject.toml"), pytest_args=(), do_not_mutate=(), always_gated=())
-
-
 # mutmut generates the mutants in a child process (seconds): with the slow end-to-end runs.
 @pytest.mark.slow
 def test_a_scopes_mutants_are_listed_with_the_line_each_changes_and_no_test_runs(tmp_path, capsys):
     """mutmut's own generation on a small checkout: every mutant, in order, ``name: before -> after``."""
-    checkout = _small_checkout(tmp_path / "checkout")
+    checkout = small_checkout(tmp_path / "checkout")
     scope = dataclasses.replace(mutation.SCOPES["package"], mutate=("arith/*",), tests=("tests/",))
     stream = io.StringIO()
     assert list_mutants(checkout, scope, str(tmp_path / "out"), 1, ["arith.ops.x_is_small*"], stream=stream) == 0
@@ -402,7 +365,7 @@ def test_a_functions_mutants_are_listed_by_number():
 def _arith_checkout(root: Path, runs: list, verdicts: dict, *, undiffed=(), always_gated=()) -> Checkout:
     """A small checkout (``arith``, two modules) whose scratch copy is made for real, and mutmut
     stood in for in it; its equivalents file ``eq.json`` judges one mutant and holds a stale entry."""
-    _small_checkout(root)
+    small_checkout(root)
     (root / "arith" / "more.py").write_text("def half(x):\n    return x / 2\n")
     (root / "eq.json").write_text(
         json.dumps({"arith.ops.x_double__mutmut_2": "x * 2 and x + x agree", "arith.ops.x_is_small__mutmut_2": "x"})
@@ -416,27 +379,6 @@ def _arith_checkout(root: Path, runs: list, verdicts: dict, *, undiffed=(), alwa
     return StandIn(
         root=root, copied=("arith", "pyproject.toml"), pytest_args=(), do_not_mutate=(), always_gated=always_gated
     )
-
-
-ARITH = own.Scope(
-    name="arith",
-    mutate=("arith/*",),
-    tests=("tests/",),
-    gate=None,
-    doc="the arith package, its score reported",
-    marks="not slow",
-    equivalents=("eq.json",),
-)
-
-
-class Clock:
-    """The clock of a run: 100.0 when it starts, ``100.0 + took`` when mutmut is done."""
-
-    def __init__(self, took):
-        self.times = iter([100.0, 100.0 + took])
-
-    def monotonic(self):
-        return next(self.times)
 
 
 def test_a_scopes_run_reports_every_module_against_its_gate_and_every_survivor_with_its_diff(
@@ -556,7 +498,7 @@ def test_a_scopes_run_with_every_mutant_killed_passes_and_says_none_survived(tmp
 
 def test_a_scratch_copy_holds_the_checkout_but_its_caches_and_reports_and_the_scopes_whole_mutmut_table(tmp_path):
     root = tmp_path / "checkout"
-    _small_checkout(root)
+    small_checkout(root)
     (root / "README.md").write_text("# arith\n")
     # What a checkout holds beside its sources and that a copy must leave out: bytecode, report
     # folders and pages, an earlier mutmut copy.

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -39,32 +38,11 @@ from ppaux.regressions.layout import wrap
 from ppaux.regressions.render import STANDARD, Finding, imported_roots, method_name, render
 from ppaux.testing import results, scenario
 from ppaux.testing.scenario import Call, CallRecorder, Unwritable, describe, tensor_expr
+from tests.fake_pytest import FakePytest
 from tests.planted_bugs import BUGS, plant
-from tests.test_check import FakePytest
+from tests.unittest_runs import run_unittest, summary
 
 ROOT = Path(__file__).resolve().parent.parent
-NOT_INSTALLED = ("ppaux", "ppaux_strategies", "hypothesis", "pytest", "_pytest")
-# unittest in an interpreter where ppaux, Hypothesis and pytest cannot be imported.
-WITHOUT_PPAUX = f"""
-import sys, unittest
-class NotInstalled:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in {NOT_INSTALLED!r}:
-            raise ImportError(f"{{name}} is not installed here")
-sys.meta_path.insert(0, NotInstalled())
-unittest.main(module=None, argv=["unittest", *sys.argv[1:]])
-"""
-
-
-def run_unittest(folder: Path, python_path: list, *, block: bool = False) -> subprocess.CompletedProcess:
-    names = sorted(p.stem for p in folder.glob("test_*.py"))
-    argv = ["-c", WITHOUT_PPAUX, *names] if block else ["-m", "unittest", *names]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, python_path)), PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run([sys.executable, *argv], cwd=folder, env=env, capture_output=True, text=True, timeout=120)
-
-
-def summary(done: subprocess.CompletedProcess) -> str:
-    return done.stderr.strip().splitlines()[-1]
 
 
 def test_a_drawn_tensor_is_written_as_code_that_makes_the_same_tensor():

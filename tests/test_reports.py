@@ -17,7 +17,7 @@ from ppaux.mutation.project import module_of, parse_results
 from ppaux.mutation.report import write_report
 from reports.build import build
 from reports.mutation import CHECKOUT, SCOPES
-from tests.test_mutation_markings import MARKED
+from tests.marked_source import MARKED
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "mutate", "fuzz", "benchmarks")

@@ -17,7 +17,7 @@ import pytest
 from ppaux.core.clauses import CLAUSES
 from ppaux.regressions.prove import bind_reference
 from tests import sglang_release
-from tests.test_regressions import run_unittest, summary
+from tests.unittest_runs import run_unittest, summary
 from tests.whole_suite import failed, robustness_tests, run_in_one_process
 
 pytestmark = pytest.mark.sglang

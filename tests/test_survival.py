@@ -15,7 +15,7 @@ import pytest
 
 from ppaux.cli.main import main
 from ppaux.core.clauses import CLAUSES
-from tests.test_fuzz import _env, fuzz
+from tests.fuzz_runs import env, fuzz
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 ROOT = Path(__file__).resolve().parent.parent
@@ -197,7 +197,7 @@ def test_the_whole_suite_gives_every_clause_a_verdict(tmp_path, impl, kind):
         text=True,
         timeout=300,
         stdin=subprocess.DEVNULL,
-        env=_env(),
+        env=env(),
         cwd=tmp_path,
     )
     assert run.returncode == 1, run.stderr
