@@ -1686,45 +1686,49 @@ def redis_url(tmp_path):
     server = shutil.which("redis-server")
     if server is None:
         pytest.skip("redis-server is not installed (apt-get install -y redis-server)")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            server,
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )
     import redis
 
-    client = redis.Redis(host="127.0.0.1", port=port)
+    # A free port can be taken by another run before this server binds it: then the server exits,
+    # and a ping could reach the other run's server. Only an answer from this server's pid counts.
+    for _ in range(5):
+        port = _free_port()
+        proc = subprocess.Popen(
+            [server, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
+        client = redis.Redis(host="127.0.0.1", port=port)
+        if _answers_from(client, proc):
+            break
+        _stop(proc)
+    else:  # pragma: no cover - five ports taken in a row
+        pytest.fail("redis-server could not bind a free port on 127.0.0.1 in five tries")
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.05)
         yield f"redis://127.0.0.1:{port}", client
     finally:
-        proc.terminate()
+        _stop(proc)
+
+
+def _answers_from(client, proc: subprocess.Popen) -> bool:
+    import redis
+
+    deadline = time.monotonic() + 10
+    while proc.poll() is None and time.monotonic() < deadline:
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover - watchdog
-            proc.kill()
-            proc.wait()
+            return client.info("server")["process_id"] == proc.pid
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    return False
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - watchdog
+        proc.kill()
+        proc.wait()
 
 
 def test_a_redis_url_s_path_names_the_numbered_database_the_examples_are_saved_in(redis_url):
