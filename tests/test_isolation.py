@@ -401,13 +401,13 @@ def test_a_forked_child_leaves_the_callers_garbage_collector_as_it_was():
         return f"{gc.isenabled()} {gc.get_freeze_count() > 0}".encode()
 
     gc.freeze()  # left frozen, as a pre-fork server leaves its heap (this run's conftest freezes it too)
-    frozen = gc.get_freeze_count()
     try:
+        # Still frozen: the count itself moves as frozen objects die (or a tracer freezes more).
         outcome = run_forked(collector, deadline=lambda: None)
-        assert (outcome.answer, gc.isenabled(), gc.get_freeze_count()) == (b"True True", True, frozen)
+        assert (outcome.answer, gc.isenabled(), gc.get_freeze_count() > 0) == (b"True True", True, True)
         gc.disable()
         outcome = run_forked(collector, deadline=lambda: None)
-        assert (outcome.answer, gc.isenabled(), gc.get_freeze_count()) == (b"False True", False, frozen)
+        assert (outcome.answer, gc.isenabled(), gc.get_freeze_count() > 0) == (b"False True", False, True)
     finally:
         gc.enable()
 
