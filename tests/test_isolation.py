@@ -412,6 +412,11 @@ def test_a_forked_child_leaves_the_callers_garbage_collector_as_it_was():
         gc.enable()
 
 
+def test_an_empty_answer_is_an_answer():
+    outcome = run_forked(lambda: b"", deadline=lambda: None)
+    assert (outcome.answer, outcome.finished) == (b"", True)
+
+
 def test_a_child_whose_work_raises_did_not_answer():
     outcome = run_forked(lambda: 1 / 0, deadline=lambda: None)
     assert (outcome.finished, outcome.describe()) == (False, "ended the process with exit status 70")
