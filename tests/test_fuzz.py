@@ -1007,6 +1007,31 @@ def test_merging_keeps_a_test_s_different_examples_apart_and_reads_reports_of_ea
     assert merged["interrupted"] == [dict(slow, shard="3/3")]
 
 
+def test_merging_runs_of_no_shard_failures_without_an_example_and_runs_that_took_no_time(tmp_path):
+    """Runs without --shard are named by their place; a failure with no minimal example (a crash) is
+    one failure per error, its counts added up; reports from before dead workers and interrupted
+    runs were recorded still merge; a run that took no time has a rate of 0, not a division error."""
+    runs = [_run_summary(f"{k}/2") for k in (1, 2)]
+    crash = {"nodeid": "a", "clause": None, "error": "Crash: pop killed the process with SIGSEGV (signal 11)"}
+    hang = {"nodeid": "a", "clause": None, "error": "Hang: pop did not return within 1 s"}
+    runs[0]["failures"] = [dict(crash, example=None, seen=2), dict(hang, example=None, seen=1)]
+    runs[1]["failures"] = [dict(crash, example=None, seen=3)]
+    for run in runs:
+        run["shard"] = None
+        run["elapsed_s"] = 0.0
+        del run["dead_workers"], run["interrupted"]
+    merged = merge_runs(runs)
+    assert [(f["error"], f["shard"], f["seen"]) for f in merged["failures"]] == [
+        (crash["error"], "run 1", 5),
+        (hang["error"], "run 1", 1),
+    ]
+    assert [h["shard"] for h in merged["shards"]] == ["run 1", "run 2"]
+    assert (merged["examples_per_s"], merged["stopped_by"], merged["complete"]) == (0.0, "budget", True)
+    assert (merged["dead_workers"], merged["interrupted"]) == ([], [])
+    write_run(merged, tmp_path)
+    assert "| run 2 | 100 | 1 | 1 | budget |" in (tmp_path / "fuzz.md").read_text().splitlines()
+
+
 def _two_shards(tmp_path):
     for i, shard in enumerate(("1/2", "2/2")):
         (tmp_path / str(i)).mkdir()
