@@ -259,6 +259,10 @@ def test_a_report_or_database_that_cannot_be_one_is_one_line_and_exit_2(tmp_path
     (tmp_path / "file").write_text("")
     (tmp_path / "other.json").mkdir()
     (tmp_path / "other.json" / "fuzz.json").write_text('{"kind": "conformance"}')
+    # JSON that is no report at all, and a run's report that names no worker (written by hand, cut short).
+    for name, text in (("list", "[]"), ("workerless", '{"kind": "fuzz-run"}')):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "fuzz.json").write_text(text)
     (tmp_path / "garbled").mkdir()
     (tmp_path / "garbled" / "fuzz.json").write_text("{")
     file, missing = str(tmp_path / "file"), str(tmp_path / "no-such-db")
@@ -286,6 +290,13 @@ def test_a_report_or_database_that_cannot_be_one_is_one_line_and_exit_2(tmp_path
         (
             ["report", "--merge", str(tmp_path / "other.json")],
             f"ppaux: error: --merge {str(tmp_path / 'other.json')!r}: fuzz.json is not a report of `ppaux fuzz run`",
+        ),
+        *(
+            (
+                ["report", "--merge", str(tmp_path / name)],
+                f"ppaux: error: --merge {str(tmp_path / name)!r}: fuzz.json is not a report of `ppaux fuzz run`",
+            )
+            for name in ("list", "workerless")
         ),
     ]
     for argv, message in cases:
@@ -1062,7 +1073,11 @@ def test_without_report_the_merged_report_goes_to_a_dot_directory_that_git_ignor
 def test_a_fuzz_report_directory_given_is_exactly_the_one_written(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     status, out, _ = ppaux_fuzz(capsys, *_two_shards(tmp_path), "--report", "out")
-    assert status == 0
+    assert (status, out) == (
+        0,
+        "fuzz report: 2 runs merged: 200 examples, 2 rounds, 0 failures\n"
+        f"fuzz report: {tmp_path / 'out' / 'fuzz.md'}\n",
+    )
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
         "0",
         "0/fuzz.json",
