@@ -286,7 +286,7 @@ def test_the_package_scope_opts_in_the_subprocess_tests_by_its_mark_expression(m
 
 
 def test_the_scratch_project_carries_the_scopes_mutmut_table(tmp_path):
-    mutation.CHECKOUT.project(mutation.SCOPES["package"], tmp_path)
+    assert mutation.CHECKOUT.project(mutation.SCOPES["package"], tmp_path).root == tmp_path
     table = tomllib.loads((tmp_path / "pyproject.toml").read_text())["tool"]["mutmut"]
     assert table["only_mutate"] == ["ppaux/*"] and table["source_paths"] == ["ppaux/"]
     assert table["do_not_mutate"] == ["ppaux/conformance/*", "ppaux/examples/*", "ppaux/mutation/mutant_runs.py"]
@@ -572,7 +572,8 @@ class _Generated:
         return list(self.names)
 
     def diffs(self, names, source_of):
-        return {name: self.made[name] for name in names if name in self.made}
+        # As mutmut's own diff: of the mutant's module's file in the copy.
+        return {name: self.made[name] for name in names if name in self.made and source_of(name) == "arith/ops.py"}
 
 
 def test_a_listing_goes_to_stdout_by_number_and_a_mutant_without_a_diff_shows_no_change(tmp_path, capsys):
@@ -589,16 +590,18 @@ def test_a_listing_goes_to_stdout_by_number_and_a_mutant_without_a_diff_shows_no
 
     class StandIn(Checkout):
         def project(self, scope, dest):
-            copies.append(dest)
+            copies.append((scope.name, dest))
             return _Generated(names, diffs, generated)
 
     checkout = StandIn(root=tmp_path, copied=("arith",), pytest_args=(), do_not_mutate=(), always_gated=())
     assert list_mutants(checkout, ARITH, str(tmp_path / "out"), 2, ["arith.ops.x_f*"]) == 0
     # mutmut generates in the scratch copy under --out, as a run does.
-    assert (generated, copies) == ([2], [tmp_path / "out" / "project"])
-    assert capsys.readouterr().out == (
-        "arith.ops.x_f__mutmut_1: a -> b\narith.ops.x_f__mutmut_2: a -> b\narith.ops.x_f__mutmut_10: \n"
-    )
+    assert (generated, copies) == ([2], [("arith", tmp_path / "out" / "project")])
+    listing = "arith.ops.x_f__mutmut_1: a -> b\narith.ops.x_f__mutmut_2: a -> b\narith.ops.x_f__mutmut_10: \n"
+    assert capsys.readouterr().out == listing
+    stream = io.StringIO()
+    assert list_mutants(checkout, ARITH, str(tmp_path / "out"), 2, ["arith.ops.x_f*"], stream=stream) == 0
+    assert (stream.getvalue(), capsys.readouterr().out) == (listing, "")
     assert list_mutants(checkout, ARITH, str(tmp_path / "out"), 2, ["nothing*"]) == 1
     assert capsys.readouterr() == ("", "reports: error: mutmut made no mutant of scope 'arith'\n")
 
