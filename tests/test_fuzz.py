@@ -837,7 +837,7 @@ def test_merged_report_tags_each_round_worker_and_failure_with_its_shard_and_lis
             "ex",
             "```",
             "",
-            "Replay every saved failure: `ppaux fuzz replay --db redis://h:1`",
+            "Replay every saved failure: `ppaux fuzz replay --impl x.py --db redis://h:1`",
             "",
         ]
     )
@@ -970,7 +970,7 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
             "",
             "</details>",
             "",
-            "Replay every saved failure: `ppaux fuzz replay --db redis://h:1`",
+            "Replay every saved failure: `ppaux fuzz replay --impl x.py --db redis://h:1 --timeout 2.5`",
             "",
         ]
     )
@@ -994,7 +994,7 @@ def test_a_run_without_failures_says_none_under_failures(tmp_path):
     assert rounds in page
     assert (
         page.split("## Failures\n\n", 1)[1]
-        == "None.\n\nReplay every saved failure: `ppaux fuzz replay --db redis://h:1`\n"
+        == "None.\n\nReplay every saved failure: `ppaux fuzz replay --impl x.py --db redis://h:1`\n"
     )
     assert "## Dead workers" not in page and "## Interrupted" not in page
 
@@ -1044,6 +1044,36 @@ def test_merging_runs_of_no_shard_failures_without_an_example_and_runs_that_took
     assert (merged["dead_workers"], merged["interrupted"]) == ([], [])
     write_run(merged, tmp_path)
     assert "| run 2 | 100 | 1 | 1 | budget |" in (tmp_path / "fuzz.md").read_text().splitlines()
+
+
+def test_the_replay_advice_replays_against_what_the_run_fuzzed(tmp_path):
+    """The page's replay command names the run's implementation (replayed against ppaux's own, every
+    saved failure would read as fixed), database and time limit, quoted for the shell; shards of
+    other implementations or databases get a command each."""
+    run = _run_summary("1/1")
+    run["impl"] = "ppaux.transport"
+    write_run(run, tmp_path / "reference")
+    page = (tmp_path / "reference" / "fuzz.md").read_text()
+    assert page.endswith("\nReplay every saved failure: `ppaux fuzz replay --db redis://h:1`\n")
+    shards = [_run_summary(f"{k}/3") for k in (1, 2, 3)]
+    for shard in shards:
+        shard["impl"] = "/home/u/my impl.py"
+    shards[1]["db"] = "/data/fuzz db"
+    shards[2]["timeout_s"] = 0.5
+    merged = merge_runs(shards)
+    assert (merged["impl"], merged["db"]) == ("/home/u/my impl.py", "/data/fuzz db, redis://h:1")
+    write_run(merged, tmp_path / "merged")
+    page = (tmp_path / "merged" / "fuzz.md").read_text()
+    assert page.split("## Failures\n\nNone.\n\n", 1)[1] == "\n".join(
+        [
+            "Replay every saved failure, one command per implementation, database and time limit:",
+            "",
+            "- `ppaux fuzz replay --impl '/home/u/my impl.py' --db redis://h:1`",
+            "- `ppaux fuzz replay --impl '/home/u/my impl.py' --db '/data/fuzz db'`",
+            "- `ppaux fuzz replay --impl '/home/u/my impl.py' --db redis://h:1 --timeout 0.5`",
+            "",
+        ]
+    )
 
 
 def _two_shards(tmp_path):

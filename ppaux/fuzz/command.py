@@ -12,6 +12,7 @@ from typing import Any
 from ppaux.fuzz.options import FuzzUsageError, parse_shard
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.regressions import module_search_path, write_regressions
+from ppaux.testing.impl import DEFAULT_IMPL
 from ppaux.testing.results import JSONObject, finding
 from ppaux.testing.state import STATE, StateError, check_directory, report_directory
 
@@ -223,7 +224,7 @@ def _write_regressions(summary: JSONObject, suite: Any, folder: Path) -> None:
         kind = finding((row.get("error") or "").split(":", 1)[0].rsplit(".", 1)[-1])
         clauses.setdefault(row.get("clause") or "unclassified", []).append(dict(row, finding=kind))
     report = {"clauses": [{"clause": c, "verdict": "fail", "tests": rows} for c, rows in clauses.items()]}
-    spec = suite.impl or "ppaux.transport"
+    spec = suite.impl or DEFAULT_IMPL
     written = write_regressions(
         report, spec, folder, suite.timeout or DEFAULT_TIMEOUT, module_search_path(spec, suite.cwd)
     )

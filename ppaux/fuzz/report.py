@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.timeline import add_up, thin
+from ppaux.isolation import DEFAULT_TIMEOUT
+from ppaux.testing.impl import DEFAULT_IMPL
 from ppaux.testing.results import JSONObject
 
 __all__ = ["check_report_dir", "merge_runs", "read_run", "write_replay", "write_run"]
@@ -140,9 +143,33 @@ def write_run(summary: JSONObject, report_dir: Path) -> Path:
         lines += ["None.", ""]
     for f in s["failures"]:
         lines += _failure_md(f)
-    lines += ["Replay every saved failure: `ppaux fuzz replay --db " + s["db"] + "`", ""]
+    lines += _replay_lines(s.get("shards") or [s])
     _write(report_dir / "fuzz.md", "\n".join(lines))
     return report_dir / "fuzz.md"
+
+
+def _replay_command(impl: str, db: str, timeout_s: float) -> str:
+    """The ``ppaux fuzz replay`` that re-runs a run's saved failures against what the run fuzzed: without
+    its --impl, a replay would run them against ppaux's own transport and find them all fixed."""
+    argv = ["ppaux", "fuzz", "replay"]
+    if impl != DEFAULT_IMPL:
+        argv += ["--impl", impl]
+    argv += ["--db", db]
+    if timeout_s != DEFAULT_TIMEOUT:
+        argv += ["--timeout", f"{timeout_s:g}"]
+    return shlex.join(argv)
+
+
+def _replay_lines(runs: Sequence[JSONObject]) -> list[str]:
+    commands = list(dict.fromkeys(_replay_command(r["impl"], r["db"], r["timeout_s"]) for r in runs))
+    if len(commands) == 1:
+        return [f"Replay every saved failure: `{commands[0]}`", ""]
+    # Shards of other implementations, databases or time limits: one replay each, each against its own.
+    return (
+        ["Replay every saved failure, one command per implementation, database and time limit:", ""]
+        + [f"- `{c}`" for c in commands]
+        + [""]
+    )
 
 
 def write_replay(summary: JSONObject, report_dir: Path) -> Path:
@@ -224,6 +251,9 @@ def merge_runs(runs: Sequence[JSONObject]) -> JSONObject:
                 "failures": len(r["failures"]),
                 "workers": len(r["workers"]),
                 "stopped_by": r["stopped_by"],
+                "impl": r["impl"],
+                "db": r["db"],
+                "timeout_s": r["timeout_s"],
                 "timeline": r["timeline"],
             }
             for r, label in zip(runs, labels)

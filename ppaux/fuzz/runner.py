@@ -13,6 +13,7 @@ from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.rounds import Round, Suite
 from ppaux.fuzz.timeline import Timeline, thin
 from ppaux.isolation import DEFAULT_TIMEOUT, signal_name
+from ppaux.testing.impl import DEFAULT_IMPL
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import JSONObject
 
@@ -298,7 +299,7 @@ class FuzzRun:
             "elapsed_s": round(self.elapsed, 1),
             "stopped_by": self.stopped_by or "budget",
             "complete": self.stopped_by in (None, "max-failures"),
-            "impl": self.suite.impl or "ppaux.transport",
+            "impl": self.suite.impl or DEFAULT_IMPL,
             "db": self.suite.db,
             "suite": self.suite.what,
             "tests": self.suite.tests,
@@ -374,7 +375,7 @@ class Replay:
         return {
             "kind": "fuzz-replay",
             "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "impl": self.suite.impl or "ppaux.transport",
+            "impl": self.suite.impl or DEFAULT_IMPL,
             "db": self.suite.db,
             "placement": self.placement,
             "tests_with_saved_failures": len(saved),
