@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -1535,6 +1536,7 @@ def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeyp
 def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tmp_path, monkeypatch, capsys):
     """``ppaux fuzz replay`` with a scripted round: the tests with saved examples, split into those
     that still fail (with their finding) and those that pass now, on the console and in replay.md."""
+    import ppaux.fuzz.options as options
     import ppaux.fuzz.rounds as rounds
 
     events = [
@@ -1545,6 +1547,8 @@ def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tm
     ]
     monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": events, "end": "exit 1"}}))
     monkeypatch.setattr(rounds, "Suite", ScriptedSuite)
+    # A GPU is visible, and --devices cpu keeps the replay off it.
+    monkeypatch.setattr(options, "visible_gpus", lambda: ["0"])
     (tmp_path / "db").mkdir()
     report = tmp_path / "report"
     argv = ("replay", "--devices", "cpu", "--db", str(tmp_path / "db"), "--report", str(report))
@@ -1568,6 +1572,8 @@ def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tm
     summary = json.loads((report / "replay.json").read_text())
     # Indented for a person reading it, as fuzz.json is.
     assert (report / "replay.json").read_text() == json.dumps(summary, indent=2)
+    # When, in UTC as a run's started_at is: the shards' machines may be in other time zones.
+    assert datetime.fromisoformat(summary["at"]).utcoffset() == timedelta(0)
     assert summary == {
         "kind": "fuzz-replay",
         "at": summary["at"],
