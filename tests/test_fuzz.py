@@ -1164,7 +1164,8 @@ def test_the_verdict_of_a_run_that_fuzzed_nothing_or_lost_a_worker_is_not_clean(
 # (worker "1", "2"; "*" for any), after an "environment" event with what the fuzz job told it, then
 # ends as told: "exit N", "kill" (SIGKILL, as the OOM killer would), "hang" (says it was interrupted on
 # SIGINT, then hangs on), "interrupt-parent" (Ctrl-C to the fuzz job); after "linger" seconds, if given.
-# Its last words go to stderr and stdout (both into the round's log), none if "quiet".
+# Its last words go to stderr and stdout (both into the round's log), none if "quiet"; then
+# "raw_last_line", if given.
 FAKE_ROUND = """
 import json, os, signal, sys, time
 plan = json.loads(os.environ["FAKE_ROUND"])
@@ -1178,6 +1179,9 @@ if not steps.get("quiet"):
     sys.stderr.write("a warning of worker " + worker + "\\n")
     sys.stderr.flush()
     print("last words of worker", worker)
+    sys.stdout.flush()
+if "raw_last_line" in steps:  # bytes as the code under test may print them, given as latin-1
+    sys.stdout.buffer.write(steps["raw_last_line"].encode("latin-1"))
     sys.stdout.flush()
 time.sleep(steps.get("linger", 0))
 end = steps["end"]
@@ -1531,6 +1535,12 @@ def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeyp
         with pytest.raises(RunError) as caught:
             replay.run()
         assert str(caught.value) == f"pytest could not run the replay (exit 3); see {log}: {last}"
+    # Output that is not UTF-8 (the code under test printed bytes): its last line, the bad bytes replaced.
+    garbled = {"events": [], "end": "exit 3", "raw_last_line": "\xff\xfe core dumped\n"}
+    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": garbled}))
+    with pytest.raises(RunError) as caught:
+        replay.run()
+    assert str(caught.value) == f"pytest could not run the replay (exit 3); see {log}: \ufffd\ufffd core dumped"
 
 
 def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tmp_path, monkeypatch, capsys):
