@@ -1224,6 +1224,28 @@ def scripted_run(
     )
 
 
+def test_a_run_keeps_a_test_s_different_examples_and_crashes_apart_and_counts_each_again(tmp_path, monkeypatch):
+    """One test's failures are one per minimal example, or per error where there is no example (a
+    hang or a crash); the same one again is counted, not listed twice; each keeps its failure text."""
+    first = dict(FAILURE, text="Traceback\nE   AssertionError: add.7\n")
+    other = dict(first, example="another example")
+    crash = dict(first, example=None, blob=None, error="Crash: pop killed the process with SIGSEGV (signal 11)")
+    hang = dict(crash, error="Hang: pop did not return within 1 s")
+    events = [COLLECTED, {"kind": "running", "nodeid": "t.py::t"}, first, first, other, crash, hang]
+    run = scripted_run(
+        tmp_path, monkeypatch, {"*": {"events": events, "end": "exit 1"}}, workers=1, max_failures=4, budget=5.0
+    )
+    run.run()
+    summary = run.summary()
+    assert [(f["example"], f["error"], f["seen"], f["text"]) for f in summary["failures"]] == [
+        ("ex", "E", 2, first["text"]),
+        ("another example", "E", 1, first["text"]),
+        (None, crash["error"], 1, first["text"]),
+        (None, hang["error"], 1, first["text"]),
+    ]
+    assert (summary["stopped_by"], summary["complete"]) == ("max-failures", True)
+
+
 @pytest.mark.subprocess
 def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reported(tmp_path, monkeypatch):
     events = [
