@@ -24,6 +24,7 @@ from ppaux.cli.usage import UsageError, timeout_seconds
 from ppaux.core.clauses import CLAUSES, statement
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.regressions import module_search_path, write_regressions
+from ppaux.testing.advice import rerun_command
 from ppaux.testing.impl import DEFAULT_IMPL, ImplementationError, load
 from ppaux.testing.profiles import PROFILES
 from ppaux.testing.results import JSONObject, read_jsonl
@@ -201,16 +202,15 @@ def _regression_files(summary: JSONObject | None) -> list[str]:
 
 def command_line(args: argparse.Namespace) -> str:
     """The ``ppaux check`` command that runs this check again (for replay advice)."""
-    parts = ["ppaux check"]
-    for option, value, default in (
-        ("--impl", args.impl, None),
-        ("--profile", args.profile, "ci"),
-        ("--marks", args.marks, "contract or robustness"),
-        ("--timeout", args.timeout, DEFAULT_TIMEOUT),
-    ):
-        if value is not None and value != default:
-            parts.append(f"{option} {shlex.quote(f'{value:g}' if isinstance(value, float) else str(value))}")
-    return " ".join(parts)
+    return rerun_command(
+        ["ppaux", "check"],
+        [
+            ("--impl", args.impl, None),
+            ("--profile", args.profile, "ci"),
+            ("--marks", args.marks, "contract or robustness"),
+            ("--timeout", args.timeout, DEFAULT_TIMEOUT),
+        ],
+    )
 
 
 def pytest_args(args: argparse.Namespace, spec: str, results: str, ini: str) -> list[str]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.timeline import add_up, thin
 from ppaux.isolation import DEFAULT_TIMEOUT
+from ppaux.testing.advice import rerun_command
 from ppaux.testing.impl import DEFAULT_IMPL
 from ppaux.testing.results import JSONObject
 
@@ -151,13 +151,10 @@ def write_run(summary: JSONObject, report_dir: Path) -> Path:
 def _replay_command(impl: str, db: str, timeout_s: float) -> str:
     """The ``ppaux fuzz replay`` that re-runs a run's saved failures against what the run fuzzed: without
     its --impl, a replay would run them against ppaux's own transport and find them all fixed."""
-    argv = ["ppaux", "fuzz", "replay"]
-    if impl != DEFAULT_IMPL:
-        argv += ["--impl", impl]
-    argv += ["--db", db]
-    if timeout_s != DEFAULT_TIMEOUT:
-        argv += ["--timeout", f"{timeout_s:g}"]
-    return shlex.join(argv)
+    return rerun_command(
+        ["ppaux", "fuzz", "replay"],
+        [("--impl", impl, DEFAULT_IMPL), ("--db", db, None), ("--timeout", timeout_s, DEFAULT_TIMEOUT)],
+    )
 
 
 def _replay_lines(runs: Sequence[JSONObject]) -> list[str]:
