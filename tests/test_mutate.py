@@ -1382,6 +1382,85 @@ def test_a_narrowed_runs_total_counts_the_module_mutmut_was_rewriting_when_the_r
     assert [line.split("  killed")[0] for line in stream.getvalue().splitlines()] == ["mutants 1/2", "mutants 2/2"]
 
 
+def _standin_mutmut(root: Path, main: str) -> dict[str, str]:
+    """An environment whose ``python -m mutmut`` runs ``main`` instead of mutmut."""
+    standin = root / "standin" / "mutmut"
+    standin.mkdir(parents=True)
+    (standin / "__init__.py").write_text("")
+    (standin / "__main__.py").write_text(textwrap.dedent(main), encoding="utf-8")
+    return {**os.environ, "PYTHONPATH": str(standin.parent)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_a_run_ends_with_mutmut_though_a_process_its_mutants_leaked_keeps_its_output_open(tmp_path):
+    """A mutant that breaks the code reaping child processes leaves one behind, holding mutmut's output
+    (seen in the full package run: three of them, every signal blocked). The run ends when mutmut does,
+    with its progress, and takes the leftover with it."""
+    leaked = tmp_path / "leaked.pid"
+    env = _standin_mutmut(
+        tmp_path,
+        f"""
+        import subprocess, sys
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        open({str(leaked)!r}, "w").write(str(child.pid))
+        print("\u280b 1/1  \U0001f389 1 \U0001fae5 0  \u23f0 0  \U0001f914 0  \U0001f641 0  \U0001f507 0", flush=True)
+        """,
+    )
+    stream = io.StringIO()
+    outcome: list[int] = []
+    run = threading.Thread(
+        target=lambda: outcome.append(
+            project.MutmutProject(tmp_path).run(
+                max_children=1, log=tmp_path / "log", progress=Progress(stream=stream, every=0), env=env
+            )
+        ),
+        daemon=True,
+    )
+    run.start()
+    try:
+        # Bounds the test, not the speed: without the fix the run waits the leftover's 600 s.
+        run.join(timeout=60)
+        assert not run.is_alive(), "the run waited on the leaked process instead of ending with mutmut"
+        assert outcome == [0]
+        assert stream.getvalue().splitlines()[-1].startswith("mutants 1/1  killed 1  survived 0  ")
+        assert not _alive(int(leaked.read_text()))
+    finally:
+        if leaked.exists() and _alive(int(leaked.read_text())):
+            os.kill(int(leaked.read_text()), 9)
+
+
+class _CtrlC(io.StringIO):
+    def write(self, text: str) -> int:
+        raise KeyboardInterrupt
+
+
+def test_a_ctrl_c_during_the_run_reaches_mutmut(tmp_path):
+    """mutmut runs in a session of its own (so that its leftovers can be stopped): a Ctrl-C at the
+    terminal, which only ppaux sees, is passed on to it, and the run stops."""
+    heard = tmp_path / "heard"
+    env = _standin_mutmut(
+        tmp_path,
+        f"""
+        import signal, sys, time
+        signal.signal(signal.SIGINT, lambda *_: (open({str(heard)!r}, "w").write("SIGINT"), sys.exit(1)))
+        print("\u280b 1/2  \U0001f389 1 \U0001fae5 0  \u23f0 0  \U0001f914 0  \U0001f641 0  \U0001f507 0", flush=True)
+        time.sleep(30)  # ends the test within bounds should the Ctrl-C not reach it
+        """,
+    )
+    with pytest.raises(KeyboardInterrupt):
+        project.MutmutProject(tmp_path).run(
+            max_children=1, log=tmp_path / "log", progress=Progress(stream=_CtrlC(), every=0), env=env
+        )
+    assert heard.read_text() == "SIGINT"
+
+
 def test_mutmuts_progress_line_reads_as_done_total_killed_survived():
     """Killed counts mutmut's killed and timed-out mutants; "suspicious" stays out until the verdicts are read;
     a narrowed run's total is the mutants it picked."""

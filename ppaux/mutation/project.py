@@ -9,16 +9,19 @@ and reads back what it decided.
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import fnmatch
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ppaux.mutation.score import SUSPICIOUS, crashed
 from ppaux.testing.progress import Progress
@@ -162,6 +165,27 @@ def _counts(match: re.Match[str], selected: int | None = None) -> tuple[int, int
     return done, total if selected is None else selected, killed + timeout, survived
 
 
+def _follow(proc: subprocess.Popen[bytes], written: BinaryIO) -> Iterator[str]:
+    """What ``proc`` writes to the file open as ``written``, as it comes, until ``proc`` has ended."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while True:
+        ended = proc.poll() is not None
+        chunk = decoder.decode(written.read())
+        if chunk:
+            yield chunk
+        elif ended:
+            return
+        else:
+            time.sleep(0.1)
+
+
+def _stop_session(session: int) -> None:
+    """Kill what is left of a session: processes the code under test leaked (a mutant may break the
+    very code that reaps its children)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(session, signal.SIGKILL)
+
+
 class MutmutProject:
     """A directory mutmut runs in (its ``pyproject.toml`` holds the ``[tool.mutmut]`` table)."""
 
@@ -191,31 +215,35 @@ class MutmutProject:
             *([f"--max-children={max_children}"] if max_children else []),
             *only,
         ]
-        with open(log, "w", encoding="utf-8") as out:
+        # mutmut writes to the log itself, and the progress is read back from the log: a process a mutant
+        # leaks (it may block every signal) keeps the log open, so waiting for the end of a pipe would
+        # wait for it, not for mutmut.
+        with open(log, "w", encoding="utf-8") as out, open(log, "rb") as written:
+            # A session of its own, so that what its mutants leak is stopped with it.
             proc = subprocess.Popen(
-                cmd,
-                cwd=self.root,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
+                cmd, cwd=self.root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
             seen = None
             # mutmut's total counts every mutant even when ``only`` picks a few: count the picked ones
             # once mutmut has generated them (its first progress line).
             selected: int | None = None
-            # mutmut rewrites its status line with "\r": read it in chunks, not lines.
-            stdout: Any = proc.stdout
-            for chunk, matches in status_lines(iter(lambda: stdout.read(256), "")):
-                out.write(chunk)
-                for match in matches:
-                    if only and selected is None:
-                        selected = len(select(_exit_codes(self.root / "mutants"), only))
-                    seen = match
-                    show_counts(progress, *_counts(match, selected))
-            code = proc.wait()
+            try:
+                # mutmut rewrites its status line with "\r": read it in chunks, not lines.
+                for _, matches in status_lines(_follow(proc, written)):
+                    for match in matches:
+                        if only and selected is None:
+                            selected = len(select(_exit_codes(self.root / "mutants"), only))
+                        seen = match
+                        show_counts(progress, *_counts(match, selected))
+                code = proc.wait()
+            except KeyboardInterrupt:
+                # Outside the terminal's process group, mutmut did not see the Ctrl-C: pass it on.
+                os.killpg(proc.pid, signal.SIGINT)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=30)
+                raise
+            finally:
+                _stop_session(proc.pid)
         if seen is not None:
             show_counts(progress, *_counts(seen, selected), final=True)
         return code
