@@ -1171,6 +1171,13 @@ import json, os, signal, sys, time
 plan = json.loads(os.environ["FAKE_ROUND"])
 worker = os.environ["PPAUX_FUZZ_WORKER"].partition("/")[0]
 steps = plan.get(worker, plan.get("*"))
+def stopped(signum, frame):  # as the plugin does on the parent's SIGINT, but then it hangs on
+    with open(os.environ["PPAUX_FUZZ_EVENTS"], "a") as fh:
+        fh.write(json.dumps({"kind": "interrupted", "nodeid": "t.py::slow"}) + "\\n")
+# First thing, as the plugin's is set at import: a stop that comes while a loaded machine is still
+# starting the round must find it (Python's default would end it with status 1).
+if steps["end"] == "hang":
+    signal.signal(signal.SIGINT, stopped)
 told = {k: os.environ.get("PPAUX_FUZZ_" + k.upper()) for k in ("mode", "worker", "seed", "shard", "max_examples")}
 with open(os.environ["PPAUX_FUZZ_EVENTS"], "a") as fh:
     for event in [{"kind": "environment", **told}, *steps["events"]]:
@@ -1189,11 +1196,6 @@ if end == "kill":
     os.kill(os.getpid(), signal.SIGKILL)
 if end == "interrupt-parent":
     os.kill(os.getppid(), signal.SIGINT)
-def stopped(signum, frame):  # as the plugin does on the parent's SIGINT, but then it hangs on
-    with open(os.environ["PPAUX_FUZZ_EVENTS"], "a") as fh:
-        fh.write(json.dumps({"kind": "interrupted", "nodeid": "t.py::slow"}) + "\\n")
-if end == "hang":
-    signal.signal(signal.SIGINT, stopped)
 if end in ("hang", "interrupt-parent"):
     for _ in range(600):
         time.sleep(0.1)
