@@ -1895,8 +1895,9 @@ def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_a
         "run",
         "--shard",
         "2/2",
+        # Long enough that a round starts and runs examples on a loaded 2-core CI machine (20 s ran none once).
         "--budget",
-        "20s",
+        "40s",
         "--db",
         url,
         "--report",
