@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ppaux.isolation import signal_group
 from ppaux.testing.results import JSONObject, split_jsonl
 
 __all__ = ["PROFILE", "Round", "Suite", "from_checkout"]
@@ -210,10 +211,7 @@ class Round:
             time.sleep(0.05)
 
     def _signal(self, signum: int) -> None:
-        try:
-            os.killpg(self.proc.pid, signum)
-        except ProcessLookupError:  # pragma: no cover - it exited between poll and kill
-            pass
+        signal_group(self.proc.pid, signum)
 
     def log_tail(self, lines: int = 15) -> str:
         text = self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()

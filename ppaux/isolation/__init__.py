@@ -10,6 +10,7 @@ exit status and its faulthandler stack read back. Nothing here imports the rest 
 """
 
 from ppaux.isolation.forked import ChildOutcome, can_fork, run_forked
+from ppaux.isolation.groups import signal_group
 from ppaux.isolation.guard import DEFAULT_TIMEOUT, Crash, Guard, Hang, current, parse_timeout
 from ppaux.isolation.status import describe_exitcode, describe_status, signal_name
 
@@ -25,5 +26,6 @@ __all__ = [
     "describe_status",
     "parse_timeout",
     "run_forked",
+    "signal_group",
     "signal_name",
 ]

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ppaux.isolation import signal_group
 from ppaux.mutation.score import SUSPICIOUS, crashed
 from ppaux.testing.progress import Progress
 
@@ -179,13 +180,6 @@ def _follow(proc: subprocess.Popen[bytes], written: BinaryIO) -> Iterator[str]:
             time.sleep(0.1)
 
 
-def _stop_session(session: int) -> None:
-    """Kill what is left of a session: processes the code under test leaked (a mutant may break the
-    very code that reaps its children)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(session, signal.SIGKILL)
-
-
 class MutmutProject:
     """A directory mutmut runs in (its ``pyproject.toml`` holds the ``[tool.mutmut]`` table)."""
 
@@ -238,12 +232,14 @@ class MutmutProject:
                 code = proc.wait()
             except KeyboardInterrupt:
                 # Outside the terminal's process group, mutmut did not see the Ctrl-C: pass it on.
-                os.killpg(proc.pid, signal.SIGINT)
+                signal_group(proc.pid, signal.SIGINT)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=30)
                 raise
             finally:
-                _stop_session(proc.pid)
+                # What is left of its session: processes a mutant leaked (it may break the very code
+                # that reaps children).
+                signal_group(proc.pid, signal.SIGKILL)
         if seen is not None:
             show_counts(progress, *_counts(seen, selected), final=True)
         return code
