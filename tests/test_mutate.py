@@ -1351,24 +1351,19 @@ def test_a_narrowed_runs_total_counts_the_module_mutmut_was_rewriting_when_the_r
         }
     )
     progress_line = "⠋ {}/3  🎉 {} 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0\n"
-    standin = tmp_path / "standin" / "mutmut"
-    standin.mkdir(parents=True)
-    (standin / "__init__.py").write_text("")
-    (standin / "__main__.py").write_text(
-        textwrap.dedent(
-            f"""
-            import time
-            line = {progress_line!r}
-            open({str(meta)!r}, "w").write({whole[:40]!r})
-            # Output on both sides of the line, as mutmut's spinner writes, so that it is read at once.
-            spin = "\\u280b Generating mutants\\r" * 20
-            print(spin + line.format(1, 1) + spin, end="", flush=True)
-            time.sleep(0.1)
-            open({str(meta)!r}, "w").write({whole!r})
-            print(line.format(2, 2), end="", flush=True)
-            """
-        ),
-        encoding="utf-8",
+    env = _standin_mutmut(
+        tmp_path,
+        f"""
+        import time
+        line = {progress_line!r}
+        open({str(meta)!r}, "w").write({whole[:40]!r})
+        # Output on both sides of the line, as mutmut's spinner writes, so that it is read at once.
+        spin = "\\u280b Generating mutants\\r" * 20
+        print(spin + line.format(1, 1) + spin, end="", flush=True)
+        time.sleep(0.1)
+        open({str(meta)!r}, "w").write({whole!r})
+        print(line.format(2, 2), end="", flush=True)
+        """,
     )
     stream = io.StringIO()
     code = project.MutmutProject(tmp_path).run(
@@ -1376,7 +1371,7 @@ def test_a_narrowed_runs_total_counts_the_module_mutmut_was_rewriting_when_the_r
         only=["arith.x_double*"],
         log=tmp_path / "log",
         progress=Progress(stream=stream, every=0),
-        env={**os.environ, "PYTHONPATH": str(standin.parent)},
+        env=env,
     )
     assert code == 0, (tmp_path / "log").read_text()
     assert [line.split("  killed")[0] for line in stream.getvalue().splitlines()] == ["mutants 1/2", "mutants 2/2"]
