@@ -244,6 +244,15 @@ def test_transport_dicts_keep_ordinary_keys_clear_of_the_prefix(data, prefix):
     assert [k for k in with_aux if not isinstance(k, str)]
 
 
+@pytest.mark.parametrize("prefix", ["_", "__", "__msg"])
+@given(data=st.data())
+def test_a_prefix_that_would_claim_msg_type_draws_no_msg_type(data, prefix):
+    """Found by the CI fuzz run: with prefix "_", "__msg_type__" was drawn as an ordinary key, and a correct
+    transport, taking it for an aux key with a str value, was failed by pop.4's test."""
+    d = data.draw(ps.transport_dicts(prefix=prefix))
+    assert not [k for k in d if isinstance(k, str) and k.startswith(prefix)]
+
+
 @pytest.mark.parametrize("prefix", [ps.SGLANG_PREFIX, "aux.", "next_"])
 def test_near_prefix_keys_only_resemble_the_prefix(prefix):
     keys = ps.near_prefix_keys(prefix)
