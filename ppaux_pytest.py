@@ -1,13 +1,50 @@
-"""Entry point of ppaux's pytest plugin (``pytest11``).
+"""Entry point of ppaux's pytest plugin (``pytest11``): a guest in every pytest run of the environment.
 
-pytest imports entry-point plugins before pytest-cov starts measuring, so this shim imports
-nothing of ``ppaux`` at import time; the plugin proper, :mod:`ppaux.testing.plugin`, is
-registered from ``pytest_configure`` and thus measured like any module.
+Installed and unused, it costs an import of this file: it registers ppaux's options and the one mark
+users write in tests of their own (``isolated``), and imports nothing else. ppaux is *activated* in a
+run (:func:`activate`: the plugin proper, :mod:`ppaux.testing.plugin`, with torch and the
+implementation under test) only when the run asks for it:
+
+- a ``--ppaux-*`` option on the command line;
+- collecting ppaux's shipped tests (``ppaux/conformance/conftest.py`` activates it);
+- a collected test that uses a ppaux fixture or carries ``@pytest.mark.isolated``.
+
+So ``$PPAUX_IMPL`` is read, and a bad value fails the run, only in runs that test an implementation.
+ppaux registers and loads no Hypothesis profile (see :mod:`ppaux.testing.profiles`). Being imported
+before pytest-cov starts, this file stays out of the measured package.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
 import pytest
+
+# Set in a run's stash when this plugin configured it, and to the plugin proper once activated:
+# per run, so that a nested session (pytester, `ppaux check`) never changes the run around it.
+LOADED = pytest.StashKey[bool]()
+ACTIVE = pytest.StashKey[ModuleType]()
+# Why the plugin proper refused the run (a bad implementation), once it has.
+REFUSED = pytest.StashKey[str]()
+# Set when the session starts: from then on a refusal is raised inside collection.
+STARTED = pytest.StashKey[bool]()
+
+# Fixtures and the mark that make a collected test one of ppaux's.
+FIXTURES = ("ppaux_impl", "ppaux_observer_check", "ppaux_settings")
+ISOLATED = "isolated: (ppaux) runs in a forked child, as the shipped suite's tests do: a crash or hang is a finding"
+
+# Options whose presence on the command line asks for ppaux (dest, default when absent).
+_ASKING = (
+    ("ppaux_impl", None),
+    ("ppaux_results", None),
+    ("ppaux_timeout", None),
+    ("ppaux_isolation", None),
+    ("ppaux_record_calls", False),
+    ("ppaux_profile", None),
+    ("ppaux_max_examples", None),
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -18,6 +55,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="MODULE_OR_FILE",
         help="implementation of the PP auxiliary transport to test (module name or .py file); "
         "default: $PPAUX_IMPL or ppaux's reference",
+    )
+    group.addoption(
+        "--ppaux-profile",
+        default=None,
+        metavar="NAME",
+        help="ppaux's Hypothesis tuning for its own tests: ci, dev, nightly or mutation (default: the one named "
+        "like the active Hypothesis profile, if any); other tests keep the active profile",
+    )
+    group.addoption(
+        "--ppaux-max-examples",
+        default=None,
+        metavar="N",
+        help="examples per property for ppaux's own tests alone (default: as the tuning or profile says)",
     )
     group.addoption(
         "--ppaux-results",
@@ -48,12 +98,97 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("ppaux_timeout", "per-call time limit in seconds on the implementation under test (default 10)")
     parser.addini("ppaux_isolation", "'test' (default) or 'off': see --ppaux-isolation")
+    parser.addini("ppaux_profile", "ppaux's Hypothesis tuning for its own tests: see --ppaux-profile")
+    parser.addini("ppaux_max_examples", "examples per property for ppaux's own tests alone: see --ppaux-max-examples")
+
+
+@pytest.hookimpl(tryfirst=True)  # before the configure of ppaux's conftests, which ask whether it ran
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[LOADED] = True
+    config.addinivalue_line("markers", ISOLATED)
+    if any(config.getoption(dest) != absent for dest, absent in _ASKING):
+        activate(config)
+
+
+def activate(config: pytest.Config) -> ModuleType:
+    """ppaux's plugin proper in this run, registered on first use: its ``pytest_configure`` loads the
+    implementation under test (a bad one is a usage error, one line)."""
+    plugin = config.stash.get(ACTIVE, None)
+    if plugin is None:
+        if REFUSED in config.stash:
+            raise pytest.UsageError(config.stash[REFUSED])
+        from ppaux.testing import plugin
+
+        try:
+            config.pluginmanager.register(plugin, "ppaux.testing.plugin")
+        except pytest.UsageError as exc:
+            # Refused (a bad implementation): no half-configured plugin stays, and the reason is kept.
+            config.pluginmanager.unregister(plugin)
+            config.stash[REFUSED] = str(exc)
+            raise
+        config.stash[ACTIVE] = plugin
+    return plugin
+
+
+def activate_from_conftest(config: pytest.Config) -> None:
+    """:func:`activate`, from the ``pytest_configure`` of a conftest of ppaux's shipped tests. Loaded
+    during collection (``--pyargs``), a refusal is a collection error of one line: a usage error
+    raised there would print pytest's traceback, and crash xdist's controller from a worker."""
+    try:
+        activate(config)
+    except pytest.UsageError as exc:
+        if STARTED not in config.stash:
+            raise
+        raise pytest.Collector.CollectError(str(exc)) from None
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_configure(config: pytest.Config) -> None:
-    # First: ppaux's Hypothesis profiles must exist before Hypothesis's own plugin loads --hypothesis-profile.
-    from ppaux.testing import plugin, profiles
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[STARTED] = True
 
-    profiles.register()
-    config.pluginmanager.register(plugin, "ppaux.testing.plugin")
+
+def _is_ppaux_test(item: pytest.Item) -> bool:
+    fixtures = getattr(item, "fixturenames", ())
+    return any(name in fixtures for name in FIXTURES) or item.get_closest_marker("isolated") is not None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if ACTIVE not in config.stash and REFUSED not in config.stash and any(map(_is_ppaux_test, items)):
+        try:
+            activate(config)
+        except pytest.UsageError:
+            # In an xdist worker a usage error crashes the controller: there, each ppaux test fails
+            # at setup with the line instead (_activated).
+            if not hasattr(config, "workerinput"):
+                raise
+    plugin = config.stash.get(ACTIVE, None)
+    if plugin is not None:
+        plugin.collected(config, items)
+
+
+def _activated(config: pytest.Config) -> ModuleType:
+    try:
+        return activate(config)
+    except pytest.UsageError as exc:
+        refused = str(exc)
+    pytest.fail(refused, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def ppaux_impl(pytestconfig: pytest.Config) -> Any:  # Any: ppaux.testing.Implementation, not imported until used
+    """The implementation under test in this run; every add and pop runs under the run's per-call limit."""
+    return _activated(pytestconfig).session_impl(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def ppaux_observer_check(ppaux_impl: Any, pytestconfig: pytest.Config) -> Callable[..., Any]:
+    """:func:`ppaux.testing.check_observer` bound to this run's implementation."""
+    check: Callable[..., Any] = _activated(pytestconfig).observer_check(ppaux_impl)
+    return check
+
+
+@pytest.fixture(scope="session")
+def ppaux_settings(pytestconfig: pytest.Config) -> Any:  # Any: hypothesis.settings
+    """The Hypothesis settings of ppaux's tests in this run (see :mod:`ppaux.testing.profiles`)."""
+    return _activated(pytestconfig).suite_settings(pytestconfig).settings

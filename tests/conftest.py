@@ -1,5 +1,5 @@
-"""ppaux's own test run: nested sessions, SGLang-release and slow end-to-end tests only when asked, no process left
-behind."""
+"""ppaux's own test run: its Hypothesis profiles and marks, nested sessions, SGLang-release and slow end-to-end tests
+only when asked, no process left behind."""
 
 from __future__ import annotations
 
@@ -11,9 +11,25 @@ import re
 import pytest
 from hypothesis import settings
 
+from ppaux.conformance import MARKS as SUITE_MARKS
 from ppaux.relay import gloo
+from ppaux.testing.profiles import TUNINGS, tuned
 
 pytest_plugins = ["pytester"]
+
+# This project's profiles are ppaux's tunings: its own tests draw as the shipped suite's do (the plugin
+# registers no profile; a project's profiles are its conftest's to register).
+for _name in TUNINGS:
+    settings.register_profile(_name, tuned(_name))
+
+# Its own marks, and the suite's: its tests import the suite's modules.
+MARKS = {
+    **SUITE_MARKS,
+    "sglang": "downloads SGLang's released wheel and runs the suite against it",
+    "wire": "relays PP dicts over a channel",
+    "gloo": "starts torch.distributed gloo processes on 127.0.0.1",
+    "gpu": "needs CUDA",
+}
 
 # Marks whose tests run only when asked for: `-m MARK` (any -m expression that names the mark
 # without negating it) or the environment variable.
@@ -35,6 +51,8 @@ OPT_IN = {
 def pytest_configure(config: pytest.Config) -> None:
     for mark in ("slow", "subprocess", "thorough"):
         config.addinivalue_line("markers", f"{mark}: {OPT_IN[mark][1]}")
+    for mark, doc in MARKS.items():
+        config.addinivalue_line("markers", f"{mark}: {doc}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:

@@ -25,6 +25,7 @@ def test_check_help_names_every_option_with_its_metavar(capsys):
         "-h, --help show this help message and exit"
         " --impl MODULE_OR_FILE implementation to check (default: ppaux's own)"
         " --profile PROFILE Hypothesis profile: ci, dev, nightly, mutation (default: ci)"
+        " --max-examples N examples per property (default: as the profile says; ci: 40)"
         " --report DIR where to write conformance.md and conformance.json "
         "(default: .ppaux/check in the current directory)"
         " --marks EXPR which tests (pytest -m expression; default: 'contract or robustness')"
@@ -43,6 +44,7 @@ def test_check_defaults_are_the_ones_its_help_states():
         "command": "check",
         "impl": None,
         "profile": "ci",
+        "max_examples": None,
         "report": None,
         "marks": "contract or robustness",
         "tests": None,
@@ -422,3 +424,14 @@ def test_regression_tests_are_proven_against_the_users_module_found_where_the_ru
     assert proofs == [(["test_add_1.py"], "tests.impls.torch_only", [str(root)], PROOF_SECONDS)]
     assert "\nfrom tests.impls.torch_only import (\n" in (folder / "test_add_1.py").read_text()
     assert capsys.readouterr().out.endswith(f"regression tests written to {folder}: {folder / 'test_add_1.py'}\n")
+
+
+def test_more_or_fewer_examples_reach_the_suites_run_and_its_replay_command(capsys, monkeypatch, tmp_path):
+    fake = FakePytest(ROWS, status=1)
+    monkeypatch.setattr(check, "run_suite", fake)
+    assert main(["check", "--max-examples", "500", "--report", str(tmp_path)]) == 1
+    ((argv, _, _, _),) = fake.calls
+    assert argv[argv.index("--ppaux-max-examples") + 1] == "500"
+    report = json.loads((tmp_path / "conformance.json").read_text())
+    assert report["command"] == "ppaux check --max-examples 500"
+    assert "Replay: `ppaux check --max-examples 500 --tests test_b`" in capsys.readouterr().out

@@ -154,6 +154,14 @@ def test_explain_a_pasted_traceback_line(capsys):
         ),
         (["check", "--timeout", "ten"], "ppaux check: argument --timeout: timeout 'ten' is not a number of seconds\n"),
         (
+            ["check", "--max-examples", "0"],
+            "ppaux check: argument --max-examples: expected a whole number of examples >= 1, not '0'\n",
+        ),
+        (
+            ["check", "--max-examples", "many"],
+            "ppaux check: argument --max-examples: expected a whole number of examples >= 1, not 'many'\n",
+        ),
+        (
             ["check", "--impl", "no_such_module_xyz"],
             (
                 "ppaux: error: cannot import implementation module 'no_such_module_xyz': "
@@ -309,20 +317,30 @@ def test_report_of_a_failure_without_example_or_blob_says_where_to_look():
 
 
 def test_the_suites_run_selects_by_marks_and_optionally_by_name():
-    args = argparse.Namespace(marks="contract", profile="ci", tests=None, junit=None, timeout=2.5)
+    args = argparse.Namespace(marks="contract", profile="ci", max_examples=None, tests=None, junit=None, timeout=2.5)
     argv = check.pytest_args(args, "", "r.jsonl", "p.ini")
-    assert argv[-8:] == [
+    # ppaux's tuning over Hypothesis's default profile, not the ci one Hypothesis loads on CI.
+    assert argv[-10:] == [
         "-m",
         "contract",
         "--hypothesis-profile",
+        "default",
+        "--ppaux-profile",
         "ci",
         "--ppaux-results",
         "r.jsonl",
         "--ppaux-timeout",
         "2.5",
     ]
-    args.tests = "round_trip"
-    assert check.pytest_args(args, "m", "r.jsonl", "p.ini")[-4:] == ["--ppaux-impl", "m", "-k", "round_trip"]
+    args.tests, args.max_examples = "round_trip", 5
+    argv = check.pytest_args(args, "m", "r.jsonl", "p.ini")
+    assert argv[-4:] == ["--ppaux-impl", "m", "-k", "round_trip"]
+    assert argv[argv.index("--ppaux-profile") : argv.index("--ppaux-results")] == [
+        "--ppaux-profile",
+        "ci",
+        "--ppaux-max-examples",
+        "5",
+    ]
 
 
 def test_help_says_what_each_command_does(capsys):
@@ -351,3 +369,37 @@ def test_help_says_what_each_command_does(capsys):
 def test_a_missing_or_unknown_argument_is_one_line_too(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv)
     assert (code, out, err) == (2, "", message)
+
+
+class _ClosedPipe:
+    """A stdout whose reader went away: every write fails as the kernel says, EPIPE."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def write(self, text):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self):
+        pass
+
+    def fileno(self):
+        return self.fd
+
+
+def test_output_to_a_closed_pipe_ends_quietly_with_sigpipes_status(monkeypatch, capsys, tmp_path):
+    with open(tmp_path / "stdout", "wb") as fh:
+        monkeypatch.setattr(sys, "stdout", _ClosedPipe(fh.fileno()))
+        assert main(["errors"]) == 128 + 13
+    # What is printed after that goes nowhere (not to a traceback at exit).
+    assert (tmp_path / "stdout").read_bytes() == b"" and capsys.readouterr().err == ""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("argv", [["errors"], ["explain", "P1"], ["clauses", "--markdown"]])
+def test_a_reader_that_closes_the_pipe_gets_no_traceback(argv):
+    # As `ppaux errors | head -1` where head is gone before ppaux writes (torch takes seconds to import).
+    proc = subprocess.Popen([sys.executable, "-m", "ppaux", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (128 + 13, b"")

@@ -312,10 +312,9 @@ def test_a_redis_that_does_not_answer_is_one_line_and_exit_2(capsys):
         silent.listen(8)
         url = f"redis://127.0.0.1:{silent.getsockname()[1]}"
         assert ppaux_main(["fuzz", "run", "--db", url]) == 2
-    assert (
-        capsys.readouterr().err
-        == f"ppaux: error: --db {url}: cannot reach Redis (TimeoutError: Timeout reading from socket)\n"
-    )
+    # ppaux's words and the cause's type; the cause's own words are redis-py's (8.2 changed them).
+    err = capsys.readouterr().err
+    assert re.fullmatch(re.escape(f"ppaux: error: --db {url}: cannot reach Redis (TimeoutError: ") + r"[^\n]+\)\n", err)
 
 
 def test_shards_split_every_test_into_exactly_one_share_the_same_on_every_machine():
@@ -634,8 +633,6 @@ def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_ro
         "-p",
         "no:cacheprovider",
         "--strict-markers",
-        "-m",
-        "not sglang",
         "-k",
         "test_add",
         "--ppaux-impl",
@@ -655,7 +652,7 @@ def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_ro
     assert (tmp_path / "pytest.ini").read_text() == "[pytest]\n"
     assert installed.what == "ppaux.conformance" and from_checkout()
     checkout = Suite(db="d", workdir=tmp_path)
-    assert checkout.command()[-4:] == ["-o", "addopts=", "ppaux/conformance", "tests"]
+    assert checkout.command()[-6:] == ["-m", "not sglang", "-o", "addopts=", "ppaux/conformance", "tests"]
     assert checkout.what == "ppaux.conformance and ppaux's tests/"
     env = installed.env(mode="run", events=tmp_path / "e", placement="cuda:2,0", max_examples=50, worker=(2, 4), seed=9)
     assert {k: env[k] for k in env if k.startswith(("PPAUX_FUZZ_", "CUDA_"))} == {

@@ -141,29 +141,19 @@ def test_transport_refuses_an_empty_or_non_str_prefix(prefix):
     assert str(info.value) == f"the reserved prefix must be a non-empty str, not {prefix!r}"
 
 
-def test_the_shipped_profiles_are_registered_by_the_plugin():
-    """``--hypothesis-profile=ci`` (or dev, nightly, mutation) works wherever ppaux is installed."""
-    from hypothesis import settings
-
-    from ppaux.testing.profiles import PROFILES
-
-    assert {name: settings.get_profile(name) for name in PROFILES} == PROFILES
-    ci = settings.get_profile("ci")
-    assert (ci.derandomize, ci.deadline, ci.print_blob, ci.report_multiple_bugs) == (True, None, True, False)
-
-
 # The profiles module read by its path: importing the ppaux package would import torch (seconds).
 _SHOW_PROFILES = (
-    "import runpy, sys; from hypothesis import settings; from types import SimpleNamespace; "
-    "p = SimpleNamespace(**runpy.run_path(sys.argv[1])); p.register(); "
-    "print([(n, settings.get_profile(n).database is None, settings.get_profile(n).print_blob, "
-    "settings.get_profile(n).derandomize, settings.get_profile(n).max_examples) for n in p.PROFILES])"
+    "import runpy, sys; from types import SimpleNamespace; "
+    "p = SimpleNamespace(**runpy.run_path(sys.argv[1])); "
+    "print([(n, p.tuned(n).database is None, p.tuned(n).print_blob, "
+    "p.tuned(n).derandomize, p.tuned(n).max_examples) for n in p.TUNINGS])"
 )
 
 
-def test_a_profile_means_the_same_on_a_ci_machine():
-    """Hypothesis loads its own "ci" profile when it sees ``CI``; ppaux's profiles must not inherit
-    from it, or the dev and nightly runs lose their example database and mutation runs print blobs."""
+def test_a_tuning_means_the_same_on_a_ci_machine():
+    """Hypothesis loads its own "ci" profile when it sees ``CI``; ppaux's tunings, as its own commands and
+    this project's profiles use them, must not inherit from it, or the dev and nightly runs lose their
+    example database and mutation runs print blobs."""
     quiet = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS", "GITLAB_CI")}
     profiles = str(Path(impl.__file__).with_name("profiles.py"))
     seen = [

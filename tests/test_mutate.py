@@ -729,7 +729,7 @@ def test_the_clean_run_runs_the_copied_suite_against_the_copy_with_the_runs_opti
     assert kw["cwd"] == scratch and kw["env"]["PYTHONPATH"] == f"{scratch}{os.pathsep}{tmp_path}"
     assert cmd[:4] == [sys.executable, "-m", "pytest", "tests"]
     for option in (
-        ["--hypothesis-profile", "ci"],
+        ["--hypothesis-profile", "default", "--ppaux-profile", "ci"],
         ["-m", "contract"],
         ["-k", "p4"],
         ["--ppaux-impl=own_pop"],

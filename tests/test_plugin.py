@@ -138,21 +138,41 @@ def test_results_record_hangs_and_crashes_with_where_they_were_and_any_kind_of_t
     assert rows["test_xfail"]["error"].splitlines()[-1] == "test_findings.py:27: ValueError"
 
 
-def test_header_names_the_implementation_its_limit_and_its_isolation(pytester):
-    pytester.makepyfile(test_one="def test_one():\n    assert True\n")
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+USES_PPAUX = "def test_one(ppaux_impl):\n    assert ppaux_impl.prefix\n"
+
+
+def test_header_names_the_implementation_its_limit_its_isolation_and_its_settings(pytester):
+    # Asked for by what collection found: the line follows the collection's.
+    pytester.makepyfile(test_one=USES_PPAUX)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci")
     result.stdout.fnmatch_lines(
         [
+            "collected 1 item",
             "ppaux: implementation under test <ppaux prefix='__sampling_observer_output__.'>; "
-            "per-call limit 10 s; isolation: each test of ppaux.conformance in a forked child"
+            "per-call limit 10 s; isolation: each test of ppaux.conformance in a forked child; "
+            "Hypothesis: ppaux's 'ci' tuning over profile 'ci' (40 examples, derandomized)",
         ]
     )
     pytester.makeini("[pytest]\nppaux_timeout = 2.5\nppaux_isolation = off\n")
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["ppaux: * per-call limit 2.5 s; isolation: in process"])
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--ppaux-timeout=4", "--ppaux-isolation=test")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--hypothesis-profile=default")
     result.stdout.fnmatch_lines(
-        ["ppaux: * per-call limit 4 s; isolation: each test of ppaux.conformance in a forked child"]
+        ["ppaux: * per-call limit 2.5 s; isolation: in process; Hypothesis: profile 'default' *"]
+    )
+    # Asked for on the command line: the header is the session's, before collection.
+    result = pytester.runpytest_inprocess(
+        "-p",
+        "no:cacheprovider",
+        "--hypothesis-profile=default",
+        "--ppaux-timeout=4",
+        "--ppaux-isolation=test",
+        "--ppaux-max-examples=7",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "ppaux: * per-call limit 4 s; isolation: each test of ppaux.conformance in a forked child; "
+            "Hypothesis: profile 'default' (7 examples, --ppaux-max-examples)",
+            "collected 1 item",
+        ]
     )
 
 
@@ -162,10 +182,23 @@ def test_header_names_the_implementation_its_limit_and_its_isolation(pytester):
         (["--ppaux-timeout=0"], "ERROR: --ppaux-timeout: timeout '0' must be a positive number of seconds"),
         (["--ppaux-timeout=soon"], "ERROR: --ppaux-timeout: timeout 'soon' is not a number of seconds"),
         (["-o", "ppaux_isolation=fork"], "ERROR: ppaux_isolation = 'fork'; expected 'test' or 'off'"),
+        (
+            ["--ppaux-profile=nightlly"],
+            "ERROR: --ppaux-profile: unknown profile 'nightlly'; choose from ci, dev, nightly, mutation",
+        ),
+        (
+            ["-o", "ppaux_profile=quick"],
+            "ERROR: --ppaux-profile: unknown profile 'quick'; choose from ci, dev, nightly, mutation",
+        ),
+        (["--ppaux-max-examples=0"], "ERROR: --ppaux-max-examples: expected a whole number of examples >= 1, not '0'"),
+        (
+            ["--ppaux-max-examples=lots"],
+            "ERROR: --ppaux-max-examples: expected a whole number of examples >= 1, not 'lots'",
+        ),
     ],
 )
-def test_a_bad_limit_or_isolation_is_a_usage_error(pytester, args, message):
-    pytester.makepyfile(test_one="def test_one():\n    assert True\n")
+def test_a_bad_limit_isolation_or_setting_is_a_usage_error(pytester, args, message):
+    pytester.makepyfile(test_one=USES_PPAUX)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.lines
@@ -180,15 +213,9 @@ def test_an_unloadable_implementation_is_a_usage_error(pytester):
     )
 
 
-def test_marks_are_registered_with_their_meaning(pytester):
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--markers")
-    result.stdout.fnmatch_lines(
-        ["@pytest.mark.contract: documented behaviour that SGLang has too", "@pytest.mark.gpu: needs CUDA"]
-    )
-
-
 def test_ppaux_impl_comes_from_the_environment_too(pytester, monkeypatch):
     monkeypatch.setenv("PPAUX_IMPL", "no_such_impl_module")
+    pytester.makepyfile(test_one=USES_PPAUX)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(

@@ -20,13 +20,13 @@ import pytest
 from hypothesis import settings
 
 import ppaux.conformance as conformance
-from ppaux.cli.usage import UsageError, timeout_seconds
+from ppaux.cli.usage import UsageError, example_count, timeout_seconds
 from ppaux.core.clauses import CLAUSES, statement
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.regressions import module_search_path, write_regressions
 from ppaux.testing.advice import rerun_command
 from ppaux.testing.impl import DEFAULT_IMPL, ImplementationError, load
-from ppaux.testing.profiles import PROFILES
+from ppaux.testing.profiles import TUNINGS, suite_run_args
 from ppaux.testing.results import JSONObject, read_jsonl
 from ppaux.testing.state import STATE, StateError, check_directory, report_directory
 
@@ -41,7 +41,13 @@ ROOT = Path(conformance.__file__).resolve().parent.parent.parent
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--impl", metavar="MODULE_OR_FILE", help="implementation to check (default: ppaux's own)")
-    parser.add_argument("--profile", default="ci", help=f"Hypothesis profile: {', '.join(PROFILES)} (default: ci)")
+    parser.add_argument("--profile", default="ci", help=f"Hypothesis profile: {', '.join(TUNINGS)} (default: ci)")
+    parser.add_argument(
+        "--max-examples",
+        metavar="N",
+        type=example_count,
+        help="examples per property (default: as the profile says; ci: 40)",
+    )
     parser.add_argument(
         "--report",
         metavar="DIR",
@@ -207,6 +213,7 @@ def command_line(args: argparse.Namespace) -> str:
         [
             ("--impl", args.impl, None),
             ("--profile", args.profile, "ci"),
+            ("--max-examples", args.max_examples, None),
             ("--marks", args.marks, "contract or robustness"),
             ("--timeout", args.timeout, DEFAULT_TIMEOUT),
         ],
@@ -234,8 +241,7 @@ def pytest_args(args: argparse.Namespace, spec: str, results: str, ini: str) -> 
         str(ROOT / "ppaux" / "conformance"),
         "-m",
         args.marks,
-        "--hypothesis-profile",
-        args.profile,
+        *suite_run_args(args.profile, args.max_examples),
         "--ppaux-results",
         results,
         "--ppaux-timeout",
@@ -336,8 +342,8 @@ def _regressions(args: argparse.Namespace, spec: str, report: JSONObject) -> JSO
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.profile not in PROFILES:
-        raise UsageError(f"unknown profile {args.profile!r}; choose from {', '.join(PROFILES)}")
+    if args.profile not in TUNINGS:
+        raise UsageError(f"unknown profile {args.profile!r}; choose from {', '.join(TUNINGS)}")
     spec = _implementation(args.impl)
     try:
         out = report_directory(args.report, "check")

@@ -19,6 +19,9 @@ import ppaux.cli.mutate as mutate
 import ppaux.cli.wire_diff as wire_diff
 from ppaux.cli.usage import USAGE_ERROR, OneLineParser, UsageError
 
+# 128 + SIGPIPE: what a shell reports for a command whose reader closed the pipe.
+CLOSED_PIPE = 128 + 13
+
 # name -> (add its arguments, run it, one-line help)
 SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str]] = {
     "check": (
@@ -82,9 +85,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         run: Callable[[argparse.Namespace], int] = args._run
-        return int(run(args))
+        status = int(run(args))
+        # Inside the try: a reader that closed the pipe is then told here, not at interpreter exit.
+        sys.stdout.flush()
+        return status
     except UsageError as exc:
         print(f"ppaux: error: {exc}" if not str(exc).startswith("ppaux") else f"{exc}", file=sys.stderr)
         return USAGE_ERROR
+    except BrokenPipeError:
+        return closed_pipe()
     finally:
         sys.path[:] = path
+
+
+def closed_pipe() -> int:
+    """The reader of our output went away (``ppaux errors | head -1``): end quietly, as Unix tools do,
+    with the status of a process that SIGPIPE ended. What is left in stdout's buffer goes nowhere."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return CLOSED_PIPE

@@ -13,7 +13,7 @@ import ppaux.conformance as conformance
 from ppaux.cli.usage import UsageError, timeout_seconds
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.mutation.mutate import MutateInputError, MutateOptions, mutate
-from ppaux.testing.profiles import PROFILES
+from ppaux.testing.profiles import TUNINGS
 from ppaux.testing.state import STATE
 
 # The shipped conformance tests: what kills the mutants.
@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tests", metavar="EXPR", help="narrow the killing tests by name (pytest -k expression)")
     parser.add_argument(
-        "--profile", default="mutation", help=f"Hypothesis profile: {', '.join(PROFILES)} (default: mutation)"
+        "--profile", default="mutation", help=f"Hypothesis profile: {', '.join(TUNINGS)} (default: mutation)"
     )
     parser.add_argument(
         "--equivalents",

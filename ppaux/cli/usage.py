@@ -6,6 +6,7 @@ import argparse
 from typing import NoReturn
 
 from ppaux.isolation import parse_timeout
+from ppaux.testing.profiles import parse_max_examples
 
 USAGE_ERROR = 2
 
@@ -19,6 +20,14 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:  # one line, not argparse's usage dump
         raise UsageError(f"{self.prog}: {message}")
+
+
+def example_count(text: str) -> int | None:
+    """argparse type of ``--max-examples``: a whole number of examples >= 1."""
+    try:
+        return parse_max_examples(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def timeout_seconds(text: str) -> float:

@@ -11,7 +11,7 @@ from hypothesis import settings as Settings
 import ppaux.relay.differential as differential
 from ppaux.cli.usage import UsageError
 from ppaux.relay.sglang import DEFAULT_VERSION, RELEASES, ReleaseChanged, ReleaseUnavailable
-from ppaux.testing.profiles import PROFILES
+from ppaux.testing.profiles import TUNINGS, tuned
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,13 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the SGLang release whose wire code to load (downloaded once, cached; default {DEFAULT_VERSION}); "
         f"'all': each of {RELEASES[0]}-{RELEASES[-1]}, as a table",
     )
-    parser.add_argument("--profile", default="ci", help=f"Hypothesis profile: {', '.join(PROFILES)} (default: ci)")
+    parser.add_argument("--profile", default="ci", help=f"Hypothesis profile: {', '.join(TUNINGS)} (default: ci)")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.profile not in PROFILES:
-        raise UsageError(f"unknown profile {args.profile!r}; choose from {', '.join(PROFILES)}")
-    settings = Settings(PROFILES[args.profile], deadline=None)
+    if args.profile not in TUNINGS:
+        raise UsageError(f"unknown profile {args.profile!r}; choose from {', '.join(TUNINGS)}")
+    settings = Settings(tuned(args.profile), deadline=None)
     if args.sglang_version == "all":
         return _matrix(settings, args.profile)
     try:

@@ -11,3 +11,11 @@ carries its contract clause (``@pytest.mark.clause("add.6")``, see :mod:`ppaux.c
 differs). The implementation under test comes from the ``ppaux_impl`` fixture of ppaux's pytest
 plugin, bound to each run.
 """
+
+# The suite's marks, registered by its conftest.py when the suite is collected (and by any project
+# whose tests import the suite's modules under --strict-markers).
+MARKS = {
+    "contract": "(ppaux) documented behaviour that SGLang has too",
+    "robustness": "(ppaux) guarantees of the contract where SGLang differs",
+    "clause(id)": "(ppaux) the contract clause a property checks",
+}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 from ppaux_strategies import (
     NotPPOutput,
@@ -27,6 +26,7 @@ from ppaux.conformance.support import (
     transports,
     verdict,
 )
+from ppaux.testing.profiles import given
 
 pytestmark = pytest.mark.contract
 

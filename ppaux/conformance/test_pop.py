@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
 from hypothesis import strategies as st
 from ppaux_strategies import (
     NotPPObserver,
@@ -28,6 +27,7 @@ from ppaux.conformance.support import (
     transports,
     verdict,
 )
+from ppaux.testing.profiles import given
 
 pytestmark = pytest.mark.contract
 

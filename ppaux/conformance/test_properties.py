@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 from ppaux_strategies import (
     PPOutput,
@@ -18,6 +17,7 @@ from ppaux_strategies import (
 )
 
 from ppaux.conformance.support import assert_same_dict, assert_same_objects, raises_documented, snapshot, transports
+from ppaux.testing.profiles import given
 
 pytestmark = pytest.mark.contract
 

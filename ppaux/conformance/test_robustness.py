@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given
 from hypothesis import strategies as st
 from ppaux_strategies import PPOutput, RecordingObserver, aux_payloads, transport_dicts
 
@@ -19,6 +18,7 @@ from ppaux.conformance.support import (
     snapshot,
     transports,
 )
+from ppaux.testing.profiles import given
 
 pytestmark = pytest.mark.robustness
 

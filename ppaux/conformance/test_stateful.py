@@ -121,15 +121,17 @@ RobustMachine = machine(max_items=3, observer_modes=("rebuild", "return_none", "
 
 @pytest.mark.contract
 @pytest.mark.clause("no-leaked-keys")
-def test_interleaved_adds_and_pops_leak_no_key(ppaux_impl):
+def test_interleaved_adds_and_pops_leak_no_key(ppaux_impl, ppaux_settings):
     """no-leaked-keys: after any sequence of adds and pops of one-item outputs, valid or not, the dict holds exactly the
     ordinary keys and the aux keys of successful adds not yet popped."""
-    run_state_machine_as_test(lambda: ContractMachine(ppaux_impl), settings=settings(stateful_step_count=STEPS))
+    run = settings(ppaux_settings, stateful_step_count=STEPS)
+    run_state_machine_as_test(lambda: ContractMachine(ppaux_impl), settings=run)
 
 
 @pytest.mark.robustness
 @pytest.mark.clause("no-leaked-keys")
-def test_interleaved_faulty_adds_and_pops_leak_no_key(ppaux_impl):
+def test_interleaved_faulty_adds_and_pops_leak_no_key(ppaux_impl, ppaux_settings):
     """no-leaked-keys: holds with any output and any observer too; multi-item outputs that fail half-way and
     observers that change the dict they are handed leave no key behind (SGLang leaks both)."""
-    run_state_machine_as_test(lambda: RobustMachine(ppaux_impl), settings=settings(stateful_step_count=STEPS))
+    run = settings(ppaux_settings, stateful_step_count=STEPS)
+    run_state_machine_as_test(lambda: RobustMachine(ppaux_impl), settings=run)

@@ -146,7 +146,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ppaux.fuzz.options import parse_budget, parse_workers, placements, visible_gpus
     from ppaux.fuzz.report import write_run
     from ppaux.fuzz.runner import FuzzRun, Worker, verdict
-    from ppaux.testing.profiles import PROFILES
+    from ppaux.testing.profiles import TUNINGS
     from ppaux.testing.progress import Progress
 
     budget = parse_budget(args.budget)
@@ -168,7 +168,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         workers=workers,
         seed=args.seed,
         max_failures=args.max_failures,
-        nightly_max_examples=PROFILES["nightly"].max_examples,
+        nightly_max_examples=TUNINGS["nightly"]["max_examples"],
         progress=progress,
     )
     try:

@@ -32,7 +32,7 @@ from ppaux.testing.hypothesis_api import (
     replace_seed_generator,
 )
 from ppaux.testing.plugin import recorded_calls
-from ppaux.testing.profiles import PROFILES
+from ppaux.testing.profiles import tuned
 from ppaux.testing.results import JSONObject, failure_details
 
 PROFILE = "ppaux-fuzz"
@@ -116,7 +116,7 @@ class FuzzRound:
 
     def _profile(self, env: dict[str, str]) -> settings:
         db = open_database(env.get("PPAUX_FUZZ_DB"), answer_timeout=ROUND_REDIS_TIMEOUT_S)
-        nightly = PROFILES["nightly"]
+        nightly = tuned("nightly")
         if self.mode == "replay":
             # Only the saved examples, as saved: no generation, no shrinking, nothing written back.
             self.database = _RecordingDatabase(db, lambda: self.running)

@@ -19,7 +19,8 @@ __all__ = ["PROFILE", "Round", "Suite", "from_checkout"]
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = "ppaux-fuzz"
 PLUGIN = "ppaux.fuzz.pytest_plugin"
-# Tests that download SGLang's wheel need the network: never part of a fuzz round.
+# This checkout's tests that download SGLang's wheel need the network: never part of a fuzz round
+# (the installed suite has none, and no such mark).
 MARK_FILTER = "not sglang"
 CHECKOUT_PATHS = ("ppaux/conformance", "tests")
 SUITE = "ppaux.conformance"
@@ -63,8 +64,6 @@ class Suite:
             "-p",
             "no:cacheprovider",
             "--strict-markers",
-            "-m",
-            MARK_FILTER,
         ]
         if self.tests:
             cmd += ["-k", self.tests]
@@ -76,7 +75,7 @@ class Suite:
             cmd.append("--ppaux-record-calls")
         if self.checkout:
             # -o addopts= drops the coverage gate and xdist: the fuzz plugin counts examples in this one process.
-            return cmd + ["-o", "addopts=", *CHECKOUT_PATHS]
+            return cmd + ["-m", MARK_FILTER, "-o", "addopts=", *CHECKOUT_PATHS]
         # As `ppaux check` runs it: the installed suite under an empty config of its own.
         ini = self.workdir / "pytest.ini"
         ini.write_text("[pytest]\n")

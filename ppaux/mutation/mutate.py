@@ -50,7 +50,7 @@ from ppaux.mutation.score import (
 )
 from ppaux.mutation.target import Target, resolve, write_config, write_scratch
 from ppaux.testing.impl import ImplementationError
-from ppaux.testing.profiles import PROFILES
+from ppaux.testing.profiles import TUNINGS, suite_run_args
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import JSONObject, read_jsonl
 from ppaux.testing.state import StateError, report_directory
@@ -134,8 +134,7 @@ def _suite_args(options: MutateOptions, target: Target) -> list[str]:
         "no:cacheprovider",
         "-p",
         "no:randomly",
-        "--hypothesis-profile",
-        options.profile,
+        *suite_run_args(options.profile),
         f"--ppaux-impl={target.module}",
         f"--ppaux-timeout={options.timeout!r}",
         "-m",
@@ -153,8 +152,8 @@ def check_inputs(options: MutateOptions) -> tuple[Target, dict[str, str], list[s
             raise MutateInputError(
                 f"{name} is not installed, and mutate needs it: pip install 'ppaux[mutate]'"
             ) from None
-    if options.profile not in PROFILES:
-        raise MutateInputError(f"unknown profile {options.profile!r}; choose from {', '.join(PROFILES)}")
+    if options.profile not in TUNINGS:
+        raise MutateInputError(f"unknown profile {options.profile!r}; choose from {', '.join(TUNINGS)}")
     if not 0 <= options.gate <= 100:
         raise MutateInputError(f"--gate must be between 0 and 100, got {options.gate}")
     try:

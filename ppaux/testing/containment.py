@@ -25,12 +25,17 @@ from ppaux.testing.results import JSONObject, row
 SUITE = "ppaux.conformance"
 
 
+def is_suite_test(item: pytest.Item) -> bool:
+    """A test of the shipped suite (:mod:`ppaux.conformance`)."""
+    module = getattr(item, "module", None)
+    name = getattr(module, "__name__", "")
+    return name == SUITE or name.startswith(SUITE + ".")
+
+
 def is_contained(item: pytest.Item) -> bool:
     """The shipped suite's tests, whose code under test is wrong by assumption, and any test marked
     ``@pytest.mark.isolated`` (a plugin author's own properties over ``ppaux_impl``)."""
-    module = getattr(item, "module", None)
-    name = getattr(module, "__name__", "")
-    return name == SUITE or name.startswith(SUITE + ".") or item.get_closest_marker("isolated") is not None
+    return is_suite_test(item) or item.get_closest_marker("isolated") is not None
 
 
 def run_contained(item: pytest.Item, nextitem: pytest.Item | None, guard: Guard) -> list[pytest.TestReport]:

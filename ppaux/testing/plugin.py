@@ -1,10 +1,11 @@
-"""The pytest plugin proper (registered by the ``ppaux_pytest`` entry point): ppaux's marks, the
-implementation under test bound to each run, its fixtures, and per-test result rows for
+"""The pytest plugin proper, registered in a run by the ``ppaux_pytest`` entry point once the run asks
+for ppaux (:func:`ppaux_pytest.activate`): ppaux's marks, the implementation under test bound to the
+run, the settings of the shipped suite's tests, containment, and per-test result rows for
 ``ppaux check``.
 
 Everything a run decides lives in that run's ``config.stash``, never in a module global: a
 nested pytest session (pytester, ``ppaux check``'s child) has its own config and cannot change
-which implementation the outer run tests.
+which implementation the outer run tests, or under which settings.
 """
 
 from __future__ import annotations
@@ -14,35 +15,29 @@ import os
 from collections.abc import Callable
 
 import pytest
+from hypothesis import settings
 
 from ppaux.isolation import DEFAULT_TIMEOUT, Guard, can_fork, parse_timeout
-from ppaux.testing.containment import is_contained, run_contained
+from ppaux.testing.containment import is_contained, is_suite_test, run_contained
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.kit import KitResult, check_observer
+from ppaux.testing.profiles import SuiteSettings, UnknownTuning, check_tuning, parse_max_examples, resolve, under
 from ppaux.testing.results import JSONObject, ResultRecorder, scenario
 from ppaux.testing.scenario import CallRecorder
-
-MARKS = {
-    "contract": "documented behaviour that SGLang has too",
-    "robustness": "guarantees of the contract where SGLang differs",
-    "clause(id)": "the contract clause a property checks",
-    "sglang": "downloads SGLang's released wheel and runs the suite against it",
-    "wire": "relays PP dicts over a channel",
-    "gloo": "starts torch.distributed gloo processes on 127.0.0.1",
-    "gpu": "needs CUDA",
-    "isolated": "runs in a forked child, as the shipped suite's tests do: a crash or hang in it is a finding",
-}
 
 IMPL_KEY = pytest.StashKey[Implementation]()
 GUARD_KEY = pytest.StashKey[Guard]()
 ISOLATION_KEY = pytest.StashKey[bool]()
 RECORDER_KEY = pytest.StashKey[CallRecorder | None]()
+# What --ppaux-profile and --ppaux-max-examples asked for, and the settings made of them on first use
+# (after Hypothesis's own plugin has loaded --hypothesis-profile).
+ASKED_KEY = pytest.StashKey[tuple[str | None, int | None]]()
+SETTINGS_KEY = pytest.StashKey[SuiteSettings]()
+# Whether the run's header line was shown at the session's start (activated by an option), or is still to show.
+HEADER_KEY = pytest.StashKey[bool]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for mark, doc in MARKS.items():
-        config.addinivalue_line("markers", f"{mark}: {doc}")
-    # Both options are always registered (by the ppaux_pytest shim): no default needed.
     spec = config.getoption("--ppaux-impl") or os.environ.get("PPAUX_IMPL")
     try:
         config.stash[IMPL_KEY] = load(spec)
@@ -58,9 +53,21 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"ppaux_isolation = {isolation!r}; expected 'test' or 'off'")
     config.stash[ISOLATION_KEY] = isolation == "test" and can_fork()
     config.stash[RECORDER_KEY] = CallRecorder() if config.getoption("--ppaux-record-calls") else None
+    config.stash[ASKED_KEY] = _asked_settings(config)
+    config.stash[HEADER_KEY] = False
     path = config.getoption("--ppaux-results")
     if path:
         config.pluginmanager.register(ResultRecorder(path, recorded_calls), "ppaux-results")
+
+
+def _asked_settings(config: pytest.Config) -> tuple[str | None, int | None]:
+    tuning = config.getoption("--ppaux-profile") or config.getini("ppaux_profile") or None
+    examples = config.getoption("--ppaux-max-examples") or config.getini("ppaux_max_examples") or None
+    try:
+        return check_tuning(tuning), parse_max_examples(examples)
+    except ValueError as exc:
+        option = "--ppaux-profile" if isinstance(exc, UnknownTuning) else "--ppaux-max-examples"
+        raise pytest.UsageError(f"{option}: {exc}") from None
 
 
 def implementation(config: pytest.Config) -> Implementation:
@@ -73,12 +80,43 @@ def guard(config: pytest.Config) -> Guard:
     return config.stash[GUARD_KEY]
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def suite_settings(config: pytest.Config) -> SuiteSettings:
+    """The Hypothesis settings of the shipped suite's tests in this run (:mod:`ppaux.testing.profiles`)."""
+    made = config.stash.get(SETTINGS_KEY, None)
+    if made is None:
+        tuning, examples = config.stash[ASKED_KEY]
+        made = resolve(settings.default or settings(), settings.get_current_profile_name(), tuning, examples)
+        config.stash[SETTINGS_KEY] = made
+    return made
+
+
+def collected(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each of the shipped suite's property tests, built again under this run's settings (called by the
+    entry point once the run's items are known)."""
+    run = suite_settings(config).settings
+    for item in items:
+        if isinstance(item, pytest.Function) and is_suite_test(item):
+            copy = under(item.obj, run)
+            if copy is not None:
+                item.obj = copy
+
+
+def _header(config: pytest.Config) -> str:
     isolation = "each test of ppaux.conformance in a forked child" if config.stash[ISOLATION_KEY] else "in process"
     return (
         f"ppaux: implementation under test {implementation(config)!r}; per-call limit {guard(config).timeout:g} s; "
-        f"isolation: {isolation}"
+        f"isolation: {isolation}; Hypothesis: {suite_settings(config).describe()}"
     )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    config.stash[HEADER_KEY] = True
+    return _header(config)
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
+    # Activated by what collection found: the header's place has passed, so it follows the collection line.
+    return None if config.stash[HEADER_KEY] else _header(config)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -101,21 +139,21 @@ def pytest_runtest_call(item: pytest.Item) -> None:
 
 def recorded_calls(item: pytest.Item) -> JSONObject | None:
     """A failing test's calls into the implementation as code (``scenario``, or ``scenario_error``
-    saying why not), when the run records them (``--ppaux-record-calls``); else ``None``."""
-    recorder = item.config.stash[RECORDER_KEY]
+    saying why not), when the run records them (``--ppaux-record-calls``); else ``None`` (also in a run
+    that never asked for ppaux)."""
+    recorder = item.config.stash.get(RECORDER_KEY, None)
     return None if recorder is None else scenario(recorder, implementation(item.config).prefix)
 
 
-@pytest.fixture(scope="session")
-def ppaux_impl(pytestconfig: pytest.Config) -> Implementation:
-    """The implementation under test in this run; every add and pop runs under the run's per-call limit."""
-    impl = implementation(pytestconfig).guarded(guard(pytestconfig))
-    recorder = pytestconfig.stash[RECORDER_KEY]
+def session_impl(config: pytest.Config) -> Implementation:
+    """The ``ppaux_impl`` fixture's value: the run's implementation, every add and pop under the run's
+    per-call limit (and recorded, with ``--ppaux-record-calls``)."""
+    impl = implementation(config).guarded(guard(config))
+    recorder = config.stash[RECORDER_KEY]
     return impl if recorder is None else impl.recorded(recorder)
 
 
-@pytest.fixture(scope="session")
-def ppaux_observer_check(ppaux_impl: Implementation) -> Callable[..., KitResult]:
-    """:func:`ppaux.testing.check_observer` bound to this run's implementation."""
-    check: Callable[..., KitResult] = functools.partial(check_observer, impl=ppaux_impl)
+def observer_check(impl: Implementation) -> Callable[..., KitResult]:
+    """The ``ppaux_observer_check`` fixture's value: :func:`ppaux.testing.check_observer` bound to ``impl``."""
+    check: Callable[..., KitResult] = functools.partial(check_observer, impl=impl)
     return check
