@@ -82,6 +82,15 @@ def bench_startup(runs: int, instructions: bool = False) -> dict[str, Any]:
         values = [p[True][figure] - p[False][figure] if with_ppaux is None else p[with_ppaux][figure] for p in pairs]
         return round(statistics.median(values) * 1000, 1)
 
+    rate = {}
+    if counted:
+        # Instructions per CPU millisecond of the run without ppaux: what the difference costs here.
+        per_ms = counted["-p no:ppaux, instructions"] / median_ms(1, False)
+        rate = {
+            "difference, ms at this machine's rate": round(
+                (counted["with ppaux, instructions"] - counted["-p no:ppaux, instructions"]) / per_ms, 1
+            )
+        }
     return {
         "pairs": runs,
         "with ppaux, wall ms": median_ms(0, True),
@@ -92,6 +101,7 @@ def bench_startup(runs: int, instructions: bool = False) -> dict[str, Any]:
         "imported with ppaux": ", ".join(sorted(imported[True])) or "nothing",
         "imported without": ", ".join(sorted(imported[False])) or "nothing",
         **counted,
+        **rate,
     }
 
 
@@ -103,7 +113,9 @@ def _instructions(project: Path, with_ppaux: bool) -> int:
         cmd += [f"--callgrind-out-file={out}/cg.%p", sys.executable, "-m", "pytest", "--co", "-q", "-p"]
         cmd += ["no:cacheprovider"] + ([] if with_ppaux else ["-p", "no:ppaux"])
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PPAUX_", "PYTEST_"))}
-        subprocess.run(cmd, cwd=project, env={**env, "STARTUP_IMPORTS": os.devnull}, check=True, capture_output=True)
+        # A fixed hash seed: set and dict orders, and so the instructions, are the same every run.
+        env.update(STARTUP_IMPORTS=os.devnull, PYTHONHASHSEED="0")
+        subprocess.run(cmd, cwd=project, env=env, check=True, capture_output=True)
         return sum(int(n) for n in re.findall(r"Collected : (\d+)", log.read_text()))
 
 
