@@ -14,6 +14,7 @@ from ppaux.cli.main import main
 from ppaux.core.clauses import CLAUSES
 from ppaux.testing import state
 from ppaux.testing.impl import DEFAULT_IMPL
+from ppaux.testing.suite import ROOT as SUITE_ROOT
 from tests.fake_pytest import FakePytest
 from tests.support import cli_defaults, cli_help
 
@@ -357,8 +358,8 @@ def test_the_suite_runs_installed_under_an_empty_config_of_its_own(capsys, monke
     ((ini_text, argv),) = seen
     assert ini_text == "[pytest]\n"
     assert argv[:2] == ["--pyargs", "ppaux.conformance"]
-    assert argv[argv.index("--rootdir") + 1] == str(check.ROOT)
-    assert argv[argv.index("--confcutdir") + 1] == str(check.ROOT / "ppaux" / "conformance")
+    assert argv[argv.index("--rootdir") + 1] == str(SUITE_ROOT)
+    assert argv[argv.index("--confcutdir") + 1] == str(SUITE_ROOT / "ppaux" / "conformance")
     assert argv[argv.index("--junitxml") + 1] == str(junit)
     assert capsys.readouterr().out.endswith(
         f"report written to {Path('r') / 'conformance.md'}, {Path('r') / 'conformance.json'}, j.xml\n"

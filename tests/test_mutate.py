@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from ppaux.cli import mutate as mutate_cli
 from ppaux.cli.main import main
 from ppaux.mutation import mutate, project
 from ppaux.mutation.mutate import KillSet, MutateOptions, MutateRun
@@ -28,6 +27,7 @@ from ppaux.testing import progress as progress_module
 from ppaux.testing import state
 from ppaux.testing.impl import ImplementationError
 from ppaux.testing.progress import Progress
+from ppaux.testing.suite import suite_files
 from tests.support import tomllib
 
 IMPLS = Path(__file__).resolve().parent / "impls"
@@ -663,7 +663,7 @@ class _CleanRun:
     def run(self, cmd, **kw):
         self.calls.append((cmd, kw))
         if self.code is None:
-            results = Path(next(a for a in cmd if a.startswith("--ppaux-results=")).partition("=")[2])
+            results = Path(cmd[cmd.index("--ppaux-results") + 1])
             results.write_text("".join(json.dumps(r) + "\n" for r in self.rows))
         code = self.code if self.code is not None else int(any(r["outcome"] == "failed" for r in self.rows))
         # What subprocess.run hands back: the output only when it was captured, as text when asked.
@@ -732,16 +732,17 @@ def test_the_clean_run_runs_the_copied_suite_against_the_copy_with_the_runs_opti
         ["--hypothesis-profile", "default", "--ppaux-profile", "ci"],
         ["-m", "contract"],
         ["-k", "p4"],
-        ["--ppaux-impl=own_pop"],
-        ["--ppaux-timeout=3.0"],
+        ["--ppaux-impl", "own_pop"],
+        ["--ppaux-timeout", "3.0"],
     ):
         assert any(cmd[i : i + len(option)] == option for i in range(len(cmd))), option
-    assert sorted(p.name for p in (scratch / "tests").glob("test_*.py")) == sorted(p.name for p in mutate_cli.SUITE)
+    assert sorted(p.name for p in (scratch / "tests").glob("test_*.py")) == sorted(p.name for p in suite_files())
     assert (scratch / "own_pop.py").read_text() == OWN_POP
     # The mutants are killed by the same tests, under the same options.
     table = tomllib.loads(_Verdicts.last.table)["tool"]["mutmut"]
-    assert table["only_mutate"] == ["own_pop.py"] and "--ppaux-impl=own_pop" in table["pytest_add_cli_args"]
-    assert "--ppaux-timeout=3.0" in table["pytest_add_cli_args"]
+    args = table["pytest_add_cli_args"]
+    assert table["only_mutate"] == ["own_pop.py"] and args[args.index("--ppaux-impl") + 1] == "own_pop"
+    assert args[args.index("--ppaux-timeout") + 1] == "3.0"
     assert (table["source_paths"], table["pytest_add_cli_args_test_selection"]) == (["own_pop.py"], ["tests/"])
     assert "--deselect" not in table["pytest_add_cli_args"]
     err = capsys.readouterr().err

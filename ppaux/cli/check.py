@@ -5,8 +5,6 @@ clause's statement, verdict, minimal example and reproduce blob."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import re
@@ -16,27 +14,22 @@ import tempfile
 from collections import OrderedDict
 from pathlib import Path
 
-import pytest
-from hypothesis import settings
-
-import ppaux.conformance as conformance
 from ppaux.cli.usage import UsageError, example_count, timeout_seconds
 from ppaux.core.clauses import CLAUSES, statement
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.regressions import module_search_path, write_regressions
 from ppaux.testing.advice import rerun_command
 from ppaux.testing.impl import DEFAULT_IMPL, ImplementationError, load
-from ppaux.testing.profiles import TUNINGS, suite_run_args
+from ppaux.testing.profiles import TUNINGS
 from ppaux.testing.results import JSONObject, read_jsonl
 from ppaux.testing.state import STATE, StateError, check_directory, report_directory
+from ppaux.testing.suite import DEFAULT_MARKS, SuiteRun, installed_suite
+from ppaux.testing.suite import run_in_process as run_suite
 
-SUITE = "ppaux.conformance"
 FINDING_MEANS = {
     "hang": "a call into the implementation did not return within its limit",
     "crash": "a call into the implementation ended its process",
 }
-# Node ids read "ppaux/conformance/test_add.py::..." from a checkout and from a wheel alike.
-ROOT = Path(conformance.__file__).resolve().parent.parent.parent
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,9 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--marks",
-        default="contract or robustness",
+        default=DEFAULT_MARKS,
         metavar="EXPR",
-        help="which tests (pytest -m expression; default: 'contract or robustness')",
+        help=f"which tests (pytest -m expression; default: '{DEFAULT_MARKS}')",
     )
     parser.add_argument("--tests", metavar="EXPR", help="narrow further by test name (pytest -k expression)")
     parser.add_argument("--junit", metavar="PATH", help="also write the suite run's JUnit XML there")
@@ -214,78 +207,28 @@ def command_line(args: argparse.Namespace) -> str:
             ("--impl", args.impl, None),
             ("--profile", args.profile, "ci"),
             ("--max-examples", args.max_examples, None),
-            ("--marks", args.marks, "contract or robustness"),
+            ("--marks", args.marks, DEFAULT_MARKS),
             ("--timeout", args.timeout, DEFAULT_TIMEOUT),
         ],
     )
 
 
 def pytest_args(args: argparse.Namespace, spec: str, results: str, ini: str) -> list[str]:
-    """The suite's run: the installed suite, under an empty config of its own (the caller's
-    pytest config and conftest.py are theirs, not the suite's)."""
+    """The suite's run: the installed suite, under an empty config of its own."""
+    run = SuiteRun(
+        impl=spec or None,
+        marks=args.marks,
+        tests=args.tests,
+        timeout=args.timeout,
+        tuning=args.profile,
+        max_examples=args.max_examples,
+        results=results,
+        junit=str(Path(args.junit).resolve()) if args.junit else None,
+    )
     # This process imported Hypothesis (and ppaux) before pytest could rewrite their asserts; the
     # suite's own modules it imports afresh and rewrites, so the warning says nothing about the run.
-    cmd = [
-        "--pyargs",
-        SUITE,
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-W",
-        "ignore::pytest.PytestAssertRewriteWarning",
-        "-c",
-        ini,
-        "--rootdir",
-        str(ROOT),
-        "--confcutdir",
-        str(ROOT / "ppaux" / "conformance"),
-        "-m",
-        args.marks,
-        *suite_run_args(args.profile, args.max_examples),
-        "--ppaux-results",
-        results,
-        "--ppaux-timeout",
-        repr(args.timeout),
-    ]
-    if spec:
-        cmd += ["--ppaux-impl", spec]
-    if args.tests:
-        cmd += ["-k", args.tests]
-    if args.junit:
-        cmd += ["--junitxml", str(Path(args.junit).resolve())]
-    return cmd
-
-
-def _suite_modules() -> list[str]:
-    return [name for name in sys.modules if name.startswith(SUITE + ".")]
-
-
-def run_suite(argv: list[str]) -> tuple[int, str]:
-    """Run pytest on ``argv`` in this process, as ``python -m pytest`` would from the caller's
-    directory; return its exit status and everything it printed.
-
-    In process, because a second interpreter would import torch and Hypothesis again: a third of
-    the run on two cores. The caller keeps its Hypothesis profile (``--hypothesis-profile`` loads
-    one for the whole process) and its imports of the suite's modules.
-    """
-    profile = settings.get_current_profile_name()
-    # Hypothesis fixes a test's settings when its module is imported: every run imports the
-    # suite's modules afresh, under its own profile, and the caller gets its own modules back.
-    callers = {name: sys.modules.pop(name) for name in _suite_modules()}
-    printed = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-            status = pytest.main(argv)
-    finally:
-        settings.load_profile(profile)
-        # `import ppaux.conformance.test_x as m` reads the package's attribute, which the run's import set.
-        for name in _suite_modules():
-            del sys.modules[name]
-            vars(conformance).pop(name[len(SUITE) + 1 :], None)
-        sys.modules.update(callers)
-        for name, module in callers.items():
-            setattr(conformance, name[len(SUITE) + 1 :], module)
-    return int(status), printed.getvalue()
+    quiet = ["-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    return installed_suite(Path(ini)) + quiet + run.options()
 
 
 WRONG_EXPRESSION = re.compile(r"ERROR: Wrong expression passed to '-([mk])': (.*)")

@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import fields
-from pathlib import Path
 
-import ppaux.conformance as conformance
 from ppaux.cli.usage import UsageError, timeout_seconds
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.mutation.mutate import MutateInputError, MutateOptions, mutate
 from ppaux.testing.profiles import TUNINGS
 from ppaux.testing.state import STATE
-
-# The shipped conformance tests: what kills the mutants.
-SUITE = sorted(Path(conformance.__file__).resolve().parent.glob("test_*.py"))
+from ppaux.testing.suite import DEFAULT_MARKS, suite_files
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,9 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--marks",
-        default="contract or robustness",
+        default=DEFAULT_MARKS,
         metavar="EXPR",
-        help="which tests may kill (pytest -m expression; default: 'contract or robustness')",
+        help=f"which tests may kill (pytest -m expression; default: '{DEFAULT_MARKS}')",
     )
     parser.add_argument("--tests", metavar="EXPR", help="narrow the killing tests by name (pytest -k expression)")
     parser.add_argument(
@@ -73,6 +69,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     options = MutateOptions(**{f.name: getattr(args, f.name) for f in fields(MutateOptions)})
     try:
-        return mutate(options, SUITE)
+        return mutate(options, suite_files())
     except MutateInputError as exc:
         raise UsageError(str(exc)) from None

@@ -12,18 +12,16 @@ from pathlib import Path
 
 from ppaux.isolation import signal_group
 from ppaux.testing.results import JSONObject, split_jsonl
+from ppaux.testing.suite import ROOT, SuiteRun, installed_suite
 
 __all__ = ["PROFILE", "Round", "Suite", "from_checkout"]
 
-# The checkout (or site-packages, for an install) that holds the ppaux package.
-ROOT = Path(__file__).resolve().parents[2]
 PROFILE = "ppaux-fuzz"
 PLUGIN = "ppaux.fuzz.pytest_plugin"
 # This checkout's tests that download SGLang's wheel need the network: never part of a fuzz round
 # (the installed suite has none, and no such mark).
 MARK_FILTER = "not sglang"
 CHECKOUT_PATHS = ("ppaux/conformance", "tests")
-SUITE = "ppaux.conformance"
 
 
 def from_checkout() -> bool:
@@ -52,43 +50,24 @@ class Suite:
         return "ppaux.conformance and ppaux's tests/" if self.checkout else "ppaux.conformance"
 
     def command(self) -> list[str]:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            PLUGIN,
-            f"--hypothesis-profile={PROFILE}",
-            "-q",
-            "--no-header",
-            "-p",
-            "no:cacheprovider",
-            "--strict-markers",
-        ]
-        if self.tests:
-            cmd += ["-k", self.tests]
-        if self.impl:
-            cmd += ["--ppaux-impl", self.impl]
-        if self.timeout is not None:
-            cmd += ["--ppaux-timeout", repr(self.timeout)]
-        if self.record_calls:
-            cmd.append("--ppaux-record-calls")
+        # Every test of the suite, under the rounds' own profile (registered by the round's plugin).
+        run = SuiteRun(
+            impl=self.impl,
+            marks=None,
+            tests=self.tests,
+            timeout=self.timeout,
+            tuning=None,
+            record_calls=self.record_calls,
+        )
+        cmd = [sys.executable, "-m", "pytest", "-p", PLUGIN, f"--hypothesis-profile={PROFILE}", "-q", "--no-header"]
+        cmd += ["-p", "no:cacheprovider", "--strict-markers", *run.options()]
         if self.checkout:
             # -o addopts= drops the coverage gate and xdist: the fuzz plugin counts examples in this one process.
             return cmd + ["-m", MARK_FILTER, "-o", "addopts=", *CHECKOUT_PATHS]
         # As `ppaux check` runs it: the installed suite under an empty config of its own.
         ini = self.workdir / "pytest.ini"
         ini.write_text("[pytest]\n")
-        return cmd + [
-            "--pyargs",
-            SUITE,
-            "-c",
-            str(ini),
-            "--rootdir",
-            str(ROOT),
-            "--confcutdir",
-            str(ROOT / "ppaux" / "conformance"),
-        ]
+        return cmd + installed_suite(ini)
 
     def env(
         self,

@@ -50,10 +50,11 @@ from ppaux.mutation.score import (
 )
 from ppaux.mutation.target import Target, resolve, write_config, write_scratch
 from ppaux.testing.impl import ImplementationError
-from ppaux.testing.profiles import TUNINGS, suite_run_args
+from ppaux.testing.profiles import TUNINGS
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import JSONObject, read_jsonl
 from ppaux.testing.state import StateError, report_directory
+from ppaux.testing.suite import DEFAULT_MARKS, SuiteRun
 
 __all__ = [
     "KillSet",
@@ -92,7 +93,7 @@ class MutateOptions:
     gate: float = 100.0
     # None: .ppaux/mutate in the current directory (ppaux.testing.state).
     report: str | None = None
-    marks: str = "contract or robustness"
+    marks: str = DEFAULT_MARKS
     tests: str | None = None
     profile: str = "mutation"
     equivalents: str | None = None
@@ -128,19 +129,16 @@ class MutateRun:
         return not is_killed(self.suite[name]) or (self.baseline is not None and self.baseline[name] == "survived")
 
 
-def _suite_args(options: MutateOptions, target: Target) -> list[str]:
-    cmd = [
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:randomly",
-        *suite_run_args(options.profile),
-        f"--ppaux-impl={target.module}",
-        f"--ppaux-timeout={options.timeout!r}",
-        "-m",
-        options.marks,
-    ]
-    return cmd + (["-k", options.tests] if options.tests else [])
+def _suite_args(options: MutateOptions, target: Target, results: Path | None = None) -> list[str]:
+    run = SuiteRun(
+        impl=target.module,
+        marks=options.marks,
+        tests=options.tests,
+        timeout=options.timeout,
+        tuning=options.profile,
+        results=None if results is None else str(results),
+    )
+    return ["-p", "no:cacheprovider", "-p", "no:randomly", *run.options()]
 
 
 def check_inputs(options: MutateOptions) -> tuple[Target, dict[str, str], list[str] | None]:
@@ -175,7 +173,7 @@ def check_inputs(options: MutateOptions) -> tuple[Target, dict[str, str], list[s
 def kill_set(options: MutateOptions, target: Target, scratch: Path) -> KillSet:
     """The suite on the unmutated copy. Failing robustness tests are left out; any other failure is bad input."""
     results = scratch / "clean-run.jsonl"
-    cmd = [sys.executable, "-m", "pytest", "tests", "-q", *_suite_args(options, target), f"--ppaux-results={results}"]
+    cmd = [sys.executable, "-m", "pytest", "tests", "-q", *_suite_args(options, target, results)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(scratch), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True)
     rows = read_jsonl(results)

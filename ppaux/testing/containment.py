@@ -21,8 +21,7 @@ from _pytest.runner import runtestprotocol
 from ppaux.isolation import ChildOutcome, Guard
 from ppaux.testing.hypothesis_api import replace_seed_generator
 from ppaux.testing.results import JSONObject, row
-
-SUITE = "ppaux.conformance"
+from ppaux.testing.suite import SUITE
 
 
 def is_suite_test(item: pytest.Item) -> bool:

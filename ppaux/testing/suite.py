@@ -1,0 +1,107 @@
+"""The shipped suite, and the one way ppaux's own commands run it: its name, its marks, where it lies,
+and the pytest options of a run (``ppaux check``, the fuzz rounds and ``ppaux mutate`` build their
+runs here), and the in-process run ``ppaux check`` makes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+from ppaux.testing.profiles import suite_run_args
+
+__all__ = ["DEFAULT_MARKS", "ROOT", "SUITE", "SuiteRun", "installed_suite", "run_in_process", "suite_files"]
+
+SUITE = "ppaux.conformance"
+# The suite's tests of the contract: the ones every check and mutation run selects unless told otherwise.
+DEFAULT_MARKS = "contract or robustness"
+# The checkout (or site-packages, for an install) that holds the ppaux package: node ids read
+# "ppaux/conformance/test_add.py::..." from a checkout and from a wheel alike.
+ROOT = Path(__file__).resolve().parents[2]
+_SUITE_DIR = ROOT / "ppaux" / "conformance"
+
+
+def suite_files() -> list[Path]:
+    """The suite's test modules, as installed (``ppaux mutate`` copies them into its scratch project)."""
+    return sorted(_SUITE_DIR.glob("test_*.py"))
+
+
+def installed_suite(ini: Path) -> list[str]:
+    """pytest's arguments that select the installed suite, under ``ini`` (an empty config of ppaux's own:
+    the caller's ``addopts`` and ``conftest.py`` are theirs, not the suite's)."""
+    return ["--pyargs", SUITE, "-c", str(ini), "--rootdir", str(ROOT), "--confcutdir", str(_SUITE_DIR)]
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """One run of the suite by a ppaux command: against what, which tests, under which settings.
+
+    ``tuning`` names ppaux's tuning of the suite's Hypothesis settings (over Hypothesis's ``default``
+    profile); ``None`` leaves them to a profile the run loads itself (the fuzz rounds' own).
+    ``marks=None`` selects every test of the suite.
+    """
+
+    impl: str | None = None
+    marks: str | None = DEFAULT_MARKS
+    tests: str | None = None
+    timeout: float | None = None
+    tuning: str | None = "ci"
+    max_examples: int | None = None
+    record_calls: bool = False
+    results: str | None = None
+    junit: str | None = None
+
+    def options(self) -> list[str]:
+        """The pytest options of this run, wherever the suite lies."""
+        options = ["-m", self.marks] if self.marks is not None else []
+        if self.tuning is not None:
+            options += suite_run_args(self.tuning, self.max_examples)
+        if self.results is not None:
+            options += ["--ppaux-results", self.results]
+        if self.timeout is not None:
+            options += ["--ppaux-timeout", repr(self.timeout)]
+        if self.impl:
+            options += ["--ppaux-impl", self.impl]
+        if self.record_calls:
+            options.append("--ppaux-record-calls")
+        if self.tests:
+            options += ["-k", self.tests]
+        if self.junit:
+            options += ["--junitxml", self.junit]
+        return options
+
+
+def _suite_modules() -> list[str]:
+    return [name for name in sys.modules if name.startswith(SUITE + ".")]
+
+
+def run_in_process(argv: list[str]) -> tuple[int, str]:
+    """Run pytest on ``argv`` in this process, as ``python -m pytest`` would from the caller's
+    directory; return its exit status and everything it printed.
+
+    In process, because a second interpreter would import torch and Hypothesis again: a third of
+    the run on two cores. The suite's modules are imported afresh, so that pytest rewrites their
+    asserts, and the caller gets its own modules (and its Hypothesis profile) back.
+    """
+    profile = settings.get_current_profile_name()
+    callers = {name: sys.modules.pop(name) for name in _suite_modules()}
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            status = pytest.main(argv)
+    finally:
+        settings.load_profile(profile)
+        # `import ppaux.conformance.test_x as m` reads the package's attribute, which the run's import set.
+        package = vars(sys.modules[SUITE]) if SUITE in sys.modules else {}
+        for name in _suite_modules():
+            del sys.modules[name]
+            package.pop(name[len(SUITE) + 1 :], None)
+        sys.modules.update(callers)
+        package.update({name[len(SUITE) + 1 :]: module for name, module in callers.items()})
+    return int(status), printed.getvalue()
