@@ -9,6 +9,7 @@ crash or a hang no signal can reach is raised as an ordinary failure that Hypoth
 exit status and its faulthandler stack read back. Nothing here imports the rest of ppaux.
 """
 
+from ppaux.isolation.clock import MONOTONIC, Clock, safety_limit
 from ppaux.isolation.forked import ChildOutcome, can_fork, run_forked
 from ppaux.isolation.groups import signal_group
 from ppaux.isolation.guard import DEFAULT_TIMEOUT, Crash, Guard, Hang, current, parse_timeout
@@ -16,7 +17,9 @@ from ppaux.isolation.status import describe_exitcode, describe_status, signal_na
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "MONOTONIC",
     "ChildOutcome",
+    "Clock",
     "Crash",
     "Guard",
     "Hang",
@@ -26,6 +29,7 @@ __all__ = [
     "describe_status",
     "parse_timeout",
     "run_forked",
+    "safety_limit",
     "signal_group",
     "signal_name",
 ]
