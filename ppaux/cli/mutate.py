@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from ppaux.cli.usage import UsageError, timeout_seconds
+from ppaux.cli.usage import timeout_seconds
 from ppaux.isolation import DEFAULT_TIMEOUT
-from ppaux.mutation.mutate import MutateInputError, MutateOptions, mutate
+from ppaux.mutation.mutate import MutateOptions, mutate
 from ppaux.testing.profiles import TUNINGS
 from ppaux.testing.state import STATE
 from ppaux.testing.suite import DEFAULT_MARKS, suite_files
@@ -68,7 +68,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options = MutateOptions(**{f.name: getattr(args, f.name) for f in fields(MutateOptions)})
-    try:
-        return mutate(options, suite_files())
-    except MutateInputError as exc:
-        raise UsageError(str(exc)) from None
+    return mutate(options, suite_files())
