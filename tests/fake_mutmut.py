@@ -3,10 +3,13 @@ scope and the run's clock; shared by tests/test_mutation_runs.py and tests/test_
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import reports.mutation as mutation
 from ppaux.mutation import own
+from ppaux.mutation.equivalents import FORMAT
+from ppaux.mutation.identity import identify_all
 from ppaux.mutation.own import Checkout
 
 
@@ -30,12 +33,33 @@ class FakeMutmut:
     def results(self):
         return dict(self.verdicts)
 
+    def generate(self, *, max_children):
+        self.runs.append((max_children, "generate"))
+        return list(self.verdicts)
+
+    def sources(self, names, source_of):
+        return fake_sources(names)
+
     def diffs(self, names, source_of):
         return {
             name: f"--- {source_of(name)}\n+++ {source_of(name)}\n-    a\n+    b\n"
             for name in names
             if name not in self.undiffed
         }
+
+
+def fake_sources(names):
+    """The stand-in's mutated functions: each mutant changes line ``a`` into ``b<its number>``."""
+    return {name: ("def f():\n    a\n", f"def f():\n    b{name.rpartition('__mutmut_')[2]}\n") for name in names}
+
+
+def judged_file(entries):
+    """An equivalents file's JSON judging the stand-in's mutants ``{name: reason}``, keyed by identity."""
+    identities = identify_all(fake_sources(entries))
+    return {
+        "format": FORMAT,
+        "equivalents": [{**dataclasses.asdict(identities[name]), "reason": why} for name, why in entries.items()],
+    }
 
 
 def small_checkout(root: Path) -> Checkout:

@@ -955,7 +955,7 @@ def test_a_baseline_red_on_the_unmutated_copy_says_how(tmp_path, monkeypatch, ca
     verdicts = {str(scratch / "sentinel"): "killed", str(scratch): status}
     timeouts = []
 
-    def runner(command, *, pythonpath, timeout):
+    def runner(command, *, pythonpath, timeout, clock=None):
         timeouts.append(timeout)
         return verdicts[str(pythonpath[0])], 0.1
 
@@ -1016,9 +1016,24 @@ def test_a_command_runs_with_a_mutant_and_reports_how_it_ended(tmp_path, monkeyp
     run = project.run_with_mutant
     assert run(probe, pythonpath=[], timeout=30)[0] == "survived"
     assert run(probe, pythonpath=[], mutant="m.x_f__mutmut_1", timeout=30)[0] == "killed"
-    # A command that would outlast its timeout tenfold (and no more: a runner that ignores the timeout waits it out).
-    status, seconds = run([sys.executable, "-c", "import time; time.sleep(5)"], pythonpath=[], mutant="", timeout=0.5)
-    assert status == "timeout" and 0.5 <= seconds < 5
+    # A command that would outlast its timeout: stopped at it, and the time it ran read on the clock.
+    ticks = iter([100.0, 100.5])
+    status, seconds = run(
+        [sys.executable, "-c", "import time; time.sleep(600)"], pythonpath=[], timeout=0.5, clock=lambda: next(ticks)
+    )
+    assert (status, seconds) == ("timeout", 0.5)
+
+
+def test_a_command_run_with_a_mutant_takes_its_time_from_the_clock(tmp_path, monkeypatch):
+    """The seconds a run took are the clock's, read as it starts and as it ends (a baseline's limit is made of them)."""
+    monkeypatch.chdir(tmp_path)
+    ticks = iter([40.0, 42.5])
+    status, seconds = project.run_with_mutant(
+        [sys.executable, "-c", "pass"], pythonpath=[], timeout=600, clock=lambda: next(ticks)
+    )
+    assert (status, seconds) == ("survived", 2.5)
+    # The clean run's seconds on that clock set the limit of the runs with a mutant.
+    assert mutate.baseline_limit(seconds) == 25.0 and mutate.baseline_limit(0.1) == 10.0
 
 
 def test_a_command_run_with_a_mutant_keeps_the_users_environment_and_finds_the_copy_first(tmp_path, monkeypatch, capfd):
@@ -1036,8 +1051,8 @@ def test_a_command_run_with_a_mutant_keeps_the_users_environment_and_finds_the_c
         f"or os.getcwd() != {str(tmp_path / 'run_here')!r})",
     ]
     monkeypatch.chdir(tmp_path / "run_here")
-    status, seconds = project.run_with_mutant(probe, pythonpath=[tmp_path / "copy"], mutant="", timeout=30)
-    assert status == "survived" and 0 < seconds < 30
+    status, seconds = project.run_with_mutant(probe, pythonpath=[tmp_path / "copy"], mutant="", timeout=600)
+    assert status == "survived" and seconds > 0
     # The command's output stays out of ppaux's console.
     assert capfd.readouterr() == ("", "")
     # Without a PYTHONPATH of the user's, only the copy is added: the directory the command runs in is not.
@@ -1143,7 +1158,7 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
     monkeypatch.setattr(mutate, "MutmutProject", _UnevenVerdicts)
     runs = []
 
-    def baseline(command, *, pythonpath, timeout, mutant=""):
+    def baseline(command, *, pythonpath, timeout, mutant="", clock=None):
         runs.append((mutant, [Path(p) for p in pythonpath]))
         if pythonpath == [scratch / "sentinel"]:
             return "killed", 0.1

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib.metadata import version
@@ -62,6 +62,7 @@ __all__ = [
     "MutateOptions",
     "MutateRun",
     "baseline_imports_the_copy",
+    "baseline_limit",
     "baseline_on_the_copy",
     "build_report",
     "check_inputs",
@@ -78,6 +79,9 @@ CLEAN_BASELINE_TIMEOUT_S = 600.0
 UNIMPORTABLE = b"raise ImportError('ppaux mutate: the copy under test was imported')\n"
 # mutmut's progress lines every 5 s on a plain stream (a log, CI).
 PROGRESS_EVERY_S = 5.0
+# A baseline run with a mutant may take this many times its clean run, and never less than the floor.
+BASELINE_LIMIT_FACTOR = 10.0
+BASELINE_LIMIT_FLOOR_S = 10.0
 
 
 class MutateInputError(Exception):
@@ -206,9 +210,9 @@ def baseline_imports_the_copy(command: list[str], target: Target, scratch: Path)
         )
 
 
-def baseline_on_the_copy(command: list[str], scratch: Path) -> float:
-    """The baseline must pass on the unmutated copy: how long it takes."""
-    status, seconds = run_with_mutant(command, pythonpath=[scratch], timeout=CLEAN_BASELINE_TIMEOUT_S)
+def baseline_on_the_copy(command: list[str], scratch: Path, clock: Callable[[], float] = time.monotonic) -> float:
+    """The baseline must pass on the unmutated copy: how long it takes, on ``clock``."""
+    status, seconds = run_with_mutant(command, pythonpath=[scratch], timeout=CLEAN_BASELINE_TIMEOUT_S, clock=clock)
     if status != "survived":
         why = "timed out" if status == "timeout" else "fails"
         raise MutateInputError(f"the baseline command {why} on the unmutated module: {shlex.join(command)}")
@@ -231,12 +235,18 @@ def mutants_against_the_suite(
     return project, suite
 
 
+def baseline_limit(clean_s: float) -> float:
+    """How long the baseline may run with a mutant: ten times its clean run, at least 10 s (a
+    mutant that makes it loop is a kill, a machine busy for a while is not)."""
+    return max(BASELINE_LIMIT_FLOOR_S, BASELINE_LIMIT_FACTOR * clean_s)
+
+
 def mutants_against_the_baseline(
     command: list[str], scratch: Path, mutants: list[str], clean_s: float, workers: int
 ) -> dict[str, str]:
-    """The baseline once per mutant, ``workers`` at once, each bounded by ten times the clean run (at least 10 s)."""
+    """The baseline once per mutant, ``workers`` at once, each bounded by :func:`baseline_limit`."""
     progress = Progress(every=PROGRESS_EVERY_S)
-    timeout = max(10.0, 10 * clean_s)
+    timeout = baseline_limit(clean_s)
     done: dict[str, str] = {}
 
     def show(final: bool = False) -> None:

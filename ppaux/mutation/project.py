@@ -271,6 +271,23 @@ class MutmutProject:
         )
         return json.loads(proc.stdout) if proc.returncode == 0 else {}
 
+    def sources(self, mutants: Iterable[str], source_of: Callable[[str], str]) -> dict[str, tuple[str, str]]:
+        """Each mutant's function as it was and as the mutant has it, ``{name: (original, mutated)}``,
+        read from mutmut's mutated files in one process: what :mod:`ppaux.mutation.identity` reads."""
+        pairs = [(name, source_of(name)) for name in mutants]
+        if not pairs:
+            return {}
+        proc = subprocess.run(
+            [sys.executable, "-c", _SOURCES_SCRIPT],
+            cwd=self.root,
+            input=json.dumps(pairs),
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"mutmut's mutated functions could not be read: {proc.stderr.strip()[-2000:]}")
+        return {name: (original, mutated) for name, (original, mutated) in json.loads(proc.stdout).items()}
+
 
 # What `mutmut run` does before its first test run (mutmut 3.8's own steps, without its stats).
 _GENERATE_SCRIPT = """
@@ -283,6 +300,23 @@ copy_src_dir()
 copy_also_copy_files()
 setup_source_paths()
 create_mutants(int(sys.argv[1]))
+"""
+
+# The two functions a mutant's diff compares (mutmut 3.8's own reading of its mutated files).
+_SOURCES_SCRIPT = """
+import json, sys
+import libcst as cst
+from mutmut.mutation import diff_apply as d
+out, modules = {}, {}
+for name, path in json.load(sys.stdin):
+    functions = d.read_functions_from_index(name, path)
+    if functions is None:
+        if path not in modules:
+            modules[path] = d.read_mutants_module(path)
+        module = modules[path]
+        functions = (d.read_original_function(module, name), d.read_mutant_function(module, name))
+    out[name] = [cst.Module([f]).code for f in functions]
+print(json.dumps(out))
 """
 
 _DIFF_SCRIPT = """
@@ -299,19 +333,24 @@ print(json.dumps(out))
 
 
 def run_with_mutant(
-    command: Sequence[str], *, pythonpath: Sequence[Path], timeout: float, mutant: str = ""
+    command: Sequence[str],
+    *,
+    pythonpath: Sequence[Path],
+    timeout: float,
+    mutant: str = "",
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[str, float]:
     """Run ``command`` in the caller's directory with ``mutant`` active (mutmut's trampolines
-    read ``MUTANT_UNDER_TEST``): ``("survived" | "killed" | "timeout", seconds)``; without a
-    mutant it runs the unmutated code."""
+    read ``MUTANT_UNDER_TEST``): ``("survived" | "killed" | "timeout", seconds)``, the seconds read
+    on ``clock``; without a mutant it runs the unmutated code."""
     # The user's own PYTHONPATH after the copy; none when unset (an empty entry would add the cwd).
     paths = [*map(str, pythonpath), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])]
     env = dict(os.environ, MUTANT_UNDER_TEST=mutant, PYTHONPATH=os.pathsep.join(paths))
-    start = time.monotonic()
+    start = clock()
     try:
         proc = subprocess.run(
             list(command), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout
         )
     except subprocess.TimeoutExpired:
-        return "timeout", time.monotonic() - start
-    return ("survived" if proc.returncode == 0 else "killed"), time.monotonic() - start
+        return "timeout", clock() - start
+    return ("survived" if proc.returncode == 0 else "killed"), clock() - start
