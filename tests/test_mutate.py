@@ -19,6 +19,7 @@ import pytest
 
 from ppaux.cli.main import main
 from ppaux.mutation import mutate, project
+from ppaux.mutation.equivalents import NO_MUTANT, REVIEW
 from ppaux.mutation.mutate import KillSet, MutateOptions, MutateRun
 from ppaux.mutation.project import changed_line, crashes, name_crashes, parse_results, show_counts
 from ppaux.mutation.score import is_killed, verdicts
@@ -28,6 +29,7 @@ from ppaux.testing import state
 from ppaux.testing.impl import ImplementationError
 from ppaux.testing.progress import Progress
 from ppaux.testing.suite import suite_files
+from tests.fake_mutmut import fake_sources, judged_file
 from tests.support import tomllib
 
 IMPLS = Path(__file__).resolve().parent / "impls"
@@ -1127,6 +1129,47 @@ def test_without_a_baseline_the_verdicts_make_the_report_and_the_exit_status(tmp
     text = (tmp_path / "out" / "mutate.md").read_text()
     assert "### `ppaux.core.transport.x_f__mutmut_2` (survives ppaux's suite)\n\nChanges `a -> b`" in text
     assert "--- ppaux/core/transport.py" in text and "Side by side" not in text
+
+
+def test_an_equivalents_file_keyed_by_identity_judges_its_mutant_and_fails_on_one_that_matches_none(
+    tmp_path, monkeypatch, capsys
+):
+    """The format of ppaux's own files: a judgement on its mutant's change holds it whatever mutmut
+    numbers it; one that matches no mutant fails the gate, named; one whose function changed is
+    listed for review."""
+
+    class Verdicts(_Verdicts):
+        def results(self):
+            return {"own_pop.x_f__mutmut_1": "killed", "own_pop.x_f__mutmut_2": "survived"}
+
+        def sources(self, names, source_of):
+            assert {source_of(name) for name in names} == {"own_pop.py"}
+            return fake_sources(names)
+
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    entries = judged_file({"own_pop.x_f__mutmut_2": "no caller sees it", "own_pop.x_gone__mutmut_1": "gone"})
+    (tmp_path / "eq.json").write_text(json.dumps(entries))
+    _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
+    monkeypatch.setattr(mutate, "MutmutProject", Verdicts)
+    args = ("--impl", "own_pop.py", "--gate", "100", "--equivalents", "eq.json")
+    assert _mutate(tmp_path, monkeypatch, *args) == 1
+    report = json.loads((tmp_path / "out" / "mutate.json").read_text())
+    gone = f"{NO_MUTANT}: eq.json: own_pop:gone: a -> b1"
+    assert (report["score"], report["equivalent"], report["unmatched_equivalents"]) == (100.0, 1, [gone])
+    assert capsys.readouterr().err.endswith(f"ppaux mutate: {gone}\n")
+    assert (
+        f"## Equivalence judgements that match no mutant, or several (the run fails)\n\n- {gone}\n"
+        in (tmp_path / "out" / "mutate.md").read_text()
+    )
+    # Without the entry for no mutant it passes; judged on the function as it was, it is listed for review.
+    entries["equivalents"] = [{**entries["equivalents"][0], "function_hash": "0" * 64}]
+    (tmp_path / "eq.json").write_text(json.dumps(entries))
+    assert _mutate(tmp_path, monkeypatch, *args) == 0
+    review = json.loads((tmp_path / "out" / "mutate.json").read_text())["review_equivalents"]
+    assert [e["mutant"] for e in review] == ["own_pop.x_f__mutmut_2"]
+    assert f"ppaux mutate: {REVIEW}: eq.json: own_pop:f: a -> b2 (now own_pop.x_f__mutmut_2, function_hash " in (
+        capsys.readouterr().err
+    )
 
 
 class _UnevenVerdicts(project.MutmutProject):

@@ -247,3 +247,38 @@ def test_inserting_a_function_at_the_top_leaves_every_judgement_on_the_mutant_it
     assert len(resolution.judged) == len(judgements)
     # double did not change: its judgements hold as they are; is_small's are flagged for review.
     assert {after[n].function for n in resolution.review} == {"is_small"}
+
+
+# mutmut runs for real on a small checkout, three times (tens of seconds): with the slow end-to-end runs.
+@pytest.mark.slow
+def test_an_incremental_run_after_a_one_function_change_runs_only_that_functions_mutants(tmp_path):
+    from ppaux.mutation import own
+    from tests.fake_mutmut import ARITH, small_checkout
+
+    root = tmp_path / "checkout"
+    checkout = dataclasses.replace(small_checkout(root), copied=("arith", "tests", "pyproject.toml"))
+    (root / "tests").mkdir()
+    (root / "tests" / "test_ops.py").write_text(
+        "from arith.ops import double, is_small\n\n\ndef test_double():\n    assert double(3) == 6\n\n\n"
+        "def test_small():\n    assert is_small(3) and not is_small(10)\n"
+    )
+    scope = dataclasses.replace(ARITH, equivalents=())
+    out = tmp_path / "out"
+
+    def run(**kwargs: bool) -> dict[str, object]:
+        assert own.run_scope(checkout, scope, str(out), 1, **kwargs) == 0
+        report = json.loads((out / "mutation.json").read_text())
+        return {k: report[k] for k in ("total", "killed", "ran", "reused")}
+
+    assert run() == {"total": 4, "killed": 4, "ran": 4, "reused": 0}
+    assert json.loads((out / history.HISTORY.format(scope="arith")).read_text())["format"] == history.FORMAT
+    # Nothing changed: every result is the recorded one, and mutmut runs no mutant.
+    assert run() == {"total": 4, "killed": 4, "ran": 0, "reused": 4}
+    ops = root / "arith" / "ops.py"
+    ops.write_text(ops.read_text().replace("    return x < 10\n", "    return x < 10\n    pass\n"))
+    # is_small changed: its two mutants run, double's two keep their results.
+    assert run() == {"total": 4, "killed": 4, "ran": 2, "reused": 2}
+    # A changed test reruns them all; so does --full.
+    (root / "tests" / "test_ops.py").write_text((root / "tests" / "test_ops.py").read_text() + "\n")
+    assert run() == {"total": 4, "killed": 4, "ran": 4, "reused": 0}
+    assert run(full=True) == {"total": 4, "killed": 4, "ran": 4, "reused": 0}

@@ -17,6 +17,7 @@ import pytest
 import reports.mutation as mutation
 from ppaux.mutation import own
 from ppaux.mutation.equivalents import NO_MUTANT
+from ppaux.mutation.identity import identify_all
 from ppaux.mutation.own import Checkout, list_mutants
 from ppaux.mutation.pragmas import markings_section
 from ppaux.mutation.project import MUTANT_PYTEST_ARGS
@@ -24,7 +25,7 @@ from ppaux.mutation.report import equivalent_lines, write_report
 from ppaux.mutation.score import EquivalentsError, Score, read_equivalents, score, stale
 from reports.__main__ import main as reports_main
 from tests import conftest
-from tests.fake_mutmut import ARITH, Clock, FakeMutmut, judged_file, small_checkout
+from tests.fake_mutmut import ARITH, Clock, FakeMutmut, fake_sources, judged_file, small_checkout
 from tests.support import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -433,9 +434,19 @@ def test_a_scopes_run_reports_every_module_against_its_gate_and_every_survivor_w
         "passes": False,
     }
     diff = "--- arith/ops.py\n+++ arith/ops.py\n-    a\n+    b\n"
+    # Each survivor with its identity, as an equivalents file keys it.
+    identities = identify_all(fake_sources(["arith.more.x_half__mutmut_1", "arith.ops.x_is_small__mutmut_1"]))
     assert report["survivors"] == [
-        {"mutant": "arith.more.x_half__mutmut_1", "status": "no tests", "diff": ""},
-        {"mutant": "arith.ops.x_is_small__mutmut_1", "status": "survived", "diff": diff},
+        {
+            "mutant": name,
+            "status": status,
+            "diff": shown,
+            "identity": dataclasses.asdict(identities[name]),
+        }
+        for name, status, shown in (
+            ("arith.more.x_half__mutmut_1", "no tests", ""),
+            ("arith.ops.x_is_small__mutmut_1", "survived", diff),
+        )
     ]
     assert (out / "mutation.md").read_text() == (
         "# Mutation testing\n"

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ppaux.mutation.identity import MutantIdentity
-from ppaux.mutation.score import EquivalentsError
+from ppaux.mutation.score import EquivalentsError, read_equivalents
 
 __all__ = [
     "FORMAT",
@@ -30,6 +30,7 @@ __all__ = [
     "REVIEW",
     "Judgement",
     "Resolution",
+    "read_any",
     "read_judgements",
     "resolve",
     "write_judgements",
@@ -81,6 +82,16 @@ def read_judgements(path: str | Path) -> list[Judgement]:
         identity = MutantIdentity(**{f: entry[f] for f in _FIELDS})
         judgements.append(Judgement(identity, entry["reason"], str(path)))
     return judgements
+
+
+def read_any(path: str | Path) -> list[Judgement] | dict[str, str]:
+    """The file at ``path`` in either format: judgements keyed by identity (a file with a
+    ``format``), or the older ``{mutmut name: reason}`` (:func:`~ppaux.mutation.score.read_equivalents`)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return read_equivalents(path)  # it says what is wrong
+    return read_judgements(path) if isinstance(data, dict) and "format" in data else read_equivalents(path)
 
 
 def write_judgements(path: str | Path, judgements: Iterable[Judgement]) -> None:

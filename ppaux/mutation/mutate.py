@@ -28,6 +28,9 @@ from importlib.metadata import version
 from pathlib import Path
 
 from ppaux.isolation import DEFAULT_TIMEOUT, signal_name
+from ppaux.mutation.equivalents import REVIEW, Judgement, read_any
+from ppaux.mutation.equivalents import resolve as match_judgements
+from ppaux.mutation.identity import identify_all
 from ppaux.mutation.project import MutmutProject, changed_line, run_with_mutant, show_counts
 from ppaux.mutation.report import (
     STALE,
@@ -43,7 +46,6 @@ from ppaux.mutation.score import (
     Score,
     is_killed,
     judged_equivalent,
-    read_equivalents,
     score,
     stale,
     verdicts,
@@ -127,6 +129,9 @@ class MutateRun:
     diffs: dict[str, str] = field(default_factory=dict)
     equivalents: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
+    # Judgements keyed by identity that match no mutant or several, and those to review.
+    unmatched: list[str] = field(default_factory=list)
+    review: list[JSONObject] = field(default_factory=list)
 
     def missed(self, name: str) -> bool:
         """Whether the suite or the baseline let the mutant survive: the report shows its diff."""
@@ -145,7 +150,9 @@ def _suite_args(options: MutateOptions, target: Target, results: Path | None = N
     return ["-p", "no:cacheprovider", "-p", "no:randomly", *run.options()]
 
 
-def check_inputs(options: MutateOptions) -> tuple[Target, dict[str, str], list[str] | None]:
+def check_inputs(
+    options: MutateOptions,
+) -> tuple[Target, dict[str, str] | list[Judgement], list[str] | None]:
     """The module to mutate, the equivalents and the baseline command, or the one line that says what is wrong."""
     for module, name in (("mutmut", "mutmut 3"), ("tomli_w", "tomli-w")):
         try:
@@ -159,7 +166,7 @@ def check_inputs(options: MutateOptions) -> tuple[Target, dict[str, str], list[s
     if not 0 <= options.gate <= 100:
         raise MutateInputError(f"--gate must be between 0 and 100, got {options.gate}")
     try:
-        equivalents = read_equivalents(options.equivalents) if options.equivalents is not None else {}
+        equivalents = read_any(options.equivalents) if options.equivalents is not None else {}
     except EquivalentsError as exc:
         raise MutateInputError(f"--equivalents {exc}") from None
     command = shlex.split(options.baseline) if options.baseline else None
@@ -296,9 +303,11 @@ def build_report(run: MutateRun) -> JSONObject:
         "total": len(suite),
         **score_fields(scored),
         "gate": options.gate,
-        "passes": scored.reaches(options.gate),
+        "passes": scored.reaches(options.gate) and not run.unmatched,
         "verdicts": verdicts(suite),
         "stale_equivalents": stale(suite, run.equivalents),
+        "unmatched_equivalents": run.unmatched,
+        "review_equivalents": run.review,
         "mutants": mutants,
     }
     if baseline is not None:
@@ -371,6 +380,15 @@ def render_markdown(report: JSONObject) -> str:
             lines += [f"Judged equivalent: {m['equivalent']}", ""]
         lines += [f"Changes `{m['line']}`", "", *diff_block(m["diff"])]
     lines += stale_lines(report["stale_equivalents"])
+    if report["unmatched_equivalents"]:
+        lines += ["", "## Equivalence judgements that match no mutant, or several (the run fails)", ""]
+        lines += [f"- {line}" for line in report["unmatched_equivalents"]]
+    if report["review_equivalents"]:
+        lines += ["", "## Equivalence judgements to review (their function changed since)", ""]
+        lines += [
+            f"- {e['entry']}: now `{e['mutant']}`, function_hash `{e['function_hash']}`"
+            for e in report["review_equivalents"]
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -415,7 +433,17 @@ def mutate(options: MutateOptions, suite_files: Sequence[Path]) -> int:
             "and are left out of the kill set"
         )
     project, suite = mutants_against_the_suite(options, target, scratch, kills, progress)
-    run = MutateRun(options, target, kills, suite, equivalents=equivalents)
+    run = MutateRun(options, target, kills, suite)
+    if isinstance(equivalents, dict):
+        run.equivalents = equivalents
+    else:
+        identities = identify_all(project.sources(list(suite), lambda name: target.relative_path.as_posix()))
+        resolution = match_judgements(equivalents, identities)
+        run.equivalents, run.unmatched = resolution.judged, resolution.problems
+        run.review = [
+            {"mutant": name, "entry": j.describe(), "function_hash": identities[name].function_hash}
+            for name, j in sorted(resolution.review.items())
+        ]
     if command is not None:
         run.baseline = mutants_against_the_baseline(
             command, scratch, list(suite), clean_s, options.max_children or os.cpu_count() or 1
@@ -427,6 +455,10 @@ def mutate(options: MutateOptions, suite_files: Sequence[Path]) -> int:
     report = build_report(run)
     page = write_report(out, "mutate", report, [render_markdown(report)])
     progress.say(_summary(report, page))
+    for line in report["unmatched_equivalents"]:
+        progress.say(f"ppaux mutate: {line}")
+    for e in report["review_equivalents"]:
+        progress.say(f"ppaux mutate: {REVIEW}: {e['entry']} (now {e['mutant']}, function_hash {e['function_hash']})")
     for name in report["stale_equivalents"]:
         progress.say(f"ppaux mutate: {STALE}: {name}")
     return 0 if report["passes"] else 1

@@ -308,7 +308,10 @@ def run_scope(
     modules = score_modules(results, judged, lambda module: checkout.gate_for(module, scope))
     survivors = [s for module in modules.values() for s in module["survivors"]]
     diffs = project.diffs([s["mutant"] for s in survivors], source_of)
-    survivors = [{**s, "diff": diffs.get(s["mutant"], "")} for s in survivors]
+    survivors = [
+        {**s, "diff": diffs.get(s["mutant"], ""), "identity": dataclasses.asdict(identities[s["mutant"]])}
+        for s in survivors
+    ]
     scored = score(results, judged)
     marked = markings()
     ran = len(results) - len(reused)
