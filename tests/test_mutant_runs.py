@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import gc
 import json
+import types
 
 import pytest
 
-from ppaux.mutation.mutant_runs import DURATIONS
+from ppaux.mutation.mutant_runs import DURATIONS, DurationRecorder
 
 PLUGIN = ("-p", "ppaux.mutation.mutant_runs", "-p", "no:cacheprovider")
 
@@ -53,7 +54,17 @@ def test_the_first_run_records_each_tests_duration_and_keeps_the_order(pytester,
     assert _order(pytester) == ["slow", "quick", "failing"]
     seconds = json.loads((pytester.path / DURATIONS).read_text())
     assert sorted(seconds) == ["test_demo.py::test_failing", "test_demo.py::test_quick", "test_demo.py::test_slow"]
-    assert seconds["test_demo.py::test_slow"] >= 0.2 > seconds["test_demo.py::test_quick"]
+    # pytest's own call durations (what they are exactly: the test below, on scripted reports).
+    assert seconds["test_demo.py::test_slow"] >= 0.2 and seconds["test_demo.py::test_quick"] >= 0
+
+
+def test_the_recorder_keeps_each_tests_call_duration_as_pytest_reports_it(tmp_path):
+    """Scripted reports: the call phase's duration is recorded, setup and teardown are not."""
+    recorder = DurationRecorder(tmp_path)
+    for nodeid, when, duration in (("t.py::a", "setup", 9.0), ("t.py::a", "call", 1.5), ("t.py::b", "call", 0.25)):
+        recorder.pytest_runtest_logreport(types.SimpleNamespace(nodeid=nodeid, when=when, duration=duration))
+    recorder.pytest_sessionfinish()
+    assert json.loads((tmp_path / DURATIONS).read_text()) == {"t.py::a": 1.5, "t.py::b": 0.25}
 
 
 def test_later_runs_go_cheapest_first_with_unrecorded_tests_last_and_never_rewrite_the_record(pytester, thawed):
