@@ -2,8 +2,9 @@
 runs the contract scope's gate there in full (``python -m reports mutation --scope contract --full``,
 as a fresh CI runner does), changes one function of a contract module (a ``pass`` appended to its
 body: its AST hash changes, its behaviour and its mutants do not), runs the gate again
-incrementally (the default), and writes both runs' wall and CPU seconds, the mutants run and the
-results reused to reports/out/mutation-bench.{json,md}.
+incrementally (the default), then once more with nothing changed, and writes each run's wall and
+CPU seconds (of this process's children), the mutants run and the results reused to
+reports/out/mutation-bench.{json,md}.
 
 Not part of .ci/run (minutes); nothing here is asserted. The whole-package full run is the nightly
 job's figure, not this script's.
@@ -97,12 +98,15 @@ def main(argv: list[str] | None = None) -> int:
         changed = change_one_function(root, args.function)
         runs.append(gate_run(root, report_dir, full=False, max_children=args.max_children))
         print(json.dumps(runs[-1]), flush=True)
+        # Again with nothing changed: every verdict recorded, mutmut not run.
+        runs.append({**gate_run(root, report_dir, full=False, max_children=args.max_children), "run": "unchanged"})
+        print(json.dumps(runs[-1]), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     result = {"changed": changed, "runs": runs}
     (out / "mutation-bench.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     lines = [
-        f"Contract gate, full then incremental after a change to `{changed}`:",
+        f"Contract gate: full, incremental after a change to `{changed}`, incremental with no change:",
         "",
         "| run | wall s | CPU s | mutants | run | reused | score | exit |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",

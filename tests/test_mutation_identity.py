@@ -143,6 +143,9 @@ def test_an_equivalents_file_round_trips_and_a_bad_one_is_refused(tmp_path):
         path.write_text(json.dumps(bad))
         with pytest.raises(EquivalentsError, match="must be a JSON object"):
             read_judgements(path)
+    path.write_text("{")
+    with pytest.raises(EquivalentsError, match="Expecting property name"):
+        read_judgements(path)
     entry = {**dataclasses.asdict(ids["a"]), "reason": " "}
     path.write_text(json.dumps({"format": FORMAT, "equivalents": [entry]}))
     with pytest.raises(EquivalentsError):
@@ -196,7 +199,10 @@ def test_the_tests_hash_changes_with_a_test_file_or_a_setting_and_not_with_a_cac
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_a.py").write_text("def test_a(): pass\n")
     (tmp_path / "conftest.py").write_text("")
+    (tmp_path / "tests" / "data").mkdir()
     first = history.tests_hash(tmp_path, ["tests", "conftest.py"], ["-q"])
+    # A path that is not there hashes as nothing (a checkout without one of its test supports).
+    assert history.tests_hash(tmp_path, ["tests", "conftest.py", "absent.py"], ["-q"]) == first
     (tmp_path / "tests" / "__pycache__").mkdir()
     (tmp_path / "tests" / "__pycache__" / "test_a.pyc").write_bytes(b"\0")
     assert history.tests_hash(tmp_path, ["tests", "conftest.py"], ["-q"]) == first

@@ -16,7 +16,7 @@ import pytest
 
 import reports.mutation as mutation
 from ppaux.mutation import own
-from ppaux.mutation.equivalents import NO_MUTANT
+from ppaux.mutation.equivalents import NO_MUTANT, REVIEW
 from ppaux.mutation.identity import identify_all
 from ppaux.mutation.own import Checkout, list_mutants
 from ppaux.mutation.pragmas import markings_section
@@ -24,7 +24,7 @@ from ppaux.mutation.project import MUTANT_PYTEST_ARGS
 from ppaux.mutation.report import equivalent_lines, write_report
 from ppaux.mutation.score import EquivalentsError, Score, read_equivalents, score, stale
 from reports.__main__ import main as reports_main
-from tests import conftest
+from tests import conftest, fake_mutmut
 from tests.fake_mutmut import ARITH, Clock, FakeMutmut, fake_sources, judged_file, small_checkout
 from tests.support import tomllib
 
@@ -655,3 +655,54 @@ def test_a_report_is_written_into_its_folder_made_with_its_parents(tmp_path):
     # The page ends with one newline; the JSON is indented, one entry a line.
     assert page.read_text() == "# Mutation testing\n\ntext\n"
     assert (out / "mutation.json").read_text() == '{\n  "score": 50.0,\n  "modules": {}\n}\n'
+
+
+def test_a_second_run_reuses_the_recorded_verdicts_and_runs_only_a_changed_function(tmp_path, monkeypatch, capsys):
+    """mutmut stood in for: the first run records every verdict; the second, nothing changed, runs
+    no mutant; the third, is_small changed, runs its mutants alone, and the judgement made on
+    is_small before the change is listed for review."""
+    runs = []
+    verdicts = {
+        "arith.ops.x_double__mutmut_1": "killed",
+        "arith.ops.x_double__mutmut_2": "survived",
+        "arith.ops.x_is_small__mutmut_1": "killed",
+        "arith.ops.x_is_small__mutmut_2": "killed",
+    }
+    checkout = _arith_checkout(tmp_path / "checkout", runs, verdicts)
+    out = tmp_path / "out"
+
+    def run():
+        code = own.run_scope(checkout, ARITH, str(out), None)
+        report = json.loads((out / "mutation.json").read_text())
+        return code, report["ran"], report["reused"], report["score"], capsys.readouterr().out
+
+    code, ran, reused, score, printed = run()
+    assert (code, ran, reused, score, runs) == (0, 4, 0, 100.0, [(None, (), "mutmut-run.log")])
+    assert " (4 run, 0 recorded results reused); gate pass; " in printed
+    runs.clear()
+    assert run()[:4] == (0, 0, 4, 100.0) and runs == [(None, "generate")]
+    runs.clear()
+    real = fake_mutmut.fake_sources
+
+    def is_small_changed(names):
+        sources = real(names)
+        return {
+            n: ("def f():\n    a\n    pass\n", s[1] + "    pass\n") if "is_small" in n else s
+            for n, s in sources.items()
+        }
+
+    monkeypatch.setattr(fake_mutmut, "fake_sources", is_small_changed)
+    code, ran, reused, score, printed = run()
+    assert (code, ran, reused) == (0, 2, 2)
+    assert runs == [(None, "generate"), (None, ("arith.ops.x_is_small__mutmut_*",), "mutmut-run.log")]
+    review = json.loads((out / "mutation.json").read_text())["review_equivalents"]
+    assert [e["mutant"] for e in review] == ["arith.ops.x_is_small__mutmut_2"]
+    assert f"  {REVIEW}: eq.json: arith.ops:is_small: a -> b2 (now arith.ops.x_is_small__mutmut_2, " in printed
+    assert (
+        "## Equivalence judgements to review (their function changed since)\n\n- eq.json: "
+        in (out / "mutation.md").read_text()
+    )
+    # --full runs every mutant whatever was recorded.
+    runs.clear()
+    assert own.run_scope(checkout, ARITH, str(out), None, full=True) == 0
+    assert runs == [(None, (), "mutmut-run.log")]
