@@ -288,3 +288,16 @@ def test_an_incremental_run_after_a_one_function_change_runs_only_that_functions
     (root / "tests" / "test_ops.py").write_text((root / "tests" / "test_ops.py").read_text() + "\n")
     assert run() == {"total": 4, "killed": 4, "ran": 4, "reused": 0}
     assert run(full=True) == {"total": 4, "killed": 4, "ran": 4, "reused": 0}
+
+
+def test_reading_the_functions_of_no_mutant_costs_nothing_and_of_a_missing_one_says_why(tmp_path):
+    from ppaux.mutation.project import UNREADABLE_MUTANTS, MutmutProject
+
+    assert MutmutProject(tmp_path).sources([], str) == {}
+    # No mutants/ directory: mutmut's reader fails, and its error is passed on.
+    with pytest.raises(RuntimeError) as raised:
+        MutmutProject(tmp_path).sources(["m.x_f__mutmut_1"], lambda name: "m.py")
+    message = str(raised.value)
+    assert message.startswith(f"{UNREADABLE_MUTANTS}: Traceback") and message.endswith(
+        "No such file or directory: 'mutants/m.py'"
+    )

@@ -29,6 +29,7 @@ from ppaux.testing.progress import Progress
 
 __all__ = [
     "MUTANT_PYTEST_ARGS",
+    "UNREADABLE_MUTANTS",
     "MutmutProject",
     "changed_line",
     "crashes",
@@ -50,6 +51,8 @@ __all__ = [
 # in its own process, which a test run in a forked child (ppaux.isolation) would hide from it. A
 # mutant that crashes or loops is mutmut's to stop (its own timeout); the per-call limit stays.
 MUTANT_PYTEST_ARGS = ("-p", "ppaux.mutation.mutant_runs", "-p", "no:unraisableexception", "--ppaux-isolation=off")
+# A mutant's functions could not be read back from mutmut's mutated files (followed by its error).
+UNREADABLE_MUTANTS = "mutmut's mutated functions could not be read"
 _RESULT_LINE = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+?)\s*$")
 # How often, and how far apart, a .meta file that does not parse is read again (a fifth of a second in all).
 _META_READS = 10
@@ -285,7 +288,7 @@ class MutmutProject:
             text=True,
         )
         if proc.returncode != 0:
-            raise RuntimeError(f"mutmut's mutated functions could not be read: {proc.stderr.strip()[-2000:]}")
+            raise RuntimeError(f"{UNREADABLE_MUTANTS}: {proc.stderr.strip()[-2000:]}")
         return {name: (original, mutated) for name, (original, mutated) in json.loads(proc.stdout).items()}
 
 
