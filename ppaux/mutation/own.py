@@ -187,7 +187,7 @@ def render_markdown(report: JSONObject, markings: Callable[[JSONObject], list[st
         "",
         f"- scope `{scope}`: {report['scope_doc']}",
         f"- score: {score_phrase(scored)}; gate: {'**pass**' if report['passes'] else '**FAIL**'}",
-        f"- mutants run: {report['ran']}, recorded results reused: {report['reused']}",
+        *([f"- mutants run: {report['ran']}, recorded results reused: {report['reused']}"] if "ran" in report else []),
         f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; "
         f"command: `python -m reports mutation --scope {scope}"
         + "".join(f" --only '{p}'" for p in report["only"])
@@ -206,10 +206,11 @@ def render_markdown(report: JSONObject, markings: Callable[[JSONObject], list[st
         *equivalent_lines(report["judged_equivalent"], source=", ".join(f"`{f}`" for f in report["equivalents_files"])),
     ]
     lines += [*stale_lines(report["stale_equivalents"]), *([""] if report["stale_equivalents"] else [])]
-    if report["unmatched_equivalents"]:
+    # .get: a report written before judgements were keyed by identity has neither list.
+    if report.get("unmatched_equivalents"):
         lines += ["## Equivalence judgements that match no mutant, or several (the run fails)", ""]
         lines += [f"- {line}" for line in report["unmatched_equivalents"]] + [""]
-    if report["review_equivalents"]:
+    if report.get("review_equivalents"):
         lines += ["## Equivalence judgements to review (their function changed since)", ""]
         lines += [
             f"- {e['entry']}: now `{e['mutant']}`, function_hash `{e['function_hash']}`"
