@@ -4,12 +4,14 @@ scope and the run's clock; shared by tests/test_mutation_runs.py and tests/test_
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 from pathlib import Path
 
 import reports.mutation as mutation
 from ppaux.mutation import own
 from ppaux.mutation.equivalents import FORMAT
 from ppaux.mutation.identity import identify_all
+from ppaux.mutation.mutant_runs import KILLERS
 from ppaux.mutation.own import Checkout
 
 
@@ -28,6 +30,12 @@ class FakeMutmut:
         progress.update(f"{log.name}: mutants 0/1", state=0)
         progress.finish(f"{log.name}: mutants 1/1", state=1)
         log.write_text("Running clean tests\n" + (mutation.CLEAN_RUN_FAILED + "\n" if failed else "done\n"))
+        # Each killed mutant's killer, as the plugin of mutmut's test runs records it.
+        killers = self.root / "mutants" / KILLERS
+        killers.mkdir(parents=True, exist_ok=True)
+        for name, verdict in self.verdicts.items():
+            if verdict == "killed" and (not only or any(fnmatch.fnmatch(name, p) for p in only)):
+                (killers / name).write_text(f"tests/test_{name.rpartition('x_')[2].split('__')[0]}.py::test_it")
         return 1 if failed else self.code
 
     def results(self):

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from ppaux.mutation.mutant_runs import DURATIONS, DurationRecorder
+from ppaux.mutation.mutant_runs import DURATIONS, FIRST, DurationRecorder, recorded_killers
 
 PLUGIN = ("-p", "ppaux.mutation.mutant_runs", "-p", "no:cacheprovider")
 
@@ -89,3 +89,30 @@ def test_the_collected_suite_is_frozen_for_the_garbage_collector(pytester, thawe
     pytester.makepyfile(test_frozen="import gc\n\ndef test_frozen():\n    assert gc.get_freeze_count() > 0\n")
     gc.unfreeze()
     pytester.runpytest_inprocess(*PLUGIN).assert_outcomes(passed=1)
+
+
+def test_a_mutants_run_records_the_test_that_killed_it_and_no_other_run_records_one(pytester, thawed, monkeypatch):
+    pytester.makepyfile(test_demo=TESTS)
+    for not_a_mutant in ("", "stats", "fail"):
+        monkeypatch.setenv("MUTANT_UNDER_TEST", not_a_mutant)
+        pytester.runpytest_inprocess(*PLUGIN).assert_outcomes(passed=2, failed=1)
+    assert recorded_killers(pytester.path) == {}
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "m.x_f__mutmut_1")
+    pytester.runpytest_inprocess(*PLUGIN).assert_outcomes(passed=2, failed=1)
+    assert recorded_killers(pytester.path) == {"m.x_f__mutmut_1": "test_demo.py::test_failing"}
+
+
+def test_a_mutants_earlier_killer_runs_first_and_the_other_mutants_keep_the_cheapest_first_order(
+    pytester, thawed, monkeypatch
+):
+    pytester.makepyfile(test_demo=TESTS)
+    (pytester.path / DURATIONS).write_text(
+        json.dumps({"test_demo.py::test_slow": 2.0, "test_demo.py::test_failing": 0.5})
+    )
+    (pytester.path / FIRST).write_text(json.dumps({"m.x_f__mutmut_1": "test_demo.py::test_quick"}))
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "m.x_f__mutmut_1")
+    pytester.runpytest_inprocess(*PLUGIN).assert_outcomes(passed=2, failed=1)
+    assert _order(pytester) == ["quick", "failing", "slow"]
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "m.x_f__mutmut_2")
+    pytester.runpytest_inprocess(*PLUGIN).assert_outcomes(passed=2, failed=1)
+    assert _order(pytester) == ["failing", "slow", "quick"]

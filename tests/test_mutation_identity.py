@@ -31,6 +31,7 @@ from ppaux.mutation.identity import (
     line_change,
     split_mutant_name,
 )
+from ppaux.mutation.mutant_runs import FIRST
 from ppaux.mutation.own import source_of
 from ppaux.mutation.score import EquivalentsError
 
@@ -167,8 +168,12 @@ def test_a_recorded_result_stands_while_its_function_is_unchanged_and_a_changed_
     stamp = {"scope": "contract", "tests": "t1", "mutmut": "3.8.1"}
     store = tmp_path / "h.json"
     verdicts = {"m.x_pop__mutmut_1": "killed", "m.x_pop__mutmut_2": "survived", "m.x_f__mutmut_1": history.NOT_CHECKED}
-    assert history.save(store, verdicts, {**ids, **other}, **stamp) == 2
+    killed_by = {"m.x_pop__mutmut_1": "tests/test_pop.py::test_missing_key"}
+    assert history.save(store, verdicts, {**ids, **other}, killers=killed_by, **stamp) == 2
     recorded = history.load(store, **stamp)
+    assert recorded[ids["m.x_pop__mutmut_1"].key] == history.Recorded(
+        ids["m.x_pop__mutmut_1"].function_hash, "killed", "tests/test_pop.py::test_missing_key"
+    )
     assert history.plan({**ids, **other}, recorded) == (
         {"m.x_pop__mutmut_1": "killed", "m.x_pop__mutmut_2": "survived"},
         ["m.x_f__mutmut_1"],
@@ -185,6 +190,8 @@ def test_a_recorded_result_stands_while_its_function_is_unchanged_and_a_changed_
         ],
     )
     assert history.plan(now, recorded) == ({}, ["m.x_pop__mutmut_1", "m.x_pop__mutmut_3"])
+    # The same change's earlier killer, whatever the function's hash now: the test to run first.
+    assert history.killers(now, recorded) == killed_by
     assert history.function_patterns(["m.x_pop__mutmut_1", "m.x_pop__mutmut_3", "m.xǁCǁf__mutmut_2"]) == [
         "m.x_pop__mutmut_*",
         "m.xǁCǁf__mutmut_*",
@@ -282,8 +289,16 @@ def test_an_incremental_run_after_a_one_function_change_runs_only_that_functions
     assert run() == {"total": 4, "killed": 4, "ran": 0, "reused": 4}
     ops = root / "arith" / "ops.py"
     ops.write_text(ops.read_text().replace("    return x < 10\n", "    return x < 10\n    pass\n"))
-    # is_small changed: its two mutants run, double's two keep their results.
+    # Every killer recorded, from inside mutmut's forked test runs.
+    recorded = json.loads((out / history.HISTORY.format(scope="arith")).read_text())["mutants"]
+    assert {(m["function"], m["killer"]) for m in recorded} == {
+        ("double", "tests/test_ops.py::test_double"),
+        ("is_small", "tests/test_ops.py::test_small"),
+    }
+    # is_small changed: its two mutants run, its earlier killer first; double's two keep their results.
     assert run() == {"total": 4, "killed": 4, "ran": 2, "reused": 2}
+    first = json.loads((out / "project" / "mutants" / FIRST).read_text())
+    assert sorted(first.values()) == ["tests/test_ops.py::test_small"] * 2
     # A changed test reruns them all; so does --full.
     (root / "tests" / "test_ops.py").write_text((root / "tests" / "test_ops.py").read_text() + "\n")
     assert run() == {"total": 4, "killed": 4, "ran": 4, "reused": 0}

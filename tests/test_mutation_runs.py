@@ -18,6 +18,7 @@ import reports.mutation as mutation
 from ppaux.mutation import own
 from ppaux.mutation.equivalents import NO_MUTANT, REVIEW
 from ppaux.mutation.identity import identify_all
+from ppaux.mutation.mutant_runs import FIRST
 from ppaux.mutation.own import Checkout, list_mutants
 from ppaux.mutation.pragmas import markings_section
 from ppaux.mutation.project import MUTANT_PYTEST_ARGS
@@ -695,6 +696,16 @@ def test_a_second_run_reuses_the_recorded_verdicts_and_runs_only_a_changed_funct
     code, ran, reused, score, printed = run()
     assert (code, ran, reused) == (0, 2, 2)
     assert runs == [(None, "generate"), (None, ("arith.ops.x_is_small__mutmut_*",), "mutmut-run.log")]
+    # The rerun mutants' earlier killers first, for the plugin of mutmut's test runs; every killer recorded.
+    first = json.loads((out / "project" / "mutants" / FIRST).read_text())
+    assert first == {f"arith.ops.x_is_small__mutmut_{n}": "tests/test_is_small.py::test_it" for n in (1, 2)}
+    recorded = json.loads((out / "mutation-history-arith.json").read_text())["mutants"]
+    assert {(m["function"], m["occurrence"], m["after"], m.get("killer")) for m in recorded} == {
+        ("double", 0, "b1", "tests/test_double.py::test_it"),
+        ("double", 0, "b2", None),
+        ("is_small", 0, "b1", "tests/test_is_small.py::test_it"),
+        ("is_small", 0, "b2", "tests/test_is_small.py::test_it"),
+    }
     review = json.loads((out / "mutation.json").read_text())["review_equivalents"]
     assert [e["mutant"] for e in review] == ["arith.ops.x_is_small__mutmut_2"]
     assert f"  {REVIEW}: eq.json: arith.ops:is_small: a -> b2 (now arith.ops.x_is_small__mutmut_2, " in printed

@@ -1,10 +1,12 @@
 """The recorded results of a scope's mutation runs, per mutant identity: what makes a run incremental.
 
-A run records every mutant's verdict by its identity (:mod:`ppaux.mutation.identity`), stamped
-with its function's AST hash, in ``mutation-history-<scope>.json`` beside the report, with the hash of the
-tests the scope runs (every file under its test paths and the checkout's test support) and the
-mutmut version. The next run reuses a recorded verdict where the mutant's function hash, the tests'
-hash and mutmut's version are all the same; every mutant of a changed or new function runs.
+A run records every mutant's verdict (and the test that killed it) by its identity
+(:mod:`ppaux.mutation.identity`), stamped with its function's AST hash, in
+``mutation-history-<scope>.json`` beside the report, with the hash of the tests the scope runs
+(every file under its test paths and the checkout's test support) and the mutmut version. The
+next run reuses a recorded verdict where the mutant's function hash, the tests' hash and mutmut's
+version are all the same; every mutant of a changed or new function runs, the
+test that killed the same change before first (:mod:`ppaux.mutation.mutant_runs`).
 
 What it cannot see: a change outside the mutant's function (a helper it calls, a constant it
 reads) that changes whether a test kills it. The nightly full run (``--full``) is the check on that.
@@ -18,10 +20,22 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from pathlib import Path
+from typing import NamedTuple
 
 from ppaux.mutation.identity import MutantIdentity
 
-__all__ = ["FORMAT", "HISTORY", "NOT_CHECKED", "function_patterns", "load", "plan", "save", "tests_hash"]
+__all__ = [
+    "FORMAT",
+    "HISTORY",
+    "NOT_CHECKED",
+    "Recorded",
+    "function_patterns",
+    "killers",
+    "load",
+    "plan",
+    "save",
+    "tests_hash",
+]
 
 FORMAT = 1
 # Beside the report, one per scope (the scopes share a report directory by default).
@@ -29,6 +43,14 @@ HISTORY = "mutation-history-{scope}.json"
 # mutmut's verdict of a mutant it generated and did not run: nothing to record.
 NOT_CHECKED = "not checked"
 Key = tuple[str, str, str, str, int]
+
+
+class Recorded(NamedTuple):
+    """A mutant's recorded result: its function's hash then, its verdict, the test that killed it (if known)."""
+
+    function_hash: str
+    verdict: str
+    killer: str | None = None
 
 
 def tests_hash(root: Path, paths: Iterable[str], settings: Iterable[str] = ()) -> str:
@@ -52,8 +74,8 @@ def _stamp(scope: str, tests: str, mutmut: str) -> dict[str, object]:
     return {"format": FORMAT, "scope": scope, "tests_hash": tests, "mutmut": mutmut}
 
 
-def load(path: Path, *, scope: str, tests: str, mutmut: str) -> dict[Key, tuple[str, str]] | None:
-    """``{identity key: (function hash, verdict)}`` recorded at ``path`` by a run of the same scope,
+def load(path: Path, *, scope: str, tests: str, mutmut: str) -> dict[Key, Recorded] | None:
+    """``{identity key: recorded result}`` at ``path``, from a run of the same scope,
     tests and mutmut; ``None`` where there is none (or it is of another format, scope, tests or mutmut)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -63,8 +85,8 @@ def load(path: Path, *, scope: str, tests: str, mutmut: str) -> dict[Key, tuple[
         return None
     recorded = {}
     for entry in data.get("mutants", []):
-        identity = MutantIdentity(**{k: v for k, v in entry.items() if k != "verdict"})
-        recorded[identity.key] = (identity.function_hash, entry["verdict"])
+        identity = MutantIdentity(**{k: v for k, v in entry.items() if k not in ("verdict", "killer")})
+        recorded[identity.key] = Recorded(identity.function_hash, entry["verdict"], entry.get("killer"))
     return recorded
 
 
@@ -73,13 +95,15 @@ def save(
     results: Mapping[str, str],
     identities: Mapping[str, MutantIdentity],
     *,
+    killers: Mapping[str, str] = {},
     scope: str,
     tests: str,
     mutmut: str,
 ) -> int:
-    """Record every mutant's verdict of ``results`` by its identity (none for one not checked); how many."""
+    """Record every mutant's verdict of ``results`` by its identity, with the test that killed it
+    where ``killers`` names one (none for a mutant not checked); how many."""
     mutants = [
-        {**asdict(identities[name]), "verdict": verdict}
+        {**asdict(identities[name]), "verdict": verdict, **({"killer": killers[name]} if name in killers else {})}
         for name, verdict in sorted(results.items())
         if verdict != NOT_CHECKED and name in identities
     ]
@@ -89,7 +113,7 @@ def save(
 
 
 def plan(
-    identities: Mapping[str, MutantIdentity], recorded: Mapping[Key, tuple[str, str]]
+    identities: Mapping[str, MutantIdentity], recorded: Mapping[Key, Recorded]
 ) -> tuple[dict[str, str], list[str]]:
     """The recorded verdicts that still hold (``{mutmut name: verdict}``: same change, same function
     hash) and the mutants to run: every mutant of a function with any mutant that has none."""
@@ -97,8 +121,8 @@ def plan(
     stale_functions: set[tuple[str, str]] = set()
     for name, identity in identities.items():
         hit = recorded.get(identity.key)
-        if hit is not None and hit[0] == identity.function_hash:
-            reused[name] = hit[1]
+        if hit is not None and hit.function_hash == identity.function_hash:
+            reused[name] = hit.verdict
         else:
             stale_functions.add((identity.module, identity.function))
     # A function runs whole: mutmut is asked for it by pattern, and its mutants share its tests.
@@ -106,6 +130,17 @@ def plan(
     for name in to_run:
         reused.pop(name, None)
     return reused, to_run
+
+
+def killers(identities: Mapping[str, MutantIdentity], recorded: Mapping[Key, Recorded]) -> dict[str, str]:
+    """``{mutmut name: the test that killed the mutant with the same change before}``, whatever its
+    function's hash: the test to run first for a changed function's mutant."""
+    out = {}
+    for name, identity in identities.items():
+        hit = recorded.get(identity.key)
+        if hit is not None and hit.killer:
+            out[name] = hit.killer
+    return out
 
 
 def function_patterns(names: Iterable[str]) -> list[str]:

@@ -10,6 +10,7 @@ every run starts from a fresh copy and reads the verdicts from ``mutmut results`
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import sys
 import time
@@ -23,6 +24,7 @@ from typing import TextIO
 from ppaux.mutation import history
 from ppaux.mutation.equivalents import REVIEW, Judgement, read_judgements, resolve
 from ppaux.mutation.identity import MutantIdentity, identify_all
+from ppaux.mutation.mutant_runs import FIRST, recorded_killers
 from ppaux.mutation.project import MUTANT_PYTEST_ARGS, MutmutProject, changed_line, module_of, mutmut_table, select
 from ppaux.mutation.report import (
     STALE,
@@ -292,6 +294,10 @@ def run_scope(
         identities = _identities(project, project.generate(max_children=max_children))
         reused, to_run = history.plan(identities, recorded)
         if to_run:
+            # Each rerun mutant's earlier killer first (the plugin of its test runs reads the file).
+            first = {name: test for name, test in history.killers(identities, recorded).items() if name in to_run}
+            (project.root / "mutants").mkdir(exist_ok=True)
+            (project.root / "mutants" / FIRST).write_text(json.dumps(first), encoding="utf-8")
             code = _run_mutmut(project, out, max_children, history.function_patterns(to_run))
     wall = round(time.monotonic() - start, 1)
     every = {**project.results(), **reused} if code == 0 else {}
@@ -317,7 +323,10 @@ def run_scope(
     marked = markings()
     ran = len(results) - len(reused)
     if not only:
-        history.save(store, every, identities, **stamp)
+        # The killers of this run's mutants, and the recorded ones of the mutants it did not run.
+        found = recorded_killers(project.root / "mutants")
+        kept = {} if recorded is None else history.killers(identities, recorded)
+        history.save(store, every, identities, killers={**kept, **found}, **stamp)
     report: JSONObject = {
         "kind": "mutation",
         "scope": scope.name,
