@@ -229,6 +229,8 @@ def test_inserting_a_function_at_the_top_leaves_every_judgement_on_the_mutant_it
 
     def generate(root: Path, ops: str | None = None) -> dict[str, MutantIdentity]:
         checkout = small_checkout(root)
+        # A function of the package itself: mutmut names its mutants after the package (arith.x_triple__mutmut_1).
+        (root / "arith" / "__init__.py").write_text("def triple(x):\n    return x * 3\n")
         if ops is not None:
             (root / "arith" / "ops.py").write_text(ops)
         scope = dataclasses.replace(mutation.SCOPES["package"], mutate=("arith/*",), tests=("tests/",))
@@ -237,6 +239,11 @@ def test_inserting_a_function_at_the_top_leaves_every_judgement_on_the_mutant_it
         return identify_all(project.sources(project.generate(max_children=1), source_of))
 
     before = generate(tmp_path / "before")
+    assert {(i.module, i.function) for i in before.values()} == {
+        ("arith", "triple"),
+        ("arith.ops", "double"),
+        ("arith.ops", "is_small"),
+    }
     original = (tmp_path / "before" / "arith" / "ops.py").read_text()
     judged = {name: f"judged on {name}" for name in before}
     judgements = [Judgement(before[name], why) for name, why in judged.items()]
@@ -307,14 +314,17 @@ def test_an_incremental_run_after_a_one_function_change_runs_only_that_functions
     assert run(full=True) == {"total": 4, "killed": 4, "ran": 4, "reused": 0}
 
 
-def test_reading_the_functions_of_no_mutant_costs_nothing_and_of_a_missing_one_says_why(tmp_path):
+def test_reading_the_functions_of_no_mutant_costs_nothing_and_a_mutant_that_cannot_be_read_is_left_out(
+    tmp_path, monkeypatch
+):
+    from ppaux.mutation import project
     from ppaux.mutation.project import UNREADABLE_MUTANTS, MutmutProject
 
     assert MutmutProject(tmp_path).sources([], str) == {}
-    # No mutants/ directory: mutmut's reader fails, and its error is passed on.
+    # No mutants/ directory: the mutant has no functions to read, and gets no identity.
+    assert MutmutProject(tmp_path).sources(["m.x_f__mutmut_1"], lambda name: "m.py") == {}
+    # mutmut's reader itself failing fails the reading, with its error.
+    monkeypatch.setattr(project, "_SOURCES_SCRIPT", "raise SystemExit('no mutmut here')")
     with pytest.raises(RuntimeError) as raised:
         MutmutProject(tmp_path).sources(["m.x_f__mutmut_1"], lambda name: "m.py")
-    message = str(raised.value)
-    assert message.startswith(f"{UNREADABLE_MUTANTS}: Traceback") and message.endswith(
-        "No such file or directory: 'mutants/m.py'"
-    )
+    assert str(raised.value) == f"{UNREADABLE_MUTANTS}: no mutmut here"

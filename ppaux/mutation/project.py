@@ -266,7 +266,7 @@ class MutmutProject:
 
     def diffs(self, mutants: Iterable[str], source_of: Callable[[str], str]) -> dict[str, str]:
         """Each mutant's unified diff, in one process (``mutmut show`` costs ~0.5 s a mutant)."""
-        pairs = [(name, source_of(name)) for name in mutants]
+        pairs = [(name, self._module_file(source_of(name))) for name in mutants]
         if not pairs:
             return {}
         proc = subprocess.run(
@@ -276,8 +276,9 @@ class MutmutProject:
 
     def sources(self, mutants: Iterable[str], source_of: Callable[[str], str]) -> dict[str, tuple[str, str]]:
         """Each mutant's function as it was and as the mutant has it, ``{name: (original, mutated)}``,
-        read from mutmut's mutated files in one process: what :mod:`ppaux.mutation.identity` reads."""
-        pairs = [(name, source_of(name)) for name in mutants]
+        read from mutmut's mutated files in one process: what :mod:`ppaux.mutation.identity` reads.
+        A mutant whose functions cannot be read is left out (it gets no identity)."""
+        pairs = [(name, self._module_file(source_of(name))) for name in mutants]
         if not pairs:
             return {}
         proc = subprocess.run(
@@ -289,7 +290,12 @@ class MutmutProject:
         )
         if proc.returncode != 0:
             raise RuntimeError(f"{UNREADABLE_MUTANTS}: {proc.stderr.strip()[-2000:]}")
-        return {name: (original, mutated) for name, (original, mutated) in json.loads(proc.stdout).items()}
+        return {name: (functions[0], functions[1]) for name, functions in json.loads(proc.stdout).items() if functions}
+
+    def _module_file(self, path: str) -> str:
+        # mutmut names a package's own mutants after the package: pkg/sub.py is then pkg/sub/__init__.py.
+        package = path.removesuffix(".py") + "/__init__.py"
+        return package if not (self.root / path).is_file() and (self.root / package).is_file() else path
 
 
 # What `mutmut run` does before its first test run (mutmut 3.8's own steps, without its stats).
@@ -312,13 +318,17 @@ import libcst as cst
 from mutmut.mutation import diff_apply as d
 out, modules = {}, {}
 for name, path in json.load(sys.stdin):
-    functions = d.read_functions_from_index(name, path)
-    if functions is None:
-        if path not in modules:
-            modules[path] = d.read_mutants_module(path)
-        module = modules[path]
-        functions = (d.read_original_function(module, name), d.read_mutant_function(module, name))
-    out[name] = [cst.Module([f]).code for f in functions]
+    try:
+        functions = d.read_functions_from_index(name, path)
+        if functions is None:
+            if path not in modules:
+                modules[path] = d.read_mutants_module(path)
+            module = modules[path]
+            functions = (d.read_original_function(module, name), d.read_mutant_function(module, name))
+        out[name] = [cst.Module([f]).code for f in functions]
+    except Exception as exc:  # one unreadable mutant: no identity for it, the others still read
+        out[name] = None
+        print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
 print(json.dumps(out))
 """
 
