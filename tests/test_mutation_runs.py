@@ -717,3 +717,13 @@ def test_a_second_run_reuses_the_recorded_verdicts_and_runs_only_a_changed_funct
     runs.clear()
     assert own.run_scope(checkout, ARITH, str(out), None, full=True) == 0
     assert runs == [(None, (), "mutmut-run.log")]
+    # No identity, so no record: its function runs (double for double_1; is_small, changed back, runs too).
+    runs.clear()
+    monkeypatch.setattr(
+        fake_mutmut, "fake_sources", lambda names: {n: s for n, s in real(names).items() if n[-2:] != "_1"}
+    )
+    assert run()[:3] == (0, 3, 1)
+    assert runs == [
+        (None, "generate"),
+        (None, ("arith.ops.x_double__mutmut_*", "arith.ops.x_is_small__mutmut_*"), "mutmut-run.log"),
+    ]

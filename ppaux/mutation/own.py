@@ -291,8 +291,11 @@ def run_scope(
     if recorded is None:
         code = _run_mutmut(project, out, max_children, only)
     else:
-        identities = _identities(project, project.generate(max_children=max_children))
+        names = project.generate(max_children=max_children)
+        identities = _identities(project, names)
         reused, to_run = history.plan(identities, recorded)
+        # A mutant without an identity has no record to reuse: it runs (with its function).
+        to_run += [name for name in names if name not in identities]
         if to_run:
             # Each rerun mutant's earlier killer first (the plugin of its test runs reads the file).
             first = {name: test for name, test in history.killers(identities, recorded).items() if name in to_run}
