@@ -30,7 +30,7 @@ from ppaux.testing.impl import ImplementationError
 from ppaux.testing.progress import Progress
 from ppaux.testing.suite import suite_files
 from tests.fake_mutmut import fake_sources, judged_file
-from tests.support import tomllib
+from tests.support import FakeClock, tomllib
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 ROOT = IMPLS.parent.parent
@@ -1019,19 +1019,40 @@ def test_a_command_runs_with_a_mutant_and_reports_how_it_ended(tmp_path, monkeyp
     assert run(probe, pythonpath=[], timeout=30)[0] == "survived"
     assert run(probe, pythonpath=[], mutant="m.x_f__mutmut_1", timeout=30)[0] == "killed"
     # A command that would outlast its timeout: stopped at it, and the time it ran read on the clock.
-    ticks = iter([100.0, 100.5])
+    # The fake clock moves by the timeout while the command runs: the seconds reported are its.
+    clock = FakeClock(start=100.0)
     status, seconds = run(
-        [sys.executable, "-c", "import time; time.sleep(600)"], pythonpath=[], timeout=0.5, clock=lambda: next(ticks)
+        [sys.executable, "-c", "import time; time.sleep(600)"],
+        pythonpath=[],
+        timeout=0.5,
+        clock=_ReadThen(clock, lambda: clock.advance(0.5)),
     )
     assert (status, seconds) == ("timeout", 0.5)
+
+
+class _ReadThen:
+    """A clock whose first reading is followed by ``after_first_read`` (the command's time passing)."""
+
+    def __init__(self, clock, after_first_read):
+        self.clock, self.after_first_read, self.reads = clock, after_first_read, 0
+
+    def monotonic(self):
+        reading = self.clock.monotonic()
+        self.reads += 1
+        if self.reads == 1:
+            self.after_first_read()
+        return reading
+
+    def sleep(self, seconds):
+        self.clock.sleep(seconds)
 
 
 def test_a_command_run_with_a_mutant_takes_its_time_from_the_clock(tmp_path, monkeypatch):
     """The seconds a run took are the clock's, read as it starts and as it ends (a baseline's limit is made of them)."""
     monkeypatch.chdir(tmp_path)
-    ticks = iter([40.0, 42.5])
+    clock = FakeClock(start=40.0)
     status, seconds = project.run_with_mutant(
-        [sys.executable, "-c", "pass"], pythonpath=[], timeout=600, clock=lambda: next(ticks)
+        [sys.executable, "-c", "pass"], pythonpath=[], timeout=600, clock=_ReadThen(clock, lambda: clock.advance(2.5))
     )
     assert (status, seconds) == ("survived", 2.5)
     # The clean run's seconds on that clock set the limit of the runs with a mutant.

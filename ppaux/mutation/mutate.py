@@ -21,13 +21,13 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
-from ppaux.isolation import DEFAULT_TIMEOUT, signal_name
+from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock, signal_name
 from ppaux.mutation.equivalents import REVIEW, Judgement, read_any
 from ppaux.mutation.equivalents import resolve as match_judgements
 from ppaux.mutation.identity import identify_all
@@ -217,7 +217,7 @@ def baseline_imports_the_copy(command: list[str], target: Target, scratch: Path)
         )
 
 
-def baseline_on_the_copy(command: list[str], scratch: Path, clock: Callable[[], float] = time.monotonic) -> float:
+def baseline_on_the_copy(command: list[str], scratch: Path, clock: Clock = MONOTONIC) -> float:
     """The baseline must pass on the unmutated copy: how long it takes, on ``clock``."""
     status, seconds = run_with_mutant(command, pythonpath=[scratch], timeout=CLEAN_BASELINE_TIMEOUT_S, clock=clock)
     if status != "survived":

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ppaux.isolation import signal_group
+from ppaux.isolation import MONOTONIC, Clock, signal_group
 from ppaux.mutation.score import SUSPICIOUS, crashed
 from ppaux.testing.progress import Progress
 
@@ -351,7 +351,7 @@ def run_with_mutant(
     pythonpath: Sequence[Path],
     timeout: float,
     mutant: str = "",
-    clock: Callable[[], float] = time.monotonic,
+    clock: Clock = MONOTONIC,
 ) -> tuple[str, float]:
     """Run ``command`` in the caller's directory with ``mutant`` active (mutmut's trampolines
     read ``MUTANT_UNDER_TEST``): ``("survived" | "killed" | "timeout", seconds)``, the seconds read
@@ -359,11 +359,11 @@ def run_with_mutant(
     # The user's own PYTHONPATH after the copy; none when unset (an empty entry would add the cwd).
     paths = [*map(str, pythonpath), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])]
     env = dict(os.environ, MUTANT_UNDER_TEST=mutant, PYTHONPATH=os.pathsep.join(paths))
-    start = clock()
+    start = clock.monotonic()
     try:
         proc = subprocess.run(
             list(command), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout
         )
     except subprocess.TimeoutExpired:
-        return "timeout", clock() - start
-    return ("survived" if proc.returncode == 0 else "killed"), clock() - start
+        return "timeout", clock.monotonic() - start
+    return ("survived" if proc.returncode == 0 else "killed"), clock.monotonic() - start
