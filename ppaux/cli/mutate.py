@@ -51,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--equivalents",
         metavar="FILE",
-        help="JSON {mutant: reason} of mutants judged equivalent: listed with their reason, left out of the score",
+        help="JSON of mutants judged equivalent, keyed by identity (docs/mutation.md; or the older "
+        "{mutmut name: reason}): listed with their reason, left out of the score",
     )
     parser.add_argument(
         "--max-children", type=int, default=None, metavar="N", help="parallel mutant runs (default: the CPU count)"
