@@ -9,7 +9,8 @@ from typing import Any
 
 import torch
 from hypothesis import strategies as st
-from ppaux_strategies import aux_outputs, observers, prefixes, transport_dicts
+from hypothesis import target
+from ppaux_strategies import active_scope, aux_outputs, observers, prefixes, transport_dicts
 
 from ppaux.core.errors import CATALOG, AuxiliaryPPError
 from ppaux.testing.impl import Implementation
@@ -104,6 +105,19 @@ def verdict(expected: tuple[str, object]) -> str:
 
 def aux_keys(d: Mapping[Any, object], prefix: str) -> list[str]:
     return [k for k in d if isinstance(k, str) and k.startswith(prefix)]
+
+
+def guide(d: Mapping[Any, object], prefix: str, payload: Mapping[Any, object] | None = None) -> None:
+    """Steer generation where bigger or stranger is where a bug hides (:func:`hypothesis.target`): more aux
+    keys, more keys in all, wider payloads, higher ranks. Only in a scope that asks for it (``guided``):
+    ``small`` never does, so CI draws what it always drew."""
+    if not active_scope().guided:
+        return
+    values = [v for v in d.values() if torch.is_tensor(v)] + [v for v in (payload or {}).values() if torch.is_tensor(v)]
+    target(float(len(aux_keys(d, prefix))), label="aux keys")
+    target(float(len(d)), label="keys")
+    target(float(len(payload or ())), label="payload width")
+    target(float(max((v.dim() for v in values), default=0)), label="rank")
 
 
 def transports(impl: Implementation) -> st.SearchStrategy[Implementation]:

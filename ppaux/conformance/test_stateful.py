@@ -7,6 +7,7 @@ the few calls that show the bug, values in each call (``state.add(output=PPOutpu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import pytest
@@ -14,7 +15,15 @@ import torch
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
-from ppaux_strategies import NotPPObserver, NotPPOutput, ObserverFailure, PPOutput, RaisingPPOutput, RecordingObserver
+from ppaux_strategies import (
+    NotPPObserver,
+    NotPPOutput,
+    ObserverFailure,
+    PPOutput,
+    RaisingPPOutput,
+    RecordingObserver,
+    bound,
+)
 
 from ppaux.conformance.support import Oracle, assert_documented, assert_same_objects, verdict
 from ppaux.testing.impl import Implementation
@@ -25,8 +34,8 @@ NAMES = st.sampled_from(["scores", "ids", "top.k"])
 # Hypothesis delete whole steps when it shrinks (with drawn tensors a counterexample kept
 # several redundant adds).
 TENSORS = st.just(()).map(torch.zeros)
-# Short runs shrink fast; a leak shows within a few steps.
-STEPS = 12
+# Steps of a run: the scope's (small: 12; short runs shrink fast, and most leaks show within a few steps);
+# a larger scope reaches the bugs that only a long run of adds and pops shows.
 
 
 def outputs(max_items: int) -> st.SearchStrategy[object]:
@@ -113,10 +122,18 @@ def machine(max_items: int, observer_modes: Sequence[str]) -> type:
     return TransportMachine
 
 
+CONTRACT_MODES = ("rebuild", "return_none", "raise")
+ROBUST_MODES = ("rebuild", "return_none", "raise", "drop_one", "add_one", "clear")
 # Only failures that the contract and SGLang agree on: one-item payloads fail before any write,
 # observers keep their dict.
-ContractMachine = machine(max_items=1, observer_modes=("rebuild", "return_none", "raise"))
-RobustMachine = machine(max_items=3, observer_modes=("rebuild", "return_none", "raise", "drop_one", "add_one", "clear"))
+ContractMachine = machine(max_items=1, observer_modes=CONTRACT_MODES)
+RobustMachine = machine(max_items=3, observer_modes=ROBUST_MODES)
+
+
+@functools.cache
+def _robust_machine(max_items: int) -> type:
+    # The small scope's machine is the one named above: a counterexample names it.
+    return RobustMachine if max_items == 3 else machine(max_items, ROBUST_MODES)
 
 
 @pytest.mark.contract
@@ -124,7 +141,7 @@ RobustMachine = machine(max_items=3, observer_modes=("rebuild", "return_none", "
 def test_interleaved_adds_and_pops_leak_no_key(ppaux_impl, ppaux_settings):
     """no-leaked-keys: after any sequence of adds and pops of one-item outputs, valid or not, the dict holds exactly the
     ordinary keys and the aux keys of successful adds not yet popped."""
-    run = settings(ppaux_settings, stateful_step_count=STEPS)
+    run = settings(ppaux_settings, stateful_step_count=bound("steps"))
     run_state_machine_as_test(lambda: ContractMachine(ppaux_impl), settings=run)
 
 
@@ -133,5 +150,6 @@ def test_interleaved_adds_and_pops_leak_no_key(ppaux_impl, ppaux_settings):
 def test_interleaved_faulty_adds_and_pops_leak_no_key(ppaux_impl, ppaux_settings):
     """no-leaked-keys: holds with any output and any observer too; multi-item outputs that fail half-way and
     observers that change the dict they are handed leave no key behind (SGLang leaks both)."""
-    run = settings(ppaux_settings, stateful_step_count=STEPS)
-    run_state_machine_as_test(lambda: RobustMachine(ppaux_impl), settings=run)
+    run = settings(ppaux_settings, stateful_step_count=bound("steps"))
+    robust = _robust_machine(bound("stateful_items"))
+    run_state_machine_as_test(lambda: robust(ppaux_impl), settings=run)

@@ -196,7 +196,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise FuzzUsageError(f"--regressions: {why}")
     suite = dataclasses.replace(suite, record_calls=bool(args.regressions))
     # Every GPU visible, as when the placements of all workers are taken together.
-    replay = Replay(suite=suite, placement="cuda:" + ",".join(gpus) if gpus else "cpu")
+    replay = Replay(suite=suite, placement="cuda:" + ",".join(gpus) if gpus else "cpu", depths=_run_depths(report))
     replay.run()
     summary = replay.summary()
     if args.regressions:
@@ -215,6 +215,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     print("\n".join(said), end="\n" if said else "")
     print(f"fuzz replay: report {path}")
     return 1 if summary["still_failing"] else 0
+
+
+def _run_depths(report: Path) -> Any:  # list[RoundDepth], imported here only
+    """The scopes and swarm configurations of the failures of the run whose report is in ``report``
+    (its fuzz.json), each replayed as found; without one, the default scope."""
+    from ppaux.fuzz.depth import RoundDepth, recorded_depths
+    from ppaux.fuzz.report import read_run
+
+    if not (report / "fuzz.json").is_file():
+        return [RoundDepth()]
+    return recorded_depths(read_run(report)["failures"]) or [RoundDepth()]
 
 
 def _write_regressions(summary: JSONObject, suite: Any, folder: Path) -> None:
