@@ -4,6 +4,7 @@ and strategies bound to the implementation under test (the ``ppaux_impl`` fixtur
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -109,7 +110,7 @@ def aux_keys(d: Mapping[Any, object], prefix: str) -> list[str]:
 
 def guide(d: Mapping[Any, object], prefix: str, payload: Mapping[Any, object] | None = None) -> None:
     """Steer generation where bigger or stranger is where a bug hides (:func:`hypothesis.target`): more aux
-    keys, more keys in all, wider payloads, higher ranks. Only in a scope that asks for it (``guided``):
+    keys, more keys in all, wider payloads, higher ranks, more elements. Only in a scope that asks for it (``guided``):
     ``small`` never does, so CI draws what it always drew."""
     if not active_scope().guided:
         return
@@ -118,6 +119,7 @@ def guide(d: Mapping[Any, object], prefix: str, payload: Mapping[Any, object] | 
     target(float(len(d)), label="keys")
     target(float(len(payload or ())), label="payload width")
     target(float(max((v.dim() for v in values), default=0)), label="rank")
+    target(math.log2(1 + max((v.numel() for v in values), default=0)), label="elements")
 
 
 def transports(impl: Implementation) -> st.SearchStrategy[Implementation]:

@@ -35,11 +35,12 @@ class RoundDepth:
         return {"scope": self.scope, "swarm": self.swarm, "swarm_seed": self.swarm_seed}
 
 
-def round_depth(round_no: int, seed: int | None, rng: random.Random) -> RoundDepth:
-    """Round ``round_no`` (1-based) of a worker: the scope ``round_no / RAMP_ROUNDS`` of the way to large;
-    the first round keeps every feature on, each later one draws its swarm configuration from ``seed``
-    (the round's, with ``--seed``; else one ``rng`` draws, recorded)."""
-    scope = grown_scope(round_no / RAMP_ROUNDS)
+def round_depth(round_no: int, seed: int | None, rng: random.Random, lead: int = 0) -> RoundDepth:
+    """Round ``round_no`` (1-based) of a worker: the scope ``(round_no + lead) / RAMP_ROUNDS`` of the way to
+    large (worker W leads by W - 1 rounds: a short run has a worker at each size early); the first round
+    keeps every feature on, each later one draws its swarm configuration from ``seed`` (the round's, with
+    ``--seed``; else one ``rng`` draws, recorded)."""
+    scope = grown_scope((round_no + lead) / RAMP_ROUNDS)
     if round_no == 1:
         return RoundDepth(scope)
     swarm_seed = seed if seed is not None else rng.randrange(2**32)

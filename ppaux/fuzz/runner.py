@@ -118,7 +118,7 @@ class FuzzRun:
 
     def depth(self, worker: Worker, seed: int | None) -> RoundDepth:
         """The scope and swarm configuration of the worker's next round (:mod:`ppaux.fuzz.depth`)."""
-        return round_depth(worker.rounds, seed, self.swarm_seeds)
+        return round_depth(worker.rounds, seed, self.swarm_seeds, lead=worker.number - 1)
 
     def _stop_reason(self, elapsed: float) -> str | None:
         if self.stopped_by is None and self.max_failures and len(self.failures) >= self.max_failures:

@@ -106,7 +106,13 @@ def _transport_dicts(
     extra_keys = SGLANG_TENSOR_KEYS + SGLANG_LIST_KEYS + near_prefix_keys(prefix)
     # Past SGLang's own keys, per-request ones (as a batch of many requests carries): a pool as large as asked.
     extra_keys += tuple(f"req{i}.logprobs" for i in range(max(0, max_extra - len(extra_keys))))
-    extras_st = counted(st.sampled_from(extra_keys), 0, max_extra, uniform=uniform, unique=True)
+    if uniform:
+        # A count, then the pool's keys in a drawn order: the count shrinks freely (the order's choices do not
+        # depend on it), to the fewest keys that fail; a unique list of sampled keys would not shrink below
+        # the floor it was drawn with.
+        extras_st = st.tuples(st.integers(0, max_extra), st.permutations(extra_keys)).map(lambda t: t[1][: t[0]])
+    else:
+        extras_st = st.lists(st.sampled_from(extra_keys), max_size=max_extra, unique=True)
     ordinary_value = st.one_of(tensors, st.none(), st.lists(st.integers(0, 9), max_size=3))
     aux_names_st = counted(names, 1, max_aux, uniform=uniform, unique=True)
 

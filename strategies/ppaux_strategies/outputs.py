@@ -141,7 +141,7 @@ def _aux_payloads(
 ) -> st.SearchStrategy[dict[Any, Any] | None]:
     if uniform:
         good = st.integers(min_size, max_size).flatmap(
-            lambda n: st.dictionaries(names, tensors, min_size=n, max_size=n)
+            lambda n: st.dictionaries(names, tensors, min_size=n, max_size=max_size)
         )
     else:
         good = st.dictionaries(names, tensors, min_size=min_size, max_size=max_size)

@@ -101,8 +101,9 @@ SCOPES: dict[str, Scope] = {
     # What CI has always drawn: the bounds the strategies had before scopes existed.
     "small": Scope("small", 2, 3, 3, 3, 4, 2, 3, 12, 3, uniform_sizes=False, guided=False),
     "medium": Scope("medium", 8, 8, 16, 4, 5, 3, 4, 30, 5, uniform_sizes=True, guided=True),
-    # Realistic SGLang dicts and observers: tens of aux tensors, about a hundred keys, rank 4 to 5.
-    "large": Scope("large", 32, 32, 100, 5, 6, 4, 6, 100, 8, uniform_sizes=True, guided=True),
+    # Realistic SGLang dicts and observers: tens of aux tensors, about a hundred keys, rank 4 to 5,
+    # thousands of elements per tensor.
+    "large": Scope("large", 32, 32, 100, 5, 8, 4, 8, 100, 8, uniform_sizes=True, guided=True),
 }
 
 # What a swarm configuration may switch off. Names: "plain" (ASCII text) or "tricky" (unicode, dots,
@@ -130,8 +131,8 @@ class Swarm:
 
     @classmethod
     def draw(cls, seed: int, dtypes: tuple[str, ...], views: tuple[str, ...]) -> Swarm:
-        """The configuration of seed ``seed``: each feature on with probability 1/2, at least one of each
-        kind on (the same configuration for the same seed, on every machine)."""
+        """The configuration of seed ``seed``: one to three dtypes, and each other feature on with probability
+        1/2, at least one of each kind on (the same configuration for the same seed, on every machine)."""
         rng = random.Random(seed)
 
         def some(options: tuple[str, ...]) -> tuple[str, ...]:
@@ -139,7 +140,8 @@ class Swarm:
             return kept or (rng.choice(options),)
 
         return cls(
-            dtypes=some(dtypes),
+            # A few dtypes only: a dtype-only path is a round's focus when its dtype is one of two or three.
+            dtypes=tuple(rng.sample(dtypes, k=min(len(dtypes), rng.randint(1, 3)))),
             views=some(views),
             names=some(SWARM_NAMES),
             defects=some(SWARM_DEFECTS),
@@ -180,11 +182,14 @@ def bound(name: str) -> int:
 def counted(
     elements: st.SearchStrategy[Any], min_size: int, max_size: int, *, uniform: bool, **unique: Any
 ) -> st.SearchStrategy[list[Any]]:
-    """A list of ``min_size`` to ``max_size`` elements: Hypothesis's own sizes, or (``uniform``) a count
-    drawn uniformly first, which reaches the far bound and shrinks to the smallest count that fails."""
+    """A list of ``min_size`` to ``max_size`` elements: Hypothesis's own sizes, or (``uniform``) at least a
+    floor drawn uniformly first, which reaches the far bound; the floor shrinks, and then the elements past
+    it, to the smallest list that fails (the choices stay aligned as the floor drops)."""
     if not uniform:
         return st.lists(elements, min_size=min_size, max_size=max_size, **unique)
-    return st.integers(min_size, max_size).flatmap(lambda n: st.lists(elements, min_size=n, max_size=n, **unique))
+    return st.integers(min_size, max_size).flatmap(
+        lambda n: st.lists(elements, min_size=n, max_size=max_size, **unique)
+    )
 
 
 def parse_scope(text: str) -> Scope:

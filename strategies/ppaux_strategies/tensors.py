@@ -369,7 +369,10 @@ def _tensors(
     huge = (
         small
         if shape is not None
-        else st.one_of(small, shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=2**20))
+        # Sides up to 2**20, fewer past rank 3: the element count must still fit torch's int64.
+        else st.one_of(
+            small, shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=2 ** min(20, 60 // max(1, max_dims)))
+        )
     )
 
     def shape_st(dev: torch.device) -> st.SearchStrategy[tuple[int, ...]]:
