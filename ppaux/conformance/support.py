@@ -110,8 +110,9 @@ def aux_keys(d: Mapping[Any, object], prefix: str) -> list[str]:
 
 def guide(d: Mapping[Any, object], prefix: str, payload: Mapping[Any, object] | None = None) -> None:
     """Steer generation where bigger or stranger is where a bug hides (:func:`hypothesis.target`): more aux
-    keys, more keys in all, wider payloads, higher ranks, more elements. Only in a scope that asks for it (``guided``):
-    ``small`` never does, so CI draws what it always drew."""
+    keys, more keys in all, wider payloads, higher ranks, more elements. Only in a scope that asks for it
+    (``guided``): ``small`` never does, so CI draws what it always drew. Called from the cases the tests draw
+    (never from a test's body: Hypothesis derives a test's derandomized examples from its source)."""
     if not active_scope().guided:
         return
     values = [v for v in d.values() if torch.is_tensor(v)] + [v for v in (payload or {}).values() if torch.is_tensor(v)]
@@ -175,6 +176,8 @@ def add_cases(draw: st.DrawFn, impl: Implementation, *, valid: bool) -> tuple[Im
     t = draw(transports(impl))
     d = draw(st.one_of(transport_dicts(prefix=t.prefix), transport_dicts(prefix=t.prefix, aux=True)))
     out = draw(aux_outputs(prefix=t.prefix, valid=valid, collide_with=d))
+    payload = getattr(out, "payload", None)
+    guide(d, t.prefix, payload if isinstance(payload, dict) else None)
     return t, d, out
 
 
@@ -190,4 +193,5 @@ def pop_cases(
         d[key] = draw(st.sampled_from([None, [0.5], "x"]))
     modes = ("rebuild", "return_none", "raise") + (("drop_one", "add_one", "clear") if mutating else ())
     obs = draw(observers(modes=modes))
+    guide(d, t.prefix)
     return t, d, obs

@@ -20,7 +20,6 @@ from ppaux.conformance.support import (
     add_cases,
     assert_documented,
     assert_same_dict,
-    guide,
     raised,
     raises_documented,
     snapshot,
@@ -129,7 +128,6 @@ def test_success_adds_one_key_per_item_bound_to_the_same_tensor(ppaux_impl, data
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
     payload = data.draw(aux_payloads(prefix=t.prefix), label="payload")
-    guide(d, t.prefix, payload)
     snap = snapshot(d)
     t.add(d, PPOutput(payload))
     earlier = [k for k, _ in snap]

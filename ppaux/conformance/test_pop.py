@@ -20,7 +20,6 @@ from ppaux.conformance.support import (
     assert_documented,
     assert_same_dict,
     assert_same_objects,
-    guide,
     pop_cases,
     raised,
     raises_documented,
@@ -95,7 +94,6 @@ def test_observer_called_once_with_a_new_dict_of_the_same_objects(ppaux_impl, da
     """pop.4: from_pp_tensors is called once with a new {name: value} dict of all aux items, values the very objects."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix, aux=True), label="d")
-    guide(d, t.prefix)
     expected = Oracle(t.prefix).aux_items(d)
     obs = RecordingObserver(mode)
     try:
@@ -139,7 +137,6 @@ def test_observer_returning_none_is_p4(ppaux_impl, data):
 def test_failed_pop_leaves_dict_exactly_as_before(ppaux_impl, data):
     """pop.6: when pop raises, for any reason (P1-P4 or the observer's own error), the dict is exactly as before."""
     t, d, obs = data.draw(pop_cases(ppaux_impl), label="case")
-    guide(d, t.prefix)
     assert_all_or_nothing(t.pop, d, obs)
 
 
@@ -150,7 +147,6 @@ def test_success_returns_observer_object_and_removes_exactly_aux_keys(ppaux_impl
     others keep value and position."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix, aux=True), label="d")
-    guide(d, t.prefix)
     keep = [(k, v) for k, v in d.items() if not (isinstance(k, str) and k.startswith(t.prefix))]
     obs = RecordingObserver()
     result = t.pop(d, obs)

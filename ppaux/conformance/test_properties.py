@@ -16,14 +16,7 @@ from ppaux_strategies import (
     transport_dicts,
 )
 
-from ppaux.conformance.support import (
-    assert_same_dict,
-    assert_same_objects,
-    guide,
-    raises_documented,
-    snapshot,
-    transports,
-)
+from ppaux.conformance.support import assert_same_dict, assert_same_objects, raises_documented, snapshot, transports
 from ppaux.testing.profiles import given
 
 pytestmark = pytest.mark.contract
@@ -37,7 +30,6 @@ def test_round_trip(ppaux_impl, data):
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
     payload = data.draw(aux_payloads(prefix=t.prefix), label="payload")
-    guide(d, t.prefix, payload)
     snap = snapshot(d)
     t.add(d, PPOutput(payload))
     obs = RecordingObserver()
@@ -129,7 +121,6 @@ def test_any_dtype_shape_layout_and_device_travels_untouched(ppaux_impl, data):
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
     payload = data.draw(aux_payloads(prefix=t.prefix, tensors=tensors(include_meta=True)), label="payload")
-    guide(d, t.prefix, payload)
     trapped = {n: v.as_subclass(_TrapTensor) for n, v in payload.items()}
     t.add(d, PPOutput(trapped))
     obs = RecordingObserver()

@@ -57,7 +57,7 @@ class Scope:
       many ``req{i}.*`` keys as it takes past them;
     - ``max_dims``, ``max_side``: rank and side of ``tensors()`` drawn on their own;
     - ``item_max_dims``, ``item_max_side``: rank and side of the tensors in dicts and payloads;
-    - ``steps``: steps of a stateful run of adds and pops; ``stateful_items``: items of its outputs;
+    - ``steps``: steps of a stateful run of adds and pops;
     - ``uniform_sizes``: draw each count uniformly between its bounds first (the far bounds are
       reached, and a count shrinks to the smallest that fails: a bug that needs five aux tensors
       shrinks to exactly five); ``False``: Hypothesis's own list sizes, which stay near the small end;
@@ -74,7 +74,6 @@ class Scope:
     item_max_dims: int
     item_max_side: int
     steps: int
-    stateful_items: int
     uniform_sizes: bool
     guided: bool
 
@@ -99,11 +98,11 @@ class Scope:
 
 SCOPES: dict[str, Scope] = {
     # What CI has always drawn: the bounds the strategies had before scopes existed.
-    "small": Scope("small", 2, 3, 3, 3, 4, 2, 3, 12, 3, uniform_sizes=False, guided=False),
-    "medium": Scope("medium", 8, 8, 16, 4, 5, 3, 4, 30, 5, uniform_sizes=True, guided=True),
+    "small": Scope("small", 2, 3, 3, 3, 4, 2, 3, 12, uniform_sizes=False, guided=False),
+    "medium": Scope("medium", 8, 8, 16, 4, 5, 3, 4, 30, uniform_sizes=True, guided=True),
     # Realistic SGLang dicts and observers: tens of aux tensors, about a hundred keys, rank 4 to 5,
     # thousands of elements per tensor.
-    "large": Scope("large", 32, 32, 100, 5, 8, 4, 8, 100, 8, uniform_sizes=True, guided=True),
+    "large": Scope("large", 32, 32, 100, 5, 8, 4, 8, 100, uniform_sizes=True, guided=True),
 }
 
 # What a swarm configuration may switch off. Names: "plain" (ASCII text) or "tricky" (unicode, dots,
@@ -166,7 +165,6 @@ _WIDE_BOUNDS = {
     "item_max_dims": "rank",
     "item_max_side": "rank",
     "steps": "steps",
-    "stateful_items": "steps",
 }
 
 
