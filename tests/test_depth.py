@@ -204,3 +204,17 @@ def test_a_deep_bug_is_found_shrunk_to_its_threshold_and_replayed(tmp_path):
 
 def aux_keys_in(example: str) -> int:
     return example.count("'" + ps.SGLANG_PREFIX)
+
+
+@pytest.mark.subprocess
+def test_a_fuzz_round_fuzzes_the_suite_s_stateful_runs_at_its_scope(tmp_path):
+    """The stateful runs call Hypothesis themselves (not @given): a round keeps them and counts their examples."""
+    from ppaux.fuzz.rounds import Round
+
+    suite = Suite(db=str(tmp_path / "db"), workdir=tmp_path, tests="test_interleaved_adds_and_pops_leak_no_key")
+    suite = Suite(**{**suite.__dict__, "checkout": False, "cwd": tmp_path})
+    rnd = Round.start(suite, 1, "cpu", 3, mode="run", depth=RoundDepth(grown_scope(1.0)))
+    assert rnd.proc.wait(timeout=300) == 0, rnd.log_tail()
+    events = rnd.poll_events()
+    assert [e["tests"] for e in events if e["kind"] == "collected"] == [1], rnd.log_tail()
+    assert rnd.examples == 3
