@@ -83,6 +83,14 @@ def test_a_swarm_configuration_keeps_only_what_it_names(data):
     assert len(d) - aux_count(d) <= 1 + ps.SCOPES["small"].max_extra + 1
 
 
+@FEW
+@given(st.data())
+def test_a_tricky_swarm_draws_only_names_that_trip_a_parser_of_keys(data):
+    with ps.use_scope(ps.SCOPES["small"], ps.Swarm(names=("tricky",))):
+        name = data.draw(ps.aux_names())
+    assert not name.isascii() or name in ("scores", "top.k", " ", "a b") or ps.SGLANG_PREFIX.rstrip(".") in name
+
+
 def test_a_scope_grows_from_small_to_large():
     assert LARGE.at(0.0) is ps.SCOPES["small"]
     assert {k: v for k, v in LARGE.at(1.0).as_dict().items() if k != "name"} == {

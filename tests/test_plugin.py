@@ -195,6 +195,11 @@ def test_header_names_the_implementation_its_limit_its_isolation_and_its_setting
             ["--ppaux-max-examples=lots"],
             "ERROR: --ppaux-max-examples: expected a whole number of examples >= 1, not 'lots'",
         ),
+        (
+            ["--ppaux-scope=huge"],
+            "ERROR: scope 'huge': expected one of small, medium, large or a JSON object of every bound "
+            "(Expecting value: line 1 column 1 (char 0))",
+        ),
     ],
 )
 def test_a_bad_limit_isolation_or_setting_is_a_usage_error(pytester, args, message):

@@ -140,8 +140,9 @@ def _aux_payloads(
     names: st.SearchStrategy[str],
 ) -> st.SearchStrategy[dict[Any, Any] | None]:
     if uniform:
-        good = st.integers(min_size, max_size).flatmap(
-            lambda n: st.dictionaries(names, tensors, min_size=n, max_size=max_size)
+        # Names first, as the dicts' aux names are drawn (their count shrinks to the threshold), then a tensor each.
+        good = counted(names, min_size, max_size, uniform=True, unique=True).flatmap(
+            lambda ns: st.tuples(*(tensors for _ in ns)).map(lambda ts: dict(zip(ns, ts)))
         )
     else:
         good = st.dictionaries(names, tensors, min_size=min_size, max_size=max_size)

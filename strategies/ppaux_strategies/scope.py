@@ -185,7 +185,9 @@ def counted(
     it, to the smallest list that fails (the choices stay aligned as the floor drops)."""
     if not uniform:
         return st.lists(elements, min_size=min_size, max_size=max_size, **unique)
-    return st.integers(min_size, max_size).flatmap(
+    # The floor stays below max_size: a list of a fixed size draws no "one more?" choices, and its count
+    # could not shrink (the floor's choice would no longer line up with the list's).
+    return st.integers(min_size, max(min_size, max_size - 1)).flatmap(
         lambda n: st.lists(elements, min_size=n, max_size=max_size, **unique)
     )
 
