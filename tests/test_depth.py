@@ -3,6 +3,7 @@ fuzz job grows the one and draws the other per round, records both and replays e
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -227,3 +228,16 @@ def test_a_fuzz_round_fuzzes_the_suite_s_stateful_runs_at_its_scope(tmp_path):
     events = rnd.poll_events()
     assert [e["tests"] for e in events if e["kind"] == "collected"] == [1], rnd.log_tail()
     assert rnd.examples == 3
+
+
+def test_a_depth_the_database_cannot_keep_is_said_and_the_run_goes_on(tmp_path, monkeypatch):
+    from tests.test_fuzz import COLLECTED, FAILURE, scripted_run
+
+    events = [COLLECTED, {"kind": "running", "nodeid": "t.py::t"}, FAILURE]
+    run = scripted_run(tmp_path, monkeypatch, {"*": {"events": events, "end": "exit 1"}}, workers=1, max_failures=1)
+    (tmp_path / "a-file").write_text("")
+    run.suite = dataclasses.replace(run.suite, db=str(tmp_path / "a-file"))
+    run.run()
+    said = run.progress.stream.getvalue().splitlines()
+    assert f"fuzz: --db {str(tmp_path / 'a-file')!r} is a file; expected a directory or redis://HOST:PORT" in said
+    assert [f["nodeid"] for f in run.summary()["failures"]] == ["t.py::t"]

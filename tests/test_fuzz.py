@@ -23,7 +23,8 @@ from fuzz.__main__ import main
 from ppaux.cli.main import build_parser
 from ppaux.cli.main import main as ppaux_main
 from ppaux.fuzz import failure_rows
-from ppaux.fuzz.depth import RAMP_ROUNDS
+from ppaux.fuzz.database import open_database
+from ppaux.fuzz.depth import RAMP_ROUNDS, RoundDepth, saved_depths
 from ppaux.fuzz.options import FuzzUsageError as UsageError
 from ppaux.fuzz.options import (
     cpu_count,
@@ -1214,7 +1215,8 @@ def scripted_run(
 ) -> FuzzRun:
     """A run of ``workers`` scripted workers, worker N on ``where``'s N-th placement (in turn)."""
     monkeypatch.setenv("FAKE_ROUND", json.dumps(plan))
-    suite = ScriptedSuite(db="d", workdir=tmp_path / "rounds", shard=shard)
+    # A failure's depth is saved in the run's database: one under tmp_path.
+    suite = ScriptedSuite(db=str(tmp_path / "d"), workdir=tmp_path / "rounds", shard=shard)
     return FuzzRun(
         budget=budget,
         suite=suite,
@@ -1382,6 +1384,8 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
     # A point when the counts change, and one at the end of the run, for the worker and the run alike.
     assert [p[1:] for p in worker["timeline"]] == [[0, 0], [7, 2], [7, 2]] == [p[1:] for p in summary["timeline"]]
     assert worker["timeline"][-1][0] == summary["timeline"][-1][0] == round(run.elapsed, 2)
+    # Each failure's depth, once, in the database: a replay with nothing but the database replays it as found.
+    assert saved_depths(open_database(run.suite.db)) == [RoundDepth(first_round["scope"])]
     [round_] = summary["rounds"]
     assert {k: round_[k] for k in ("worker", "round", "placement", "max_examples", "examples", "tests", "log")} == {
         "worker": 1,
@@ -1404,7 +1408,7 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
         "stopped_by": "max-failures",
         "complete": True,
         "impl": "ppaux.transport",
-        "db": "d",
+        "db": str(tmp_path / "d"),
         "suite": run.suite.what,
         "tests": None,
         "seed": 7,

@@ -5,15 +5,22 @@ replay runs each failure under the scope and configuration that found it."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from hypothesis.database import ExampleDatabase
+
 from ppaux.testing.depth import drawn_swarm, grown_scope, scope_options
 from ppaux.testing.results import JSONObject
 
-__all__ = ["RAMP_ROUNDS", "RoundDepth", "recorded_depths", "round_depth"]
+__all__ = ["DEPTHS_KEY", "RAMP_ROUNDS", "RoundDepth", "recorded_depths", "round_depth", "saved_depths"]
+
+# Where the example database keeps the depths its failures were found at: a replay from another machine,
+# with nothing but the database (a shared Redis), replays each failure as it was found.
+DEPTHS_KEY = b"ppaux-fuzz-depths"
 
 # A worker's rounds reach the large scope by this round: 1/3 of the way, 2/3, then all of it.
 RAMP_ROUNDS = 3
@@ -56,3 +63,13 @@ def recorded_depths(failures: Iterable[JSONObject]) -> list[RoundDepth]:
         if depth not in found:
             found.append(depth)
     return found
+
+
+def save_depth(db: ExampleDatabase, depth: RoundDepth) -> None:
+    """Keep ``depth`` (a failure's) in the example database, beside the failures themselves."""
+    db.save(DEPTHS_KEY, json.dumps(depth.record(), sort_keys=True).encode("utf-8"))
+
+
+def saved_depths(db: ExampleDatabase) -> list[RoundDepth]:
+    """The depths the database's failures were found at (:func:`save_depth`), in a stable order."""
+    return recorded_depths(json.loads(value) for value in sorted(db.fetch(DEPTHS_KEY)))

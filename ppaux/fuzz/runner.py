@@ -10,7 +10,8 @@ import types
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from ppaux.fuzz.depth import RoundDepth, round_depth
+from ppaux.fuzz.database import DatabaseError, open_database
+from ppaux.fuzz.depth import RoundDepth, round_depth, save_depth
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.rounds import Round, Suite
 from ppaux.fuzz.timeline import Timeline, thin
@@ -280,10 +281,18 @@ class FuzzRun:
             # What the round drew with: a replay runs the failure under the same.
             **rnd.depth.record(),
         }
+        self._keep_depth(rnd.depth)
         self.progress.say(
             f"fuzz: FAILURE {event['nodeid']} (worker {worker.number}, round {rnd.number}, {rnd.placement}): "
             f"{event.get('error') or 'see the report'}"
         )
+
+    def _keep_depth(self, depth: RoundDepth) -> None:
+        """The failure's depth into the example database, for a replay that has only the database."""
+        try:
+            save_depth(open_database(self.suite.db), depth)
+        except DatabaseError as exc:  # the rounds saved their failures there; the report still has the depth
+            self.progress.say(f"fuzz: {exc}")
 
     def _sample(self, elapsed: float, force: bool = False) -> None:
         for worker in self.workers:
