@@ -241,3 +241,52 @@ def test_a_depth_the_database_cannot_keep_is_said_and_the_run_goes_on(tmp_path, 
     said = run.progress.stream.getvalue().splitlines()
     assert f"fuzz: --db {str(tmp_path / 'a-file')!r} is a file; expected a directory or redis://HOST:PORT" in said
     assert [f["nodeid"] for f in run.summary()["failures"]] == ["t.py::t"]
+
+
+def test_a_replay_takes_the_depths_of_the_database_and_of_the_run_s_report(tmp_path):
+    from ppaux.fuzz.command import _run_depths
+    from ppaux.fuzz.database import open_database
+    from ppaux.fuzz.depth import save_depth
+    from ppaux.fuzz.report import write_run
+
+    rng = random.Random(0)
+    kept, reported = round_depth(2, 5, rng), round_depth(3, 6, rng)
+    save_depth(open_database(str(tmp_path / "db")), kept)
+    assert _run_depths(tmp_path / "report", str(tmp_path / "db")) == [RoundDepth(), kept]
+    summary = json.loads(json.dumps(_summary_with(reported)))
+    write_run(summary, tmp_path / "report")
+    assert _run_depths(tmp_path / "report", str(tmp_path / "db")) == [RoundDepth(), kept, reported]
+    page = (tmp_path / "report" / "fuzz.md").read_text()
+    assert f"- scope: {reported.scope['name']}, swarm 6" in page.splitlines()
+    assert f"- swarm configuration: `{json.dumps(reported.swarm, sort_keys=True)}`" in page.splitlines()
+
+
+def _summary_with(depth: RoundDepth) -> dict:
+    failure = {"nodeid": "t.py::t", "clause": "pop.7", "worker": 1, "round": 3, "placements": ["cpu"]}
+    failure |= {"found_after_s": 1.0, "example": "ex", "blob": None, "error": "E", "text": "", "seen": 1}
+    round_ = {"worker": 1, "round": 3, "placement": "cpu", "max_examples": 50, "examples": 9, "tests": 1}
+    round_ |= {"exit_status": 1, "ended_by": "finished", "log": "l", **depth.record()}
+    return {
+        "kind": "fuzz-run",
+        "started_at": "2026-12-05T00:00:00+00:00",
+        "budget_s": 60.0,
+        "elapsed_s": 1.0,
+        "stopped_by": "budget",
+        "complete": True,
+        "impl": "x.py",
+        "db": "d",
+        "suite": "ppaux.conformance",
+        "tests": None,
+        "seed": 1,
+        "shard": None,
+        "placements": ["cpu"],
+        "workers": [],
+        "dead_workers": [],
+        "examples": 9,
+        "examples_per_s": 9.0,
+        "timeout_s": 10.0,
+        "rounds": [round_],
+        "failures": [dict(failure, **depth.record())],
+        "interrupted": [],
+        "timeline": [],
+    }
