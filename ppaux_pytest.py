@@ -44,6 +44,8 @@ _ASKING = (
     ("ppaux_record_calls", False),
     ("ppaux_profile", None),
     ("ppaux_max_examples", None),
+    ("ppaux_scope", None),
+    ("ppaux_swarm", None),
 )
 
 
@@ -68,6 +70,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="N",
         help="examples per property for ppaux's own tests alone (default: as the tuning or profile says)",
+    )
+    group.addoption(
+        "--ppaux-scope",
+        default=None,
+        metavar="NAME|JSON",
+        help="how big ppaux's own tests draw: small, medium, large, or every bound as JSON (default: the tuning's: "
+        "ci and mutation small, dev medium, nightly large; small under other profiles)",
+    )
+    group.addoption(
+        "--ppaux-swarm",
+        default=None,
+        metavar="JSON",
+        help="a swarm configuration for ppaux's own tests: the dtypes, views, names, defects and size bounds they "
+        "keep (used by `ppaux fuzz`; default: everything)",
     )
     group.addoption(
         "--ppaux-results",

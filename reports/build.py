@@ -445,15 +445,25 @@ def section_faults(page: Page) -> None:
     page.add("faults", "Fault matrix", "pass" if all_expected else "fail", body)
 
 
+def _depth_bench(page: Page) -> str:
+    """The depth benchmark's table (``python -m reports.depth_bench``), where it was run."""
+    md = page.out / "depth_bench.md"
+    if not md.exists():
+        return ""
+    link = page.link(md, "depth_bench.md") or ""
+    return f"<h3>Depth: planted bugs beyond CI's scope</h3><div class='md'>{to_html(md.read_text('utf-8'))}</div>{link}"
+
+
 def section_bench(page: Page) -> None:
     js, md = page.out / "bench.json", page.out / "bench.md"
     data = _load(js)
-    if data is None and not md.exists():
+    depth = _depth_bench(page)
+    if data is None and not md.exists() and not depth:
         return page.add("benchmarks", "Benchmarks", "missing", _missing("python -m reports.bench"))
     links = " ".join(x for x in (page.link(md, "bench.md"), page.link(js, "bench.json")) if x)
     body = (_scalars(data) if isinstance(data, dict) else "") + f"<p>{links}</p>"
     body += f"<div class='md'>{to_html(md.read_text(encoding='utf-8'))}</div>" if md.exists() else ""
-    page.add("benchmarks", "Benchmarks", "info", body)
+    page.add("benchmarks", "Benchmarks", "info", body + depth)
 
 
 SECTIONS: list[Callable[[Page], None]] = [

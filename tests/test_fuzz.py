@@ -23,6 +23,8 @@ from fuzz.__main__ import main
 from ppaux.cli.main import build_parser
 from ppaux.cli.main import main as ppaux_main
 from ppaux.fuzz import failure_rows
+from ppaux.fuzz.database import open_database
+from ppaux.fuzz.depth import RAMP_ROUNDS, RoundDepth, saved_depths
 from ppaux.fuzz.options import FuzzUsageError as UsageError
 from ppaux.fuzz.options import (
     cpu_count,
@@ -38,6 +40,7 @@ from ppaux.fuzz.rounds import Suite, from_checkout
 from ppaux.fuzz.runner import FuzzRun, Replay, RunError, Worker, describe_status, progress_line, verdict
 from ppaux.fuzz.timeline import Timeline, add_up, thin
 from ppaux.testing import state
+from ppaux.testing.depth import grown_scope
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import EXAMPLE_HEADER
 from tests.fuzz_runs import ROOT, env, examples_ran, fuzz_run_held
@@ -791,10 +794,10 @@ def test_merged_report_tags_each_round_worker_and_failure_with_its_shard_and_lis
             "| 1/2 1 | cpu | 1 | 100 | 2 | no |",
             "| 2/2 1 | cpu | 1 | 100 | 1 | no |",
             "",
-            "| shard | worker | round | placement | examples/test | tests | examples | ended by |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |",
-            "| 1/2 | 1 | 1 | cpu | 50 | 3 | 100 | budget |",
-            "| 2/2 | 1 | 1 | cpu | 50 | 3 | 100 | budget |",
+            "| shard | worker | round | placement | examples/test | tests | examples | ended by | scope |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| 1/2 | 1 | 1 | cpu | 50 | 3 | 100 | budget | - |",
+            "| 2/2 | 1 | 1 | cpu | 50 | 3 | 100 | budget | - |",
             "",
             "## Dead workers",
             "",
@@ -926,10 +929,10 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
             "| --- | --- | --- | --- | --- | --- |",
             "| 1 | cpu | 1 | 12,345 | 0 | yes |",
             "",
-            "| shard | worker | round | placement | examples/test | tests | examples | ended by |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |",
-            "| 1/2 | 1 | 1 | cpu | 50 | 3 | 100 | budget |",
-            "| 1/2 | 1 | 2 | cuda:0 | 200 | 3 | 12,245 | finished |",
+            "| shard | worker | round | placement | examples/test | tests | examples | ended by | scope |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| 1/2 | 1 | 1 | cpu | 50 | 3 | 100 | budget | - |",
+            "| 1/2 | 1 | 2 | cuda:0 | 200 | 3 | 12,245 | finished | - |",
             "",
             "## Dead workers",
             "",
@@ -984,10 +987,10 @@ def test_a_run_without_failures_says_none_under_failures(tmp_path):
     page = (tmp_path / "fuzz.md").read_text()
     assert page.splitlines()[3] == "- implementation: `x.py`; suite: ppaux.conformance; tests: `all Hypothesis tests`"
     rounds = (
-        "| shard | worker | round | placement | examples/test | tests | examples | ended by |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
-        "| - | 1 | 1 | cpu | 50 | 3 | 100 | budget |\n"
-        "| - | 2 | 1 | cpu | 50 | 3 | 100 | budget |\n"
+        "| shard | worker | round | placement | examples/test | tests | examples | ended by | scope |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
+        "| - | 1 | 1 | cpu | 50 | 3 | 100 | budget | - |\n"
+        "| - | 2 | 1 | cpu | 50 | 3 | 100 | budget | - |\n"
     )
     assert rounds in page
     assert (
@@ -1212,7 +1215,8 @@ def scripted_run(
 ) -> FuzzRun:
     """A run of ``workers`` scripted workers, worker N on ``where``'s N-th placement (in turn)."""
     monkeypatch.setenv("FAKE_ROUND", json.dumps(plan))
-    suite = ScriptedSuite(db="d", workdir=tmp_path / "rounds", shard=shard)
+    # A failure's depth is saved in the run's database: one under tmp_path.
+    suite = ScriptedSuite(db=str(tmp_path / "d"), workdir=tmp_path / "rounds", shard=shard)
     return FuzzRun(
         budget=budget,
         suite=suite,
@@ -1334,6 +1338,8 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
     )
     run.run()
     summary = run.summary()
+    # A worker's first round: a third of the way to the large scope, every feature on.
+    first_round = {"scope": grown_scope(1 / RAMP_ROUNDS), "swarm": None, "swarm_seed": None}
     found_after = [f.pop("found_after_s") for f in summary["failures"]]
     assert all(isinstance(t, float) and t >= 0 for t in found_after)
     assert summary["failures"] == [
@@ -1349,6 +1355,7 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
             "error": "E",
             "text": "",
             "seen": 2,
+            **first_round,
         },
         {
             "nodeid": "t.py::u",
@@ -1362,6 +1369,7 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
             "error": None,
             "text": "",
             "seen": 1,
+            **first_round,
         },
     ]
     [worker] = summary["workers"]
@@ -1376,6 +1384,8 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
     # A point when the counts change, and one at the end of the run, for the worker and the run alike.
     assert [p[1:] for p in worker["timeline"]] == [[0, 0], [7, 2], [7, 2]] == [p[1:] for p in summary["timeline"]]
     assert worker["timeline"][-1][0] == summary["timeline"][-1][0] == round(run.elapsed, 2)
+    # Each failure's depth, once, in the database: a replay with nothing but the database replays it as found.
+    assert saved_depths(open_database(run.suite.db)) == [RoundDepth(first_round["scope"])]
     [round_] = summary["rounds"]
     assert {k: round_[k] for k in ("worker", "round", "placement", "max_examples", "examples", "tests", "log")} == {
         "worker": 1,
@@ -1398,7 +1408,7 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
         "stopped_by": "max-failures",
         "complete": True,
         "impl": "ppaux.transport",
-        "db": "d",
+        "db": str(tmp_path / "d"),
         "suite": run.suite.what,
         "tests": None,
         "seed": 7,

@@ -150,7 +150,7 @@ def test_header_names_the_implementation_its_limit_its_isolation_and_its_setting
             "collected 1 item",
             "ppaux: implementation under test <ppaux prefix='__sampling_observer_output__.'>; "
             "per-call limit 10 s; isolation: each test of ppaux.conformance in a forked child; "
-            "Hypothesis: ppaux's 'ci' tuning over profile 'ci' (40 examples, derandomized)",
+            "Hypothesis: ppaux's 'ci' tuning over profile 'ci' (40 examples, derandomized); scope small",
         ]
     )
     pytester.makeini("[pytest]\nppaux_timeout = 2.5\nppaux_isolation = off\n")
@@ -170,7 +170,7 @@ def test_header_names_the_implementation_its_limit_its_isolation_and_its_setting
     result.stdout.fnmatch_lines(
         [
             "ppaux: * per-call limit 4 s; isolation: each test of ppaux.conformance in a forked child; "
-            "Hypothesis: profile 'default' (7 examples, --ppaux-max-examples)",
+            "Hypothesis: profile 'default' (7 examples, --ppaux-max-examples); scope small",
             "collected 1 item",
         ]
     )
@@ -194,6 +194,11 @@ def test_header_names_the_implementation_its_limit_its_isolation_and_its_setting
         (
             ["--ppaux-max-examples=lots"],
             "ERROR: --ppaux-max-examples: expected a whole number of examples >= 1, not 'lots'",
+        ),
+        (
+            ["--ppaux-scope=huge"],
+            "ERROR: scope 'huge': expected one of small, medium, large or a JSON object of every bound "
+            "(Expecting value: line 1 column 1 (char 0))",
         ),
     ],
 )

@@ -279,6 +279,17 @@ def test_a_conformance_report_of_0_3_is_shown_as_unreadable_with_its_version_and
     ) in section
 
 
+def test_the_depth_benchmark_s_table_joins_the_benchmarks_section(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "depth_bench.md").write_text("| planted bug | fuzz |\n| --- | --- |\n| loop | 54.6 s |\n")
+    index = tmp_path / "index.html"
+    build(str(out), str(index))
+    section = index.read_text().split('<section id="benchmarks">', 1)[1].split("</section>", 1)[0]
+    assert "<h3>Depth: planted bugs beyond CI's scope</h3>" in section and "<td>loop</td>\n<td>54.6 s</td>" in section
+    assert "Not yet generated." not in section
+
+
 def test_missing_inputs_are_not_yet_generated_sections(tmp_path):
     index = tmp_path / "index.html"
     assert build(str(tmp_path / "out"), str(index)) == 0

@@ -51,7 +51,8 @@ FIND = settings(
         (lambda: ps.prefixes(sglang_only="yes"), "sglang_only='yes' must be of type bool, not str"),
         (lambda: ps.aux_names(prefix=""), "prefix must be a non-empty str"),
         (lambda: ps.aux_names(prefix=None), "prefix=None must be of type str, not NoneType"),
-        (lambda: ps.transport_dicts(max_extra=17), "max_extra=17 must be between 0 and 16"),
+        (lambda: ps.transport_dicts(max_extra=257), "max_extra=257 must be between 0 and 256"),
+        (lambda: ps.transport_dicts(max_aux=0), "max_aux=0 must be between 1 and 256"),
         (
             lambda: ps.transport_dicts(tensors=torch.zeros(1)),
             "tensors=tensor([0.]) must be of type SearchStrategy, not Tensor",

@@ -4,12 +4,14 @@ and strategies bound to the implementation under test (the ``ppaux_impl`` fixtur
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
 from hypothesis import strategies as st
-from ppaux_strategies import aux_outputs, observers, prefixes, transport_dicts
+from hypothesis import target
+from ppaux_strategies import active_scope, aux_outputs, observers, prefixes, transport_dicts
 
 from ppaux.core.errors import CATALOG, AuxiliaryPPError
 from ppaux.testing.impl import Implementation
@@ -106,6 +108,21 @@ def aux_keys(d: Mapping[Any, object], prefix: str) -> list[str]:
     return [k for k in d if isinstance(k, str) and k.startswith(prefix)]
 
 
+def guide(d: Mapping[Any, object], prefix: str, payload: Mapping[Any, object] | None = None) -> None:
+    """Steer generation where bigger or stranger is where a bug hides (:func:`hypothesis.target`): more aux
+    keys, more keys in all, wider payloads, higher ranks, more elements. Only in a scope that asks for it
+    (``guided``): ``small`` never does, so CI draws what it always drew. Called from the cases the tests draw
+    (never from a test's body: Hypothesis derives a test's derandomized examples from its source)."""
+    if not active_scope().guided:
+        return
+    values = [v for v in d.values() if torch.is_tensor(v)] + [v for v in (payload or {}).values() if torch.is_tensor(v)]
+    target(float(len(aux_keys(d, prefix))), label="aux keys")
+    target(float(len(d)), label="keys")
+    target(float(len(payload or ())), label="payload width")
+    target(float(max((v.dim() for v in values), default=0)), label="rank")
+    target(math.log2(1 + max((v.numel() for v in values), default=0)), label="elements")
+
+
 def transports(impl: Implementation) -> st.SearchStrategy[Implementation]:
     """``impl``, bound to a drawn prefix where it takes one (ppaux's own): every property must
     hold for any reserved prefix. Shrinks towards SGLang's prefix."""
@@ -159,6 +176,8 @@ def add_cases(draw: st.DrawFn, impl: Implementation, *, valid: bool) -> tuple[Im
     t = draw(transports(impl))
     d = draw(st.one_of(transport_dicts(prefix=t.prefix), transport_dicts(prefix=t.prefix, aux=True)))
     out = draw(aux_outputs(prefix=t.prefix, valid=valid, collide_with=d))
+    payload = getattr(out, "payload", None)
+    guide(d, t.prefix, payload if isinstance(payload, dict) else None)
     return t, d, out
 
 
@@ -174,4 +193,5 @@ def pop_cases(
         d[key] = draw(st.sampled_from([None, [0.5], "x"]))
     modes = ("rebuild", "return_none", "raise") + (("drop_one", "add_one", "clear") if mutating else ())
     obs = draw(observers(modes=modes))
+    guide(d, t.prefix)
     return t, d, obs

@@ -14,7 +14,15 @@ import torch
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
-from ppaux_strategies import NotPPObserver, NotPPOutput, ObserverFailure, PPOutput, RaisingPPOutput, RecordingObserver
+from ppaux_strategies import (
+    NotPPObserver,
+    NotPPOutput,
+    ObserverFailure,
+    PPOutput,
+    RaisingPPOutput,
+    RecordingObserver,
+    bound,
+)
 
 from ppaux.conformance.support import Oracle, assert_documented, assert_same_objects, verdict
 from ppaux.testing.impl import Implementation
@@ -25,8 +33,10 @@ NAMES = st.sampled_from(["scores", "ids", "top.k"])
 # Hypothesis delete whole steps when it shrinks (with drawn tensors a counterexample kept
 # several redundant adds).
 TENSORS = st.just(()).map(torch.zeros)
-# Short runs shrink fast; a leak shows within a few steps.
-STEPS = 12
+# Steps of a run: the scope's (ppaux_strategies.bound("steps"), 12 in the small scope: short runs shrink fast,
+# and most leaks show within a few steps); a larger scope reaches what only a long run of adds and pops shows.
+# Only the step count changes with the scope: each test's factory line below is what Hypothesis derives
+# its derandomized examples from, so CI's runs stay the ones they were.
 
 
 def outputs(max_items: int) -> st.SearchStrategy[object]:
@@ -124,7 +134,7 @@ RobustMachine = machine(max_items=3, observer_modes=("rebuild", "return_none", "
 def test_interleaved_adds_and_pops_leak_no_key(ppaux_impl, ppaux_settings):
     """no-leaked-keys: after any sequence of adds and pops of one-item outputs, valid or not, the dict holds exactly the
     ordinary keys and the aux keys of successful adds not yet popped."""
-    run = settings(ppaux_settings, stateful_step_count=STEPS)
+    run = settings(ppaux_settings, stateful_step_count=bound("steps"))
     run_state_machine_as_test(lambda: ContractMachine(ppaux_impl), settings=run)
 
 
@@ -133,5 +143,5 @@ def test_interleaved_adds_and_pops_leak_no_key(ppaux_impl, ppaux_settings):
 def test_interleaved_faulty_adds_and_pops_leak_no_key(ppaux_impl, ppaux_settings):
     """no-leaked-keys: holds with any output and any observer too; multi-item outputs that fail half-way and
     observers that change the dict they are handed leave no key behind (SGLang leaks both)."""
-    run = settings(ppaux_settings, stateful_step_count=STEPS)
+    run = settings(ppaux_settings, stateful_step_count=bound("steps"))
     run_state_machine_as_test(lambda: RobustMachine(ppaux_impl), settings=run)

@@ -198,7 +198,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise FuzzUsageError(f"--regressions: {why}")
     suite = dataclasses.replace(suite, record_calls=bool(args.regressions))
     # Every GPU visible, as when the placements of all workers are taken together.
-    replay = Replay(suite=suite, placement="cuda:" + ",".join(gpus) if gpus else "cpu")
+    replay = Replay(
+        suite=suite, placement="cuda:" + ",".join(gpus) if gpus else "cpu", depths=_run_depths(report, suite.db)
+    )
     replay.run()
     summary = replay.summary()
     if args.regressions:
@@ -217,6 +219,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
     print("\n".join(said), end="\n" if said else "")
     print(f"fuzz replay: report {path}")
     return 1 if summary["still_failing"] else 0
+
+
+def _run_depths(report: Path, db: str) -> Any:  # list[RoundDepth], imported here only
+    """The scopes and swarm configurations the saved failures were found at, each replayed as found: those
+    the example database keeps and those of the run whose report is in ``report`` (its fuzz.json); with
+    neither, the default scope."""
+    from ppaux.fuzz.database import open_database
+    from ppaux.fuzz.depth import RoundDepth, recorded_depths, saved_depths
+    from ppaux.fuzz.report import read_run
+
+    found = saved_depths(open_database(db, must_exist=True))
+    if (report / "fuzz.json").is_file():
+        found += recorded_depths(read_run(report)["failures"])
+    return [RoundDepth(), *(d for i, d in enumerate(found) if d not in found[:i] and d != RoundDepth())]
 
 
 def _write_regressions(summary: JSONObject, suite: Any, folder: Path) -> None:

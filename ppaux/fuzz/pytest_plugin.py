@@ -85,6 +85,11 @@ def error_line(text: str) -> str | None:
     return found
 
 
+def _runs_hypothesis(item: pytest.Item) -> bool:
+    """A test that runs Hypothesis under the run's settings, as the suite's stateful runs do (``ppaux_settings``)."""
+    return "ppaux_settings" in getattr(item, "fixturenames", ())
+
+
 def _worker_order(items: list[pytest.Item]) -> list[pytest.Item]:
     """Worker W of N starts its rounds W/N of the way down the list: early in a run, the
     workers together have tried more tests than one would, and each still reaches every test."""
@@ -172,8 +177,9 @@ class FuzzRound:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
-        # Plain example tests give the same answer every time: fuzzing them wastes the budget.
-        fuzzable = [item for item in items if is_hypothesis_test(getattr(item, "obj", None))]
+        # Plain example tests give the same answer every time: fuzzing them wastes the budget. A test that
+        # runs Hypothesis itself under the run's settings (the suite's stateful runs: ppaux_settings) is fuzzed.
+        fuzzable = [item for item in items if is_hypothesis_test(getattr(item, "obj", None)) or _runs_hypothesis(item)]
         keep = [item for item in fuzzable if in_shard(item.nodeid, self.shard)]
         dropped = [item for item in items if item not in keep]
         if dropped:

@@ -46,6 +46,12 @@ def _failure_md(f: JSONObject) -> list[str]:
     ):
         if f.get(key) is not None:
             out.append(f"- {label}: {f[key]}")
+    if f.get("scope") is not None:
+        out.append(f"- scope: {depth_md(f)}")
+        # Every bound and feature, so that the finding can be reproduced with --ppaux-scope/--ppaux-swarm.
+        out.append(f"- scope bounds: `{json.dumps(f['scope'], sort_keys=True)}`")
+    if f.get("swarm") is not None:
+        out.append(f"- swarm configuration: `{json.dumps(f['swarm'], sort_keys=True)}`")
     out += ["", "Minimal example:", "", "```", (f.get("example") or "(see the failure text)").strip(), "```", ""]
     if f.get("blob"):
         out += ["Reproduce (decorate the test with):", "", "```python", f["blob"], "```", ""]
@@ -54,14 +60,20 @@ def _failure_md(f: JSONObject) -> list[str]:
     return out
 
 
+def depth_md(r: JSONObject) -> str:
+    """A round's (or failure's) scope and swarm configuration in a few words: ``large@0.667, swarm 42``."""
+    scope = (r.get("scope") or {}).get("name") or "-"
+    return scope if r.get("swarm") is None else f"{scope}, swarm {r.get('swarm_seed')}"
+
+
 def _rounds_md(s: JSONObject) -> list[str]:
     lines = [
-        "| shard | worker | round | placement | examples/test | tests | examples | ended by |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| shard | worker | round | placement | examples/test | tests | examples | ended by | scope |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     return lines + [
         f"| {r.get('shard') or s.get('shard') or '-'} | {r.get('worker', 1)} | {r['round']} | {r['placement']} | "
-        f"{r['max_examples']} | {r['tests']} | {r['examples']:,} | {r['ended_by']} |"
+        f"{r['max_examples']} | {r['tests']} | {r['examples']:,} | {r['ended_by']} | {depth_md(r)} |"
         for r in s["rounds"]
     ]
 

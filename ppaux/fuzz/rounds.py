@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ppaux.fuzz.depth import RoundDepth
 from ppaux.isolation import MONOTONIC, Clock, signal_group
 from ppaux.testing.results import JSONObject, split_jsonl
 from ppaux.testing.suite import ROOT, SuiteRun, installed_suite
@@ -109,6 +110,7 @@ class Round:
     events_path: Path
     log_path: Path
     proc: subprocess.Popen[bytes] = field(repr=False)
+    depth: RoundDepth = field(default_factory=RoundDepth)
     examples: int = 0
     collected: int | None = None
     selected: int | None = None
@@ -130,14 +132,17 @@ class Round:
         worker: tuple[int, int] = (1, 1),
         seed: int | None = None,
         clock: Clock = MONOTONIC,
+        depth: RoundDepth | None = None,
     ) -> Round:
         stem = suite.workdir / f"worker-{worker[0]}-round-{number:03d}"
         events, log = stem.with_suffix(".events.jsonl"), stem.with_suffix(".log")
+        depth = depth or RoundDepth()
         events.write_text("")
         with open(log, "wb") as out:
             # Own session: a Ctrl-C on the terminal reaches the parent only, which then stops the round.
             proc = subprocess.Popen(
-                suite.command(),
+                # The round's scope and swarm configuration reach its tests as ppaux's plugin options.
+                suite.command() + depth.options(),
                 cwd=ROOT if suite.checkout else suite.cwd,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -147,7 +152,7 @@ class Round:
                 ),
                 start_new_session=True,
             )
-        return cls(number, worker[0], placement, max_examples, events, log, proc, clock=clock)
+        return cls(number, worker[0], placement, max_examples, events, log, proc, depth, clock=clock)
 
     def poll_events(self) -> list[JSONObject]:
         with open(self.events_path, "rb") as fh:

@@ -3,11 +3,14 @@ failures are kept once, however many workers hit them, and reported."""
 
 from __future__ import annotations
 
+import random
 import signal
 import types
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from ppaux.fuzz.database import DatabaseError, open_database
+from ppaux.fuzz.depth import RoundDepth, round_depth, save_depth
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.rounds import Round, Suite
 from ppaux.fuzz.timeline import Timeline, thin
@@ -100,6 +103,8 @@ class FuzzRun:
     stopped_by: str | None = None
     elapsed: float = 0.0
     clock: Clock = field(default=MONOTONIC, repr=False)
+    # Draws the swarm seeds of a run without --seed (each recorded with its round).
+    swarm_seeds: random.Random = field(default_factory=random.Random, repr=False)
 
     @property
     def examples(self) -> int:
@@ -115,6 +120,10 @@ class FuzzRun:
     def max_examples(self, worker: Worker) -> int:
         sweep = worker.rounds // len(worker.placements)
         return SCHEDULE[sweep] if sweep < len(SCHEDULE) else self.nightly_max_examples
+
+    def depth(self, worker: Worker, seed: int | None) -> RoundDepth:
+        """The scope and swarm configuration of the worker's next round (:mod:`ppaux.fuzz.depth`)."""
+        return round_depth(worker.rounds, seed, self.swarm_seeds, lead=worker.number - 1)
 
     def _stop_reason(self, elapsed: float) -> str | None:
         if self.stopped_by is None and self.max_failures and len(self.failures) >= self.max_failures:
@@ -186,6 +195,7 @@ class FuzzRun:
                     worker=(worker.number, len(self.workers)),
                     seed=seed,
                     clock=self.clock,
+                    depth=self.depth(worker, seed),
                 )
             return
         rnd = worker.current
@@ -215,6 +225,7 @@ class FuzzRun:
                 "exit_status": status,
                 "ended_by": reason,
                 "log": str(rnd.log_path),
+                **rnd.depth.record(),
             }
         )
         if reason != "finished" or status in (0, 1):
@@ -277,11 +288,21 @@ class FuzzRun:
             "error": event.get("error"),
             "text": event.get("text", ""),
             "seen": 1,
+            # What the round drew with: a replay runs the failure under the same.
+            **rnd.depth.record(),
         }
+        self._keep_depth(rnd.depth)
         self.progress.say(
             f"fuzz: FAILURE {event['nodeid']} (worker {worker.number}, round {rnd.number}, {rnd.placement}): "
             f"{event.get('error') or 'see the report'}"
         )
+
+    def _keep_depth(self, depth: RoundDepth) -> None:
+        """The failure's depth into the example database, for a replay that has only the database."""
+        try:
+            save_depth(open_database(self.suite.db), depth)
+        except DatabaseError as exc:  # the rounds saved their failures there; the report still has the depth
+            self.progress.say(f"fuzz: {exc}")
 
     def _sample(self, elapsed: float, force: bool = False) -> None:
         for worker in self.workers:
@@ -350,10 +371,16 @@ class Replay:
     placement: str
     rows: list[JSONObject] = field(default_factory=list)
     failures: dict[str, JSONObject] = field(default_factory=dict)
+    # One replay round per scope and swarm configuration the run's failures were found under.
+    depths: list[RoundDepth] = field(default_factory=lambda: [RoundDepth()])
 
     def run(self) -> None:
         self.suite.workdir.mkdir(parents=True, exist_ok=True)
-        rnd = Round.start(self.suite, 0, self.placement, None, mode="replay")
+        for number, depth in enumerate(self.depths):
+            self._replay(number, depth)
+
+    def _replay(self, number: int, depth: RoundDepth) -> None:
+        rnd = Round.start(self.suite, number, self.placement, None, mode="replay", depth=depth)
         try:
             rnd.proc.wait()
         except KeyboardInterrupt:
@@ -363,8 +390,8 @@ class Replay:
             rnd.kill()
         for event in rnd.poll_events():
             if event["kind"] == "test":
-                self.rows.append(event)
-            elif event["kind"] == "failure":
+                self._take_row(dict(event, **depth.record()) if depth != RoundDepth() else event)
+            elif event["kind"] == "failure" and event["nodeid"] not in self.failures:
                 self.failures[event["nodeid"]] = event
         status = rnd.proc.returncode
         if status not in (0, 1, 5):
@@ -372,6 +399,17 @@ class Replay:
                 f"pytest could not run the replay (exit {status}); see {rnd.log_path}: "
                 + (rnd.log_tail(1) or "no output")
             )
+
+    def _take_row(self, row: JSONObject) -> None:
+        """A test's row of one replay round: a test that fails under any depth still fails (with that depth)."""
+        seen = next((i for i, r in enumerate(self.rows) if r["nodeid"] == row["nodeid"]), None)
+        if seen is None:
+            self.rows.append(row)
+            return
+        saved = max(self.rows[seen].get("saved") or 0, row.get("saved") or 0)
+        if row["outcome"] == "failed" and self.rows[seen]["outcome"] != "failed":
+            self.rows[seen] = row
+        self.rows[seen]["saved"] = saved
 
     def summary(self) -> JSONObject:
         saved = [r for r in self.rows if r.get("saved")]

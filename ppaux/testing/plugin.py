@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 
 import pytest
 from hypothesis import settings
+from ppaux_strategies.scope import Scope, Swarm, use_scope
 
 from ppaux.isolation import DEFAULT_TIMEOUT, Guard, can_fork, parse_timeout
 from ppaux.testing.containment import is_contained, is_suite_test, run_contained
+from ppaux.testing.depth import DepthError, read_depth
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.kit import KitResult, check_observer
 from ppaux.testing.profiles import SuiteSettings, UnknownTuning, check_tuning, parse_max_examples, resolve, under
@@ -33,6 +35,9 @@ RECORDER_KEY = pytest.StashKey[CallRecorder | None]()
 # (after Hypothesis's own plugin has loaded --hypothesis-profile).
 ASKED_KEY = pytest.StashKey[tuple[str | None, int | None]]()
 SETTINGS_KEY = pytest.StashKey[SuiteSettings]()
+# The scope and swarm configuration asked for (--ppaux-scope, --ppaux-swarm), and what they make on first use.
+ASKED_DEPTH_KEY = pytest.StashKey[tuple[str | None, str | None]]()
+DEPTH_KEY = pytest.StashKey[tuple[Scope, Swarm | None]]()
 # Whether the run's header line was shown at the session's start (activated by an option), or is still to show.
 HEADER_KEY = pytest.StashKey[bool]()
 
@@ -54,6 +59,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[ISOLATION_KEY] = isolation == "test" and can_fork()
     config.stash[RECORDER_KEY] = CallRecorder() if config.getoption("--ppaux-record-calls") else None
     config.stash[ASKED_KEY] = _asked_settings(config)
+    config.stash[ASKED_DEPTH_KEY] = (config.getoption("--ppaux-scope"), config.getoption("--ppaux-swarm"))
+    try:
+        # Checked now (one line for a bad value); the tuning's default scope is known on first use.
+        read_depth(*config.stash[ASKED_DEPTH_KEY], None)
+    except DepthError as exc:
+        raise pytest.UsageError(str(exc)) from None
     config.stash[HEADER_KEY] = False
     path = config.getoption("--ppaux-results")
     if path:
@@ -90,6 +101,15 @@ def suite_settings(config: pytest.Config) -> SuiteSettings:
     return made
 
 
+def suite_depth(config: pytest.Config) -> tuple[Scope, Swarm | None]:
+    """The scope and swarm configuration of the shipped suite's tests in this run (:mod:`ppaux.testing.depth`)."""
+    made = config.stash.get(DEPTH_KEY, None)
+    if made is None:
+        made = read_depth(*config.stash[ASKED_DEPTH_KEY], suite_settings(config).tuning)
+        config.stash[DEPTH_KEY] = made
+    return made
+
+
 def collected(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each of the shipped suite's property tests, built again under this run's settings (called by the
     entry point once the run's items are known)."""
@@ -105,7 +125,8 @@ def _header(config: pytest.Config) -> str:
     isolation = "each test of ppaux.conformance in a forked child" if config.stash[ISOLATION_KEY] else "in process"
     return (
         f"ppaux: implementation under test {implementation(config)!r}; per-call limit {guard(config).timeout:g} s; "
-        f"isolation: {isolation}; Hypothesis: {suite_settings(config).describe()}"
+        f"isolation: {isolation}; Hypothesis: {suite_settings(config).describe()}; scope {suite_depth(config)[0].name}"
+        + ("" if suite_depth(config)[1] is None else " with a swarm configuration")
     )
 
 
@@ -130,11 +151,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     return True
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_call(item: pytest.Item) -> None:
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, None]:
     recorder = item.config.stash[RECORDER_KEY]
     if recorder is not None:
         recorder.start_test()
+    if not is_suite_test(item):
+        yield
+        return
+    # The suite's strategies, built as the test runs, take their bounds from the run's scope.
+    with use_scope(*suite_depth(item.config)):
+        yield
 
 
 def recorded_calls(item: pytest.Item) -> JSONObject | None:

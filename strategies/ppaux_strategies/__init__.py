@@ -17,6 +17,17 @@ from ppaux_strategies.doubles import (
 )
 from ppaux_strategies.keys import SGLANG_PREFIX, aux_names, near_prefix_keys, prefixes, transport_dicts
 from ppaux_strategies.outputs import aux_outputs, aux_payloads, observers
+from ppaux_strategies.scope import (
+    SCOPES,
+    Scope,
+    Swarm,
+    active_scope,
+    active_swarm,
+    bound,
+    parse_scope,
+    parse_swarm,
+    use_scope,
+)
 from ppaux_strategies.tensors import (
     CONTIGUOUS_VIEWS,
     MAX_DRAWN_ELEMENTS,
@@ -31,6 +42,7 @@ from ppaux_strategies.tensors import (
 __all__ = [
     "CONTIGUOUS_VIEWS",
     "MAX_DRAWN_ELEMENTS",
+    "SCOPES",
     "SGLANG_PREFIX",
     "NotPPObserver",
     "NotPPOutput",
@@ -39,17 +51,25 @@ __all__ = [
     "RaisingPPOutput",
     "Rebuilt",
     "RecordingObserver",
+    "Scope",
+    "Swarm",
+    "active_scope",
+    "active_swarm",
     "aux_names",
     "aux_outputs",
     "aux_payloads",
+    "bound",
     "devices",
     "dtypes",
     "near_prefix_keys",
     "observers",
+    "parse_scope",
+    "parse_swarm",
     "prefixes",
     "shapes",
     "tensors",
     "tensors_equal",
     "transport_dicts",
+    "use_scope",
     "visible_devices",
 ]

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from hypothesis import strategies as st
 
+from ppaux_strategies.scope import active_scope, active_swarm, bound, counted
 from ppaux_strategies.tensors import tensors as tensors_st
 from ppaux_strategies.validation import check_prefix, check_range, check_type
 
@@ -55,15 +56,23 @@ def aux_names(*, prefix: str = SGLANG_PREFIX) -> st.SearchStrategy[str]:
     Shrinks towards short ASCII names.
     """
     check_prefix(prefix)
-    return _aux_names(prefix)
+    swarm = active_swarm()
+    return _aux_names(prefix, None if swarm is None else swarm.names)
 
 
 @functools.lru_cache(maxsize=256)
-def _aux_names(prefix: str) -> st.SearchStrategy[str]:
+def _aux_names(prefix: str, kinds: tuple[str, ...] | None = None) -> st.SearchStrategy[str]:
     tricky = st.sampled_from(
         ["scores", "top.k", " ", "é", "a b", prefix, prefix + "x", "x" + prefix, prefix.rstrip(".") or "p"]
     )
-    return st.one_of(st.text(min_size=1, max_size=6), tricky)
+    if kinds is None or set(kinds) >= {"plain", "tricky"}:
+        return st.one_of(st.text(min_size=1, max_size=6), tricky)
+    if "tricky" in kinds:
+        # Unicode, dots, whitespace and the prefix itself: names that trip a parser of keys.
+        unicode = st.characters(min_codepoint=0x80, exclude_categories=["Cs"])
+        return st.one_of(tricky, st.text(unicode, min_size=1, max_size=6))
+    # Names as a plugin author writes them: ASCII identifiers, many of them distinct.
+    return st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True)
 
 
 def near_prefix_keys(prefix: str) -> tuple[str, ...]:
@@ -83,14 +92,29 @@ MSG_TYPE_VALUES = st.sampled_from(MSG_TYPES)
 # a strategy is validated once, and validating a tree of them costs more than drawing from it.
 @functools.lru_cache(maxsize=256)
 def _transport_dicts(
-    prefix: str, tensors: st.SearchStrategy[torch.Tensor], max_extra: int, aux: bool, non_str_keys: bool
+    prefix: str,
+    tensors: st.SearchStrategy[torch.Tensor],
+    max_extra: int,
+    aux: bool,
+    non_str_keys: bool,
+    max_aux: int,
+    uniform: bool,
+    names: st.SearchStrategy[str],
 ) -> st.SearchStrategy[dict[Any, Any]]:
     # A prefix like "next_" would claim SGLang's own key; fall back to another first letter.
     base = next(k for k in ("next_token_ids", "hidden_states", "logits") if not k.startswith(prefix))
     extra_keys = SGLANG_TENSOR_KEYS + SGLANG_LIST_KEYS + near_prefix_keys(prefix)
-    extras_st = st.lists(st.sampled_from(extra_keys), max_size=max_extra, unique=True)
+    # Past SGLang's own keys, per-request ones (as a batch of many requests carries): a pool as large as asked.
+    extra_keys += tuple(f"req{i}.logprobs" for i in range(max(0, max_extra - len(extra_keys))))
+    if uniform:
+        # A count, then the pool's keys in a drawn order: the count shrinks freely (the order's choices do not
+        # depend on it), to the fewest keys that fail; a unique list of sampled keys would not shrink below
+        # the floor it was drawn with.
+        extras_st = st.tuples(st.integers(0, max_extra), st.permutations(extra_keys)).map(lambda t: t[1][: t[0]])
+    else:
+        extras_st = st.lists(st.sampled_from(extra_keys), max_size=max_extra, unique=True)
     ordinary_value = st.one_of(tensors, st.none(), st.lists(st.integers(0, 9), max_size=3))
-    aux_names_st = st.lists(aux_names(prefix=prefix), min_size=1, max_size=2, unique=True)
+    aux_names_st = counted(names, 1, max_aux, uniform=uniform, unique=True)
 
     @st.composite
     def transport_dict(draw: st.DrawFn) -> dict[Any, Any]:
@@ -114,26 +138,33 @@ def transport_dicts(
     *,
     prefix: str = SGLANG_PREFIX,
     tensors: st.SearchStrategy[torch.Tensor] | None = None,
-    max_extra: int = 3,
+    max_extra: int | None = None,
     aux: bool = False,
     non_str_keys: bool = False,
+    max_aux: int | None = None,
 ) -> st.SearchStrategy[dict[Any, Any]]:
     """Draw a PP output dict like SGLang's last stage builds: ``next_token_ids``, optional
     logprob/speculative keys (tensors, lists or ``None``), optional ``__msg_type__`` with
     a ``str`` value, and ordinary keys near ``prefix`` (no trailing dot, other case, the
     prefix mid-key) in any order.
 
-    ``aux=True`` adds one or two keys that already carry ``prefix`` (as a dict in flight
+    At most ``max_extra`` ordinary keys besides the base one (past SGLang's own, ``req{i}.logprobs``
+    keys); ``aux=True`` adds 1 to ``max_aux`` keys that already carry ``prefix`` (as a dict in flight
     would); ``non_str_keys=True`` adds keys that are not ``str``. Without ``aux`` no key
-    starts with ``prefix``.
+    starts with ``prefix``. Both bounds and the tensors' rank and side default to the active scope's
+    (``small``: 3 extra keys, 2 aux keys, rank 2, side 3; see :class:`~ppaux_strategies.Scope`).
 
     Shrinks towards ``{"next_token_ids": tensor(0.)}``.
     """
     check_prefix(prefix)
-    check_range(max_extra, "max_extra", low=0, high=16)
+    max_extra = bound("max_extra") if max_extra is None else max_extra
+    max_aux = bound("max_aux") if max_aux is None else max_aux
+    check_range(max_extra, "max_extra", low=0, high=256)
+    check_range(max_aux, "max_aux", low=1, high=256)
     check_type(bool, aux, "aux")
     check_type(bool, non_str_keys, "non_str_keys")
     if tensors is None:
-        tensors = tensors_st(max_dims=2, max_side=3)
+        tensors = tensors_st(max_dims=bound("item_max_dims"), max_side=bound("item_max_side"))
     check_type(st.SearchStrategy, tensors, "tensors")
-    return _transport_dicts(prefix, tensors, max_extra, aux, non_str_keys)
+    names = aux_names(prefix=prefix)
+    return _transport_dicts(prefix, tensors, max_extra, aux, non_str_keys, max_aux, active_scope().uniform_sizes, names)

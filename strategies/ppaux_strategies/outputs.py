@@ -19,6 +19,7 @@ from ppaux_strategies.doubles import (
     RecordingObserver,
 )
 from ppaux_strategies.keys import SGLANG_PREFIX, aux_names
+from ppaux_strategies.scope import active_scope, active_swarm, bound, counted
 from ppaux_strategies.tensors import tensors as tensors_st
 from ppaux_strategies.validation import check_order, check_prefix, check_range, check_type
 
@@ -33,7 +34,7 @@ def _checked(prefix: str, min_size: int, max_size: int, tensors: st.SearchStrate
     check_range(max_size, "max_size", low=1, high=64)
     check_order(min_size, max_size, "min_size", "max_size")
     if tensors is None:
-        return tensors_st(max_dims=2, max_side=3)
+        return tensors_st(max_dims=bound("item_max_dims"), max_side=bound("item_max_side"))
     check_type(st.SearchStrategy, tensors, "tensors")
     return tensors
 
@@ -48,17 +49,26 @@ def _taken_names(prefix: str, collide_with: Mapping[Any, object] | None) -> tupl
 
 
 def _malformed_payload(
-    prefix: str, max_size: int, tensors: st.SearchStrategy, taken: tuple[str, ...]
+    prefix: str,
+    max_size: int,
+    tensors: st.SearchStrategy,
+    taken: tuple[str, ...],
+    kinds: tuple[str, ...] | None,
+    uniform: bool,
 ) -> st.SearchStrategy[dict[object, object]]:
     """Valid items, then one defective item, then any items: every draw has a defect, and the
     valid items before it show whether add wrote anything before refusing."""
     names = aux_names(prefix=prefix)
-    defects = [st.tuples(BAD_NAMES, st.one_of(tensors, NON_TENSORS)), st.tuples(names, NON_TENSORS)]
+    defects = {
+        "bad_name": st.tuples(BAD_NAMES, st.one_of(tensors, NON_TENSORS)),
+        "non_tensor": st.tuples(names, NON_TENSORS),
+    }
     if taken:
         # Names whose reserved key is already in the dict: A5 on add.
-        defects.append(st.tuples(st.sampled_from(taken), tensors))
-    defect = st.one_of(defects)
-    valid = st.lists(st.tuples(names, tensors), max_size=max_size - 1, unique_by=lambda item: item[0])
+        defects["collision"] = st.tuples(st.sampled_from(taken), tensors)
+    # A swarm configuration keeps some kinds of defect only (all of them, where none it keeps applies).
+    defect = st.one_of([d for kind, d in defects.items() if kinds is None or kind in kinds] or list(defects.values()))
+    valid = counted(st.tuples(names, tensors), 0, max_size - 1, uniform=uniform, unique_by=lambda item: item[0])
     anything = st.tuples(st.one_of(names, BAD_NAMES), st.one_of(tensors, NON_TENSORS))
 
     @st.composite
@@ -79,7 +89,7 @@ def aux_payloads(
     prefix: str = SGLANG_PREFIX,
     valid: bool = True,
     min_size: int = 1,
-    max_size: int = 3,
+    max_size: int | None = None,
     tensors: st.SearchStrategy[torch.Tensor] | None = None,
     collide_with: Mapping[Any, object] | None = None,
 ) -> st.SearchStrategy[dict[Any, Any] | None]:
@@ -92,26 +102,55 @@ def aux_payloads(
     name whose reserved key is already in it), then any items: precedence shows, and so does
     whatever add wrote before it refused.
 
+    ``max_size`` and the tensors' rank and side default to the active scope's (``small``: 3 items,
+    rank 2, side 3; see :class:`~ppaux_strategies.Scope`).
+
     Shrinks towards one short name bound to a small zero tensor (``valid=False``: towards ``{}``).
     """
+    max_size = bound("max_payload") if max_size is None else max_size
     tensors = _checked(prefix, min_size, max_size, tensors)
     check_type(bool, valid, "valid")
     if collide_with is not None and not isinstance(collide_with, Mapping):
         raise InvalidArgument(f"collide_with={collide_with!r} must be a mapping (a PP dict)")
+    swarm = active_swarm()
     return _aux_payloads(
-        prefix, valid, min_size, max_size, tensors, _taken_names(prefix, collide_with) if not valid else ()
+        prefix,
+        valid,
+        min_size,
+        max_size,
+        tensors,
+        _taken_names(prefix, collide_with) if not valid else (),
+        None if swarm is None else swarm.defects,
+        active_scope().uniform_sizes,
+        aux_names(prefix=prefix),
     )
 
 
 # Tests build these in every example, for its prefix and dict: built once, a strategy is validated once.
 @functools.lru_cache(maxsize=256)
 def _aux_payloads(
-    prefix: str, valid: bool, min_size: int, max_size: int, tensors: st.SearchStrategy, taken: tuple[str, ...]
+    prefix: str,
+    valid: bool,
+    min_size: int,
+    max_size: int,
+    tensors: st.SearchStrategy,
+    taken: tuple[str, ...],
+    defects: tuple[str, ...] | None,
+    uniform: bool,
+    names: st.SearchStrategy[str],
 ) -> st.SearchStrategy[dict[Any, Any] | None]:
-    good = st.dictionaries(aux_names(prefix=prefix), tensors, min_size=min_size, max_size=max_size)
+    if uniform:
+        # Names first, as the dicts' aux names are drawn (their count shrinks to the threshold), then a tensor each.
+        good = counted(names, min_size, max_size, uniform=True, unique=True).flatmap(
+            lambda ns: st.tuples(*(tensors for _ in ns)).map(lambda ts: dict(zip(ns, ts)))
+        )
+    else:
+        good = st.dictionaries(names, tensors, min_size=min_size, max_size=max_size)
     if valid:
         return good
-    return st.one_of(st.just({}), st.none(), _malformed_payload(prefix, max_size, tensors, taken), good)
+    return st.one_of(
+        st.just({}), st.none(), _malformed_payload(prefix, max_size, tensors, taken, defects, uniform), good
+    )
 
 
 def aux_outputs(
@@ -120,7 +159,7 @@ def aux_outputs(
     valid: bool = True,
     allow_none: bool = False,
     min_size: int = 1,
-    max_size: int = 3,
+    max_size: int | None = None,
     tensors: st.SearchStrategy[torch.Tensor] | None = None,
     collide_with: Mapping[Any, object] | None = None,
 ) -> st.SearchStrategy[PPOutput | NotPPOutput | RaisingPPOutput | None]:

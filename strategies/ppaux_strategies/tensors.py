@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast, overload
 
 import torch
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from ppaux.core.tensors import tensor_bytes
+from ppaux_strategies.scope import Swarm, active_scope, active_swarm, bound, counted
 from ppaux_strategies.validation import check_order, check_range, check_type
 
 # Ordered simplest first: Hypothesis shrinks sampled_from towards the front.
@@ -118,6 +120,12 @@ def shapes(
 @functools.cache
 def _shapes(min_dims: int, max_dims: int, min_side: int, max_side: int) -> st.SearchStrategy[tuple[int, ...]]:
     return st.lists(st.integers(min_side, max_side), min_size=min_dims, max_size=max_dims).map(tuple)
+
+
+@functools.cache
+def _uniform_shapes(max_dims: int, min_side: int, max_side: int) -> st.SearchStrategy[tuple[int, ...]]:
+    # The rank drawn first, uniformly: high ranks come up as often as low ones, and shrink to the lowest that fails.
+    return counted(st.integers(min_side, max_side), 0, max_dims, uniform=True).map(tuple)
 
 
 VIEWS = ("contiguous", "transpose", "step_slice", "expand", "size1_stride")
@@ -259,9 +267,9 @@ def tensors(
     shape: tuple[int, ...] | st.SearchStrategy[tuple[int, ...]] | None = None,
     device: torch.device | str | st.SearchStrategy[torch.device | str] | None = None,
     include_meta: bool = False,
-    views: Sequence[str] = VIEWS,
-    max_dims: int = 3,
-    max_side: int = 4,
+    views: Sequence[str] | None = None,
+    max_dims: int | None = None,
+    max_side: int | None = None,
     fill: bool = True,
 ) -> st.SearchStrategy[torch.Tensor]:
     """Draw a tensor of any supported dtype, shape and device, possibly a non-contiguous view.
@@ -270,7 +278,9 @@ def tensors(
     strategy that draws it (``tensors(dtype=dtypes(), shape=shapes(max_dims=2))``); a drawn
     value is checked as a given one is. Unpinned, the device is drawn first (``meta`` only if
     ``include_meta``), then a dtype it supports (:func:`dtypes`), then a shape of at most
-    ``max_dims`` sides of at most ``max_side``. ``views`` chooses among ``contiguous``,
+    ``max_dims`` sides of at most ``max_side`` (default: the active scope's, ``3`` and ``4`` in
+    ``small``; see :class:`~ppaux_strategies.Scope`). ``views`` (default: all, or those the active
+    swarm configuration keeps) chooses among ``contiguous``,
     ``transpose``, ``step_slice``, ``expand`` and ``size1_stride`` (a tensor contiguous by
     torch's rule whose size-1 dimensions carry non-standard strides); views that need a
     dimension fall back to the plain tensor. :data:`CONTIGUOUS_VIEWS` are the views gloo sends
@@ -290,13 +300,42 @@ def tensors(
     device = _pinned(device, "device", (str, torch.device), _checked_device)
     check_type(bool, include_meta, "include_meta")
     check_type(bool, fill, "fill")
+    max_dims = bound("max_dims") if max_dims is None else max_dims
+    max_side = bound("max_side") if max_side is None else max_side
     check_range(max_dims, "max_dims", low=0, high=32)
     check_range(max_side, "max_side", low=0)
+    swarm = active_swarm()
+    if views is None:
+        views = VIEWS if swarm is None or swarm.views is None else swarm.views
     views = tuple(views)
     if not views or any(v not in VIEWS for v in views):
         raise InvalidArgument(f"views={views!r} must be a non-empty selection of {VIEWS!r}")
+    favoured = _Favoured.of(swarm, active_scope().uniform_sizes)
     # Tests build the same tensors() in every example: a strategy built once is validated once.
-    return _tensors(dtype, shape, device, include_meta, views, max_dims, max_side, fill)
+    return _tensors(dtype, shape, device, include_meta, views, max_dims, max_side, fill, favoured)
+
+
+@dataclass(frozen=True)
+class _Favoured:
+    """What the active scope and swarm configuration change in a tensor drawn unpinned: the dtypes
+    (names), whether a side may be 0, and whether the rank is drawn uniformly."""
+
+    dtypes: tuple[str, ...] | None = None
+    min_side: int = 0
+    uniform_rank: bool = False
+
+    @classmethod
+    def of(cls, swarm: Swarm | None, uniform: bool) -> _Favoured:
+        if swarm is None:
+            return cls(uniform_rank=uniform)
+        return cls(swarm.dtypes, 0 if swarm.empty else 1, uniform)
+
+
+def _favoured_dtypes(device: torch.device, names: tuple[str, ...]) -> st.SearchStrategy[torch.dtype]:
+    supported = supported_dtypes(str(device))
+    kept = [dt for dt in supported if str(dt).removeprefix("torch.") in names]
+    # A configuration drawn on another machine may name dtypes this build lacks: all of them then.
+    return st.sampled_from(kept or supported)
 
 
 @functools.lru_cache(maxsize=256)
@@ -309,20 +348,31 @@ def _tensors(
     max_dims: int,
     max_side: int,
     fill: bool,
+    favoured: _Favoured = _Favoured(),
 ) -> st.SearchStrategy[torch.Tensor]:
     device_st = _aspect(device, _checked_device, devices(include_meta=include_meta))
     pinned_dtype = _aspect(dtype, _checked_dtype, None)
 
     def dtype_st(dev: torch.device) -> st.SearchStrategy[torch.dtype]:
         # Unpinned, the dtype depends on the drawn device: only those it supports.
-        return pinned_dtype if pinned_dtype is not None else dtypes(device=dev)
+        if pinned_dtype is not None:
+            return pinned_dtype
+        return dtypes(device=dev) if favoured.dtypes is None else _favoured_dtypes(dev, favoured.dtypes)
 
-    small = _aspect(shape, _checked_shape, shapes(max_dims=max_dims, max_side=max_side))
+    min_side = min(favoured.min_side, max_side)
+    if favoured.uniform_rank:
+        drawn_shapes = _uniform_shapes(max_dims, min_side, max_side)
+    else:
+        drawn_shapes = shapes(max_dims=max_dims, min_side=min_side, max_side=max_side)
+    small = _aspect(shape, _checked_shape, drawn_shapes)
     # Only meta has no storage, so only meta gets shapes far larger than memory.
     huge = (
         small
         if shape is not None
-        else st.one_of(small, shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=2**20))
+        # Sides up to 2**20, fewer past rank 3: the element count must still fit torch's int64.
+        else st.one_of(
+            small, shapes(min_dims=1, max_dims=max_dims, min_side=1, max_side=2 ** min(20, 60 // max(1, max_dims)))
+        )
     )
 
     def shape_st(dev: torch.device) -> st.SearchStrategy[tuple[int, ...]]:
