@@ -18,13 +18,13 @@ import mmap
 import signal
 import struct
 import threading
-import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
 import pytest
 
+from ppaux.isolation.clock import SYSTEM, Clock
 from ppaux.isolation.forked import ChildOutcome, can_fork, run_forked
 from ppaux.isolation.status import Frame, call_name, frames_in_dump, frames_of, render, under_guard
 
@@ -98,8 +98,9 @@ def current() -> Guard | None:
 class Guard:
     """The per-call limit of one run (``timeout`` seconds) and what it has seen so far."""
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, *, clock: Clock = SYSTEM) -> None:
         self.timeout = parse_timeout(timeout)
+        self.clock = clock
         self.isolated = False
         self.hangs = 0
         self.slowest: dict[str, float] = {}
@@ -165,7 +166,9 @@ class Guard:
         limits here), and a child stopped at its deadline counts as a hang."""
         self.idle()
         outcome = run_forked(
-            lambda: json.dumps({"value": work(), "guard": self.state()}).encode(), deadline=self.kill_deadline
+            lambda: json.dumps({"value": work(), "guard": self.state()}).encode(),
+            deadline=self.kill_deadline,
+            clock=self.clock,
         )
         if outcome.finished:
             answer = json.loads(outcome.answer or b"")
@@ -189,7 +192,7 @@ class Guard:
             self._depth -= 1
 
     def _write_mark(self, deadline: float) -> None:
-        self._mark[:] = _MARK.pack(deadline, time.monotonic())
+        self._mark[:] = _MARK.pack(deadline, self.clock.monotonic())
 
     def _rehearse(
         self, call: str, fn: Callable[..., object], args: tuple[object, ...], kwargs: dict[str, object]
@@ -205,11 +208,13 @@ class Guard:
                 pass  # raising is an answer; the run in process raises it for real
             return b"returned"
 
-        start = time.monotonic()
+        start = self.clock.monotonic()
         # This process waits on its child: a supervisor of its own must not kill it meanwhile.
         self._write_mark(start + limit + KILL_GRACE)
         try:
-            outcome = run_forked(work, deadline=lambda: start + limit + REHEARSAL_GRACE, dump_after=limit)
+            outcome = run_forked(
+                work, deadline=lambda: start + limit + REHEARSAL_GRACE, dump_after=limit, clock=self.clock
+            )
         finally:
             self._write_mark(0.0)
         frames = under_guard(frames_in_dump(outcome.dump))
@@ -224,7 +229,7 @@ class Guard:
     ) -> object:
         limit, why = self.limit(call)
         alarm = _Alarm(call, limit, why) if threading.current_thread() is threading.main_thread() else None
-        start = time.monotonic()
+        start = self.clock.monotonic()
         self._write_mark(start + limit)
         if alarm:
             alarm.start()
@@ -251,7 +256,7 @@ class Guard:
         return result
 
     def _completed(self, call: str, start: float) -> None:
-        self.slowest[call] = max(self.slowest.get(call, 0.0), time.monotonic() - start)
+        self.slowest[call] = max(self.slowest.get(call, 0.0), self.clock.monotonic() - start)
 
 
 class _Alarm:

@@ -1,27 +1,37 @@
-"""Each test of the shipped suite in a forked child of the pytest process, so that an
-implementation that kills its process or hangs where no signal reaches it costs one test, not
-the run (pytest-forked's idea, with pytest-xdist's "a dead worker is a failed test").
+"""The shipped suite's tests (and any marked ``@pytest.mark.isolated``) in a supervised worker, so that
+an implementation that kills its process or hangs where no signal reaches it costs one test, not the
+run (pytest-xdist's "a dead worker is a failed test", AFL's fork server).
 
-The child runs the test's whole protocol and sends its reports back through pytest's own report
-serialisation hooks. A child that dies, or is killed at its call's deadline, is run again with
-every call into the implementation isolated in a child of its own (``guard.isolated``): the crash
-or hang is then an ordinary failure that Hypothesis shrinks, saves and prints with its blob.
-Hypothesis draws each test's seed from a generator both children inherit unchanged, so the
-second run meets the same examples as the first.
+A :class:`ForkServer` forks one worker from the pytest process at the first contained test, after
+imports and collection, and sends it each contained test in turn (its place in ``session.items``
+and the next one's, so that fixtures are torn down as pytest would); the worker runs the test's
+whole protocol and sends its reports back through pytest's own report serialisation hooks. A worker
+that dies, or is killed at its call's deadline, costs only the test it was running: that test is run
+again alone in a fresh child with every call into the implementation isolated in a child of its own
+(``guard.isolated``), so the crash or hang is an ordinary failure that Hypothesis shrinks, saves and
+prints with its blob; the next contained test starts a fresh worker. The parent draws each test's
+Hypothesis seed, so that the rerun meets the same examples as the worker did.
 """
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
 import pytest
 from _pytest.runner import runtestprotocol
 
-from ppaux.isolation import ChildOutcome, Guard
+from ppaux.isolation import ChildOutcome, Guard, Worker, resident_bytes
 from ppaux.testing.hypothesis_api import replace_seed_generator
 from ppaux.testing.results import JSONObject, row
 from ppaux.testing.suite import SUITE
+
+# A worker runs this many tests at most, or until its resident memory has grown this much past what
+# it held after its first test; the next contained test then starts a fresh one (what one test
+# leaks, or leaves behind in torch's caches, does not pile up for the rest of the run).
+RECYCLE_AFTER = 500
+RECYCLE_GROWTH = 1 << 30
 
 
 def is_suite_test(item: pytest.Item) -> bool:
@@ -37,24 +47,141 @@ def is_contained(item: pytest.Item) -> bool:
     return is_suite_test(item) or item.get_closest_marker("isolated") is not None
 
 
-def run_contained(item: pytest.Item, nextitem: pytest.Item | None, guard: Guard) -> list[pytest.TestReport]:
-    """The test's reports, from a forked child; a death becomes the test's failure."""
+class ForkServer:
+    """The contained tests of one pytest process (one xdist worker), run one after another in a
+    long-lived forked worker under ``guard``'s deadlines; a fresh worker after ``recycle_after`` tests
+    or once its memory has grown by ``recycle_growth`` bytes (:data:`RECYCLE_AFTER`, :data:`RECYCLE_GROWTH`)."""
+
+    def __init__(
+        self,
+        session: pytest.Session,
+        guard: Guard,
+        *,
+        recycle_after: int | None = None,
+        recycle_growth: int | None = None,
+    ) -> None:
+        self.session, self.guard = session, guard
+        # Read when the server starts (a run's settings, as the module holds them then).
+        self.recycle_after = RECYCLE_AFTER if recycle_after is None else recycle_after
+        self.recycle_growth = RECYCLE_GROWTH if recycle_growth is None else recycle_growth
+        # How many workers this server has started: one for a run in which nothing died.
+        self.started = 0
+        self._worker: Worker | None = None
+        self._served = 0
+        self._first_rss: int | None = None
+        self._retiring = False
+        self._places: dict[int, int] | None = None
+        # The worker's side: the deepest node pytest had set up here when it forked (what this
+        # process set up is this process's to tear down), and the last test it ran.
+        self._inherited: pytest.Item | pytest.Collector | None = None
+        self._last: pytest.Item | None = None
+
+    def run(self, item: pytest.Item, nextitem: pytest.Item | None) -> list[pytest.TestReport]:
+        """The test's reports; a death of the worker becomes the test's failure (after the rerun alone)."""
+        seed = draw_seed()
+        place = self._place(item)
+        if place is None:
+            # Not one of the session's items (a plugin running a test of its own): a child of its own.
+            return run_alone(item, nextitem, self.guard, seed)
+        following = None if nextitem is None or not is_contained(nextitem) else self._place(nextitem)
+        # The worker's last test tears down what the worker set up: the next test runs here, or in a new worker.
+        last = following is None or self._retiring or self._served + 1 >= self.recycle_after
+        request = {"test": place, "next": None if last else following, "seed": seed}
+        if self._worker is None:
+            self._worker = Worker(self._serve, farewell=self._farewell, clock=self.guard.clock)
+            self.started += 1
+        self.guard.idle()
+        reply = self._worker.ask(json.dumps(request).encode(), deadline=self.guard.kill_deadline)
+        if isinstance(reply, ChildOutcome):
+            self._forget()
+            if reply.stopped:
+                self.guard.hangs += 1
+            return run_alone(item, nextitem, self.guard, seed, first=reply)
+        answer = json.loads(reply)
+        self.guard.merge(answer["guard"])
+        self._served += 1
+        if self._first_rss is None:
+            self._first_rss = answer["rss"]
+        self._retiring = answer["rss"] - self._first_rss > self.recycle_growth
+        if last:
+            self.close()
+        return _reports(item.config, answer["reports"])
+
+    def close(self) -> None:
+        """Let the worker go (it tears down what it set up): at the session's end, or to recycle it."""
+        if self._worker is not None:
+            self._worker.close()
+        self._forget()
+
+    def _forget(self) -> None:
+        self._worker = None
+        self._served, self._first_rss, self._retiring = 0, None, False
+
+    def _place(self, item: pytest.Item) -> int | None:
+        if self._places is None:
+            self._places = {id(each): place for place, each in enumerate(self.session.items)}
+        return self._places.get(id(item))
+
+    # The worker's side.
+
+    def _serve(self, request: bytes) -> bytes:
+        asked = json.loads(request)
+        items = self.session.items
+        if self._last is None:
+            stack = list(self._setup().stack)
+            self._inherited = stack[-1] if stack else None
+        item = items[asked["test"]]
+        upto = items[asked["next"]] if asked["next"] is not None else self._inherited
+        self._last = item
+        reports = _protocol(item, upto, self.guard, asked["seed"], isolated=False)
+        return json.dumps({"reports": reports, "guard": self.guard.state(), "rss": resident_bytes()}).encode()
+
+    def _farewell(self) -> None:
+        # Asked to go before its last test said so (the session stopped early): tear down what it set up.
+        # An error there has no test to report it: the worker prints it.
+        if self._last is not None:
+            self._setup().teardown_exact(self._inherited)
+
+    def _setup(self) -> Any:  # Any: pytest's SetupState, which pytest does not export
+        # The nodes pytest has set up, and their finalizers: the session's SetupState, with no public reader.
+        return self.session._setupstate
+
+
+def draw_seed() -> int:
+    """A seed for the next test's Hypothesis run, drawn here from the generator Hypothesis would draw
+    it from (made on first use, as Hypothesis makes it): the worker and a rerun alone meet the same examples."""
+    generator = replace_seed_generator(None) or random.Random()
+    replace_seed_generator(generator)
+    return generator.getrandbits(64)
+
+
+def _protocol(
+    item: pytest.Item, upto: pytest.Item | pytest.Collector | None, guard: Guard, seed: int, *, isolated: bool
+) -> list[JSONObject]:
+    """The test's whole protocol here, under ``seed``, its reports serialised; torn down to ``upto``."""
+    replace_seed_generator(random.Random(seed))
+    guard.isolated = isolated
+    with guard.installed():
+        # A collector as ``nextitem``: tear down all but the nodes it lies in (pytest reads only its chain).
+        reports = runtestprotocol(item, log=False, nextitem=upto)  # type: ignore[arg-type]
+    config = item.config
+    return [config.hook.pytest_report_to_serializable(config=config, report=r) for r in reports]
+
+
+def run_alone(
+    item: pytest.Item, nextitem: pytest.Item | None, guard: Guard, seed: int, first: ChildOutcome | None = None
+) -> list[pytest.TestReport]:
+    """The test's reports from a forked child of its own; ``first``: how a first run (the worker) died.
+    A death becomes the test's failure, after a run with every call isolated."""
     # The child tears down what it set up, never what this process holds (session fixtures set up
     # by earlier tests here): those the session's own teardown ends.
     upto: Any = nextitem if nextitem is not None else item.session
     config = item.config
-
-    def work(isolated: bool) -> list[JSONObject]:
-        guard.isolated = isolated
-        with guard.installed():
-            reports = runtestprotocol(item, log=False, nextitem=upto)
-        return [config.hook.pytest_report_to_serializable(config=config, report=r) for r in reports]
-
-    prime_seed()
-    first, answer = guard.supervised(lambda: work(False))
-    if first.finished:
-        return _reports(config, answer)
-    second, answer = guard.supervised(lambda: work(True))
+    if first is None:
+        first, answer = guard.supervised(lambda: _protocol(item, upto, guard, seed, isolated=False))
+        if first.finished:
+            return _reports(config, answer)
+    second, answer = guard.supervised(lambda: _protocol(item, upto, guard, seed, isolated=True))
     if not second.finished:
         return [_died(item, first, second)]
     reports = _reports(config, answer)

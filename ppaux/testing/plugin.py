@@ -18,7 +18,7 @@ import pytest
 from hypothesis import settings
 
 from ppaux.isolation import DEFAULT_TIMEOUT, Guard, can_fork, parse_timeout
-from ppaux.testing.containment import is_contained, is_suite_test, run_contained
+from ppaux.testing.containment import ForkServer, is_contained, is_suite_test
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.kit import KitResult, check_observer
 from ppaux.testing.profiles import SuiteSettings, UnknownTuning, check_tuning, parse_max_examples, resolve, under
@@ -35,6 +35,8 @@ ASKED_KEY = pytest.StashKey[tuple[str | None, int | None]]()
 SETTINGS_KEY = pytest.StashKey[SuiteSettings]()
 # Whether the run's header line was shown at the session's start (activated by an option), or is still to show.
 HEADER_KEY = pytest.StashKey[bool]()
+# The worker that runs this process's contained tests, started at the first of them.
+SERVER_KEY = pytest.StashKey[ForkServer]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -102,7 +104,9 @@ def collected(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 def _header(config: pytest.Config) -> str:
-    isolation = "each test of ppaux.conformance in a forked child" if config.stash[ISOLATION_KEY] else "in process"
+    isolation = (
+        "the tests of ppaux.conformance in a supervised forked worker" if config.stash[ISOLATION_KEY] else "in process"
+    )
     return (
         f"ppaux: implementation under test {implementation(config)!r}; per-call limit {guard(config).timeout:g} s; "
         f"isolation: {isolation}; Hypothesis: {suite_settings(config).describe()}"
@@ -123,11 +127,21 @@ def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
     if not (item.config.stash[ISOLATION_KEY] and is_contained(item)):
         return None
+    server = item.config.stash.get(SERVER_KEY, None)
+    if server is None:
+        server = item.config.stash[SERVER_KEY] = ForkServer(item.session, guard(item.config))
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    for report in run_contained(item, nextitem, guard(item.config)):
+    for report in server.run(item, nextitem):
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
+
+
+@pytest.hookimpl(tryfirst=True)  # the worker's fixtures end before those of this process
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    server = session.config.stash.get(SERVER_KEY, None)
+    if server is not None:
+        server.close()
 
 
 @pytest.hookimpl(tryfirst=True)
