@@ -317,7 +317,9 @@ def test_report_of_a_failure_without_example_or_blob_says_where_to_look():
 
 
 def test_the_suites_run_selects_by_marks_and_optionally_by_name():
-    args = argparse.Namespace(marks="contract", profile="ci", max_examples=None, tests=None, junit=None, timeout=2.5)
+    args = argparse.Namespace(
+        marks="contract", profile="ci", max_examples=None, tests=None, junit=None, timeout=2.5, isolation="test"
+    )
     argv = check.pytest_args(args, "", "r.jsonl", "p.ini")
     # ppaux's tuning over Hypothesis's default profile, not the ci one Hypothesis loads on CI.
     assert argv[-10:] == [
@@ -332,9 +334,9 @@ def test_the_suites_run_selects_by_marks_and_optionally_by_name():
         "--ppaux-timeout",
         "2.5",
     ]
-    args.tests, args.max_examples = "round_trip", 5
+    args.tests, args.max_examples, args.isolation = "round_trip", 5, "off"
     argv = check.pytest_args(args, "m", "r.jsonl", "p.ini")
-    assert argv[-4:] == ["--ppaux-impl", "m", "-k", "round_trip"]
+    assert argv[-6:] == ["--ppaux-impl", "m", "-k", "round_trip", "--ppaux-isolation", "off"]
     assert argv[argv.index("--ppaux-profile") : argv.index("--ppaux-results")] == [
         "--ppaux-profile",
         "ci",

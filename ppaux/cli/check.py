@@ -70,6 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"per-call time limit: a call into the implementation past it fails as a hang "
         f"(default: {DEFAULT_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--isolation",
+        choices=("test", "off"),
+        default="test",
+        help="test (default): the tests run in a supervised forked worker, so that a crash or a hang no signal "
+        "reaches is a finding; off: in this process (for a debugger, or to measure what containment costs)",
+    )
 
 
 def build_report(
@@ -224,6 +231,7 @@ def pytest_args(args: argparse.Namespace, spec: str, results: str, ini: str) -> 
         max_examples=args.max_examples,
         results=results,
         junit=str(Path(args.junit).resolve()) if args.junit else None,
+        isolation=None if args.isolation == "test" else args.isolation,
     )
     # This process imported Hypothesis (and ppaux) before pytest could rewrite their asserts; the
     # suite's own modules it imports afresh and rewrites, so the warning says nothing about the run.
