@@ -4,13 +4,14 @@ long-lived worker (ppaux.isolation.Worker) in real processes, with only generous
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import time
 
 import pytest
 
-from ppaux.isolation import SYSTEM, ChildOutcome, Guard, Worker, resident_bytes
+from ppaux.isolation import SYSTEM, ChildOutcome, Guard, Worker, resident_bytes, run_forked
 from ppaux.isolation import guard as guard_module
 from ppaux.isolation import server as server_module
 from ppaux.isolation.forked import Seen, next_wait, send, supervise
@@ -274,3 +275,72 @@ def test_the_system_clock_is_monotonic_time():
     before = time.monotonic()
     SYSTEM.sleep(0.001)
     assert before < SYSTEM.monotonic() <= time.monotonic()
+
+
+def died_after_answering():
+    """A worker that ends its process just after its first answer (a thread the code under test left
+    behind), and is seen dead before the next request is sent."""
+
+    def serve(request: bytes) -> bytes:
+        import threading
+
+        threading.Timer(0.01, os._exit, [5]).start()
+        return b"answered"
+
+    worker = Worker(serve)
+    assert worker.ask(b"go", deadline=lambda: None) == b"answered"
+    give_up = time.monotonic() + SAFETY
+    while open(f"/proc/{worker.pid}/stat").read().split(") ")[1][0] != "Z" and time.monotonic() < give_up:
+        time.sleep(0.01)
+    return worker
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads a process's state from Linux's /proc")
+def test_a_worker_that_died_after_its_answer_is_an_outcome_at_the_next_request():
+    worker = died_after_answering()
+    outcome = worker.ask(b"go", deadline=lambda: time.monotonic() + SAFETY)
+    assert isinstance(outcome, ChildOutcome) and outcome.describe() == "ended the process with exit status 5"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads a process's state from Linux's /proc")
+def test_a_worker_that_died_after_its_answer_is_closed_all_the_same():
+    worker = died_after_answering()
+    worker.close()
+    assert not worker.alive
+    with pytest.raises(ChildProcessError):
+        os.waitpid(worker.pid, os.WNOHANG)
+
+
+def test_a_worker_whose_serving_raises_ends_with_its_own_status():
+    def serve(request: bytes) -> bytes:
+        raise RuntimeError("the worker's own bug")
+
+    worker = Worker(serve)
+    outcome = worker.ask(b"go", deadline=lambda: time.monotonic() + SAFETY)
+    assert isinstance(outcome, ChildOutcome)
+    assert outcome.describe() == f"ended the process with exit status {server_module._SERVE_RAISED}"
+
+
+def test_a_worker_whose_parent_is_gone_says_farewell_and_ends(tmp_path):
+    said = tmp_path / "farewell"
+
+    def parent() -> bytes:
+        # A parent that ends without closing its worker (pytest killed): the worker reads the end of its pipe.
+        worker = Worker(counter(), farewell=lambda: said.write_text(str(os.getpid())))
+        return str(worker.pid).encode()
+
+    outcome = run_forked(parent, deadline=lambda: time.monotonic() + SAFETY)
+    give_up = time.monotonic() + SAFETY
+    while not said.exists() and time.monotonic() < give_up:
+        time.sleep(0.01)
+    assert said.read_text() == outcome.answer.decode()
+
+
+def test_starting_a_worker_leaves_the_callers_garbage_collector_as_it_was():
+    gc.disable()
+    try:
+        worker = Worker(counter())
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    worker.close()

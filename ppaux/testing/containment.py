@@ -80,9 +80,6 @@ class ForkServer:
         """The test's reports; a death of the worker becomes the test's failure (after the rerun alone)."""
         seed = draw_seed()
         place = self._place(item)
-        if place is None:
-            # Not one of the session's items (a plugin running a test of its own): a child of its own.
-            return run_alone(item, nextitem, self.guard, seed)
         following = None if nextitem is None or not is_contained(nextitem) else self._place(nextitem)
         # The worker's last test tears down what the worker set up: the next test runs here, or in a new worker.
         last = following is None or self._retiring or self._served + 1 >= self.recycle_after
@@ -117,10 +114,12 @@ class ForkServer:
         self._worker = None
         self._served, self._first_rss, self._retiring = 0, None, False
 
-    def _place(self, item: pytest.Item) -> int | None:
+    def _place(self, item: pytest.Item) -> int:
+        # The worker finds a test by its place among the session's items (pytest's runtestloop and
+        # xdist's workers run those): it holds a copy of them, made at its fork.
         if self._places is None:
             self._places = {id(each): place for place, each in enumerate(self.session.items)}
-        return self._places.get(id(item))
+        return self._places[id(item)]
 
     # The worker's side.
 
@@ -139,7 +138,7 @@ class ForkServer:
     def _farewell(self) -> None:
         # Asked to go before its last test said so (the session stopped early): tear down what it set up.
         # An error there has no test to report it: the worker prints it.
-        if self._last is not None:
+        if self._last is not None:  # pragma: no branch - a worker is asked to go only after a test
             self._setup().teardown_exact(self._inherited)
 
     def _setup(self) -> Any:  # Any: pytest's SetupState, which pytest does not export
@@ -169,18 +168,15 @@ def _protocol(
 
 
 def run_alone(
-    item: pytest.Item, nextitem: pytest.Item | None, guard: Guard, seed: int, first: ChildOutcome | None = None
+    item: pytest.Item, nextitem: pytest.Item | None, guard: Guard, seed: int, first: ChildOutcome
 ) -> list[pytest.TestReport]:
-    """The test's reports from a forked child of its own; ``first``: how a first run (the worker) died.
-    A death becomes the test's failure, after a run with every call isolated."""
+    """The test's reports from a forked child of its own, with every call isolated, after ``first``
+    (how the worker died in it): a death here too becomes the test's failure, a pass a failure that
+    says the death depended on more than the drawn example."""
     # The child tears down what it set up, never what this process holds (session fixtures set up
     # by earlier tests here): those the session's own teardown ends.
     upto: Any = nextitem if nextitem is not None else item.session
     config = item.config
-    if first is None:
-        first, answer = guard.supervised(lambda: _protocol(item, upto, guard, seed, isolated=False))
-        if first.finished:
-            return _reports(config, answer)
     second, answer = guard.supervised(lambda: _protocol(item, upto, guard, seed, isolated=True))
     if not second.finished:
         return [_died(item, first, second)]
