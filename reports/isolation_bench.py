@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,34 +28,49 @@ GOAL_RATIO = 1.2
 SIDES = {"fork server": [], "in process": ["--isolation", "off"]}
 
 
-def check_seconds(extra: list[str]) -> float:
-    """The wall time of one ``ppaux check`` on the reference, in a fresh interpreter."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def check_seconds(extra: list[str]) -> tuple[float, float]:
+    """The wall time of one ``ppaux check`` on the reference, in a fresh interpreter, and the CPU
+    time of it and every process it started (the workers, the reruns): the CPU figure moves less
+    with what else the machine runs."""
     with tempfile.TemporaryDirectory() as report:
-        start = time.perf_counter()
+        cpu, start = _children_cpu(), time.perf_counter()
         subprocess.run(
             [sys.executable, "-m", "ppaux", "check", "--report", report, *extra],
             check=True,
             stdout=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
         )
-        return time.perf_counter() - start
+        return time.perf_counter() - start, _children_cpu() - cpu
 
 
 def measure(runs: int) -> dict[str, object]:
     times: dict[str, list[float]] = {side: [] for side in SIDES}
+    cpu: dict[str, list[float]] = {side: [] for side in SIDES}
     for run in range(runs):
         # Alternate which side goes first: a warm page cache or a busy minute favours neither.
         order = list(SIDES) if run % 2 == 0 else list(reversed(SIDES))
         for side in order:
-            times[side].append(check_seconds(SIDES[side]))
+            wall, used = check_seconds(SIDES[side])
+            times[side].append(wall)
+            cpu[side].append(used)
     ratios = [forked / inproc for forked, inproc in zip(times["fork server"], times["in process"])]
+    cpu_ratios = [forked / inproc for forked, inproc in zip(cpu["fork server"], cpu["in process"])]
     return {
         "command": "ppaux check --report DIR [--isolation off]",
         "runs": runs,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+        "load": os.getloadavg()[0],
         "seconds": times,
+        "cpu_seconds": cpu,
         "median_seconds": {side: statistics.median(values) for side, values in times.items()},
+        "median_cpu_seconds": {side: statistics.median(values) for side, values in cpu.items()},
         "median_ratio": statistics.median(ratios),
+        "median_cpu_ratio": statistics.median(cpu_ratios),
         "goal": {"seconds": GOAL_SECONDS, "ratio": GOAL_RATIO},
     }
 
@@ -64,18 +80,22 @@ def markdown(result: dict[str, object]) -> str:
     assert isinstance(medians, dict)
     seconds = result["seconds"]
     assert isinstance(seconds, dict)
+    cpu = result["median_cpu_seconds"]
+    assert isinstance(cpu, dict)
     lines = [
-        f"`{result['command']}`, {result['runs']} alternating runs each ({result['machine']}):",
+        f"`{result['command']}`, {result['runs']} alternating runs each ({result['machine']}; "
+        f"load average {result['load']:.1f} at the end):",
         "",
-        "| suite | median s | runs (s) |",
-        "| --- | --- | --- |",
+        "| suite | median wall s | median CPU s | wall s of each run |",
+        "| --- | --- | --- | --- |",
     ]
     for side, median in medians.items():
-        lines.append(f"| {side} | {median:.2f} | {', '.join(f'{s:.2f}' for s in seconds[side])} |")
+        runs = ", ".join(f"{s:.2f}" for s in seconds[side])
+        lines.append(f"| {side} | {median:.2f} | {cpu[side]:.2f} | {runs} |")
     lines += [
         "",
-        f"Median ratio of each pair, fork server / in process: {result['median_ratio']:.2f} "
-        f"(goal: at most {GOAL_RATIO:g}, and at most {GOAL_SECONDS:g} s).",
+        f"Median ratio of each pair, fork server / in process: {result['median_ratio']:.2f} wall, "
+        f"{result['median_cpu_ratio']:.2f} CPU (goal: at most {GOAL_RATIO:g}, and at most {GOAL_SECONDS:g} s).",
     ]
     return "\n".join(lines) + "\n"
 
