@@ -1,4 +1,4 @@
-"""Time limits on the calls into the code under test, and where each call runs.
+r"""Time limits on the calls into the code under test, and where each call runs.
 
 In process (the default), a timer signal interrupts a call that runs past its limit where it is
 stuck, a pure-Python loop or a wait: :class:`Hang` is raised there, with that stack. A call that
@@ -6,8 +6,10 @@ no signal handler can reach (native code, signals blocked) is left to the superv
 which reads the call's deadline from memory shared across fork and kills the process; from then
 on ``guard.isolated`` runs every call first in a forked child of its own (:func:`run_forked`): a
 child that dies or hangs is raised as :class:`Crash` or :class:`Hang`, one that returns is run
-again in process for its effects. Both findings are pytest failures (``pytest.fail.Exception``):
-an implementation's ``except Exception`` cannot swallow them, and Hypothesis shrinks them.
+again in process for its effects. Both findings are ``BaseException``\s, so that an implementation's
+``except Exception`` cannot swallow them; a layer above gives a guard its own subclasses of them and
+its own names for the calls (:attr:`Guard.hang`, :attr:`Guard.crash`, :meth:`Guard.name`): ppaux's
+testing layer makes them pytest failures, which Hypothesis shrinks, named by the contract's calls.
 """
 
 from __future__ import annotations
@@ -22,11 +24,9 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
-import pytest
-
 from ppaux.isolation.clock import SYSTEM, Clock
 from ppaux.isolation.forked import ChildOutcome, can_fork, run_forked
-from ppaux.isolation.status import Frame, call_name, frames_in_dump, frames_of, render, under_guard
+from ppaux.isolation.status import Frame, frames_in_dump, frames_of, render, under_guard
 
 DEFAULT_TIMEOUT = 10.0
 # Once a call has hung, the calls after it (Hypothesis shrinking that hang) are judged against
@@ -50,8 +50,6 @@ IDLE_FLOOR = 60.0
 _REFIRE = 0.1
 _MARK = struct.Struct("<dd")
 
-_Failed: Any = pytest.fail.Exception  # pytest's Failed, which pytest does not export as a type
-
 
 def parse_timeout(value: Any) -> float:  # Any: float() is tried on whatever was given
     """A per-call limit in seconds: a positive finite number (or its text). ``ValueError`` with
@@ -65,26 +63,28 @@ def parse_timeout(value: Any) -> float:  # Any: float() is tried on whatever was
     return seconds
 
 
-class Hang(_Failed):  # type: ignore[misc]
-    """A call into the code under test did not return within its limit."""
+class Hang(BaseException):
+    """A call into the code under test did not return within its limit. ``msg``: the message."""
 
     __module__ = "ppaux.isolation"
 
     def __init__(self, call: str, limit: float, why: str, stack: str) -> None:
         self.call, self.limit, self.why, self.stack = call, limit, why, stack
         text = f"{call} did not return within {limit:g} s ({why})"
-        super().__init__(text + (f"\nstuck at (most recent call last):\n{stack}" if stack else ""))
+        self.msg = text + (f"\nstuck at (most recent call last):\n{stack}" if stack else "")
+        super().__init__(self.msg)
 
 
-class Crash(_Failed):  # type: ignore[misc]
-    """A call into the code under test ended its process."""
+class Crash(BaseException):
+    """A call into the code under test ended its process. ``msg``: the message."""
 
     __module__ = "ppaux.isolation"
 
     def __init__(self, call: str, how: str, stack: str) -> None:
         self.call, self.how, self.stack = call, how, stack
         text = f"{call} {how}"
-        super().__init__(text + (f"\nwhere (most recent call last):\n{stack}" if stack else ""))
+        self.msg = text + (f"\nwhere (most recent call last):\n{stack}" if stack else "")
+        super().__init__(self.msg)
 
 
 _current: list[Guard] = []
@@ -97,6 +97,15 @@ def current() -> Guard | None:
 
 class Guard:
     """The per-call limit of one run (``timeout`` seconds) and what it has seen so far."""
+
+    # What a hang and a crash raise: a layer above gives its own subclasses (see the module's doc).
+    hang: type[Hang] = Hang
+    crash: type[Crash] = Crash
+
+    def name(self, frames: list[Frame], call: str) -> str:
+        """The name a finding gives the call that hung or crashed, from the frames of the code under
+        test (innermost first): here, the name it was guarded under."""
+        return call
 
     def __init__(self, timeout: float = DEFAULT_TIMEOUT, *, clock: Clock = SYSTEM) -> None:
         self.timeout = parse_timeout(timeout)
@@ -220,15 +229,15 @@ class Guard:
         frames = under_guard(frames_in_dump(outcome.dump))
         if outcome.stopped:
             self.hangs += 1
-            raise Hang(call_name(frames, call), limit, why, render(frames))
+            raise self.hang(self.name(frames, call), limit, why, render(frames))
         if not outcome.finished:
-            raise Crash(call_name(frames, call), outcome.describe(), render(frames))
+            raise self.crash(self.name(frames, call), outcome.describe(), render(frames))
 
     def _in_process(
         self, call: str, fn: Callable[..., object], args: tuple[object, ...], kwargs: dict[str, object]
     ) -> object:
         limit, why = self.limit(call)
-        alarm = _Alarm(call, limit, why) if threading.current_thread() is threading.main_thread() else None
+        alarm = _Alarm(self, call, limit, why) if threading.current_thread() is threading.main_thread() else None
         start = self.clock.monotonic()
         self._write_mark(start + limit)
         if alarm:
@@ -262,8 +271,8 @@ class Guard:
 class _Alarm:
     """SIGALRM at the limit, then every _REFIRE s: each raises :class:`Hang` where the call is."""
 
-    def __init__(self, call: str, limit: float, why: str) -> None:
-        self.call, self.limit, self.why = call, limit, why
+    def __init__(self, guard: Guard, call: str, limit: float, why: str) -> None:
+        self.guard, self.call, self.limit, self.why = guard, call, limit, why
         self.fired: list[Frame] | None = None
         self._active = False
         self._previous: Callable[[int, FrameType | None], object] | int | signal.Handlers | None = None
@@ -283,7 +292,7 @@ class _Alarm:
 
     def hang(self) -> Hang:
         frames = under_guard(self.fired or [])
-        return Hang(call_name(frames, self.call), self.limit, self.why, render(frames))
+        return self.guard.hang(self.guard.name(frames, self.call), self.limit, self.why, render(frames))
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         if not self._active:  # pragma: no cover - a signal already pending when the timer was cancelled

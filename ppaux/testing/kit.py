@@ -41,6 +41,7 @@ from ppaux.core.transport import PipelineParallelAuxiliaryOutput
 from ppaux.isolation import ChildOutcome, Crash, Guard, Hang, can_fork, current, parse_timeout
 from ppaux.relay.hop import channel_kind, relay
 from ppaux.relay.wire import TensorDict
+from ppaux.testing.calls import SuiteGuard
 from ppaux.testing.containment import prime_seed
 from ppaux.testing.findings import GLOO_REJECTED_DTYPES, collision, message
 from ppaux.testing.hypothesis_api import add_to_database_key
@@ -145,7 +146,7 @@ def check_observer(
     targets = _receiving_devices(devices)
     impl = _implementation(impl)
     supervisor = current()
-    guard = Guard(timeout) if timeout is not None else impl.guard or supervisor or Guard()
+    guard = SuiteGuard(timeout) if timeout is not None else impl.guard or supervisor or SuiteGuard()
     if impl.guard is not guard:
         impl = _unguarded(impl).guarded(guard)
 

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import settings
 
 from ppaux.isolation import DEFAULT_TIMEOUT, Guard, can_fork, parse_timeout
+from ppaux.testing.calls import SuiteGuard
 from ppaux.testing.containment import ForkServer, is_contained, is_suite_test
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.kit import KitResult, check_observer
@@ -47,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     timeout = config.getoption("--ppaux-timeout") or config.getini("ppaux_timeout") or DEFAULT_TIMEOUT
     try:
-        config.stash[GUARD_KEY] = Guard(parse_timeout(timeout))
+        config.stash[GUARD_KEY] = SuiteGuard(parse_timeout(timeout))
     except ValueError as exc:
         raise pytest.UsageError(f"--ppaux-timeout: {exc}") from None
     isolation = config.getoption("--ppaux-isolation") or config.getini("ppaux_isolation") or "test"
