@@ -344,3 +344,25 @@ def test_starting_a_worker_leaves_the_callers_garbage_collector_as_it_was():
     finally:
         gc.enable()
     worker.close()
+
+
+def blocked_forever():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    time.sleep(SAFETY * 10)
+
+
+def test_a_contained_run_passed_failed_crashed_or_hung():
+    guard = Guard(0.2)
+    passed = guard.contain(lambda: ([1, 2], None))
+    assert (passed.kind, passed.value, passed.error) == ("passed", [1, 2], None)
+    failed = guard.contain(lambda: (3, "AssertionError: x"))
+    assert (failed.kind, failed.value, failed.error) == ("failed", 3, "AssertionError: x")
+    crashed = guard.contain(lambda: os._exit(3))
+    assert (crashed.kind, crashed.value, crashed.outcome.describe()) == (
+        "crash",
+        None,
+        "ended the process with exit status 3",
+    )
+    # A call no timer signal reaches: killed from outside past its deadline.
+    hung = guard.contain(lambda: guard.call("pop", blocked_forever))
+    assert (hung.kind, hung.value) == ("hang", None)

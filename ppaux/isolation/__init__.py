@@ -14,7 +14,7 @@ one request after another under the same supervision. Every loop here reads time
 from ppaux.isolation.clock import SYSTEM, Clock, SystemClock
 from ppaux.isolation.forked import ChildOutcome, can_fork, run_forked
 from ppaux.isolation.groups import signal_group
-from ppaux.isolation.guard import DEFAULT_TIMEOUT, Crash, Guard, Hang, current, parse_timeout
+from ppaux.isolation.guard import DEFAULT_TIMEOUT, Contained, Crash, Guard, Hang, current, parse_timeout
 from ppaux.isolation.server import Worker, resident_bytes
 from ppaux.isolation.status import describe_exitcode, describe_status, signal_name
 
@@ -23,6 +23,7 @@ __all__ = [
     "SYSTEM",
     "ChildOutcome",
     "Clock",
+    "Contained",
     "Crash",
     "Guard",
     "Hang",

@@ -21,6 +21,7 @@ import signal
 import struct
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
@@ -85,6 +86,25 @@ class Crash(BaseException):
         text = f"{call} {how}"
         self.msg = text + (f"\nwhere (most recent call last):\n{stack}" if stack else "")
         super().__init__(self.msg)
+
+
+@dataclass(frozen=True)
+class Contained:
+    """One contained run (:meth:`Guard.contain`): how it ended, what its work answered (``value``) and the
+    error it reported in one line (``error``; ``None``: it passed)."""
+
+    outcome: ChildOutcome
+    value: Any  # Any: the work's own JSON value
+    error: str | None
+
+    @property
+    def kind(self) -> str:
+        """``passed``, ``failed``, ``crash`` (the process ended) or ``hang`` (stopped at its deadline)."""
+        if self.outcome.stopped:
+            return "hang"
+        if not self.outcome.finished:
+            return "crash"
+        return "passed" if self.error is None else "failed"
 
 
 _current: list[Guard] = []
@@ -186,6 +206,13 @@ class Guard:
         if outcome.stopped:
             self.hangs += 1
         return outcome, None
+
+    def contain(self, work: Callable[[], tuple[object, str | None]]) -> Contained:
+        """``work()`` in a forked child as :meth:`supervised` runs it: it answers a JSON value and the
+        error it met in one line (``None``: none); passed, failed, crash or hang."""
+        outcome, answer = self.supervised(lambda: list(work()))
+        value, error = answer if outcome.finished else (None, None)
+        return Contained(outcome, value, error)
 
     def call(self, call: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:  # Any: fn's own
         """``fn(*args, **kwargs)`` within the limit for ``call`` ("add", "pop", ...)."""

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from _pytest.runner import runtestprotocol
 
-from ppaux.isolation import ChildOutcome, Guard, Worker, resident_bytes
+from ppaux.isolation import ChildOutcome, Contained, Guard, Worker, resident_bytes
 from ppaux.testing.hypothesis_api import replace_seed_generator
 from ppaux.testing.results import JSONObject, row
 from ppaux.testing.suite import SUITE
@@ -93,7 +93,7 @@ class ForkServer:
             self._forget()
             if reply.stopped:
                 self.guard.hangs += 1
-            return run_alone(item, nextitem, self.guard, seed, first=reply)
+            return run_alone(item, nextitem, self.guard, seed, first=Contained(reply, None, None))
         answer = json.loads(reply)
         self.guard.merge(answer["guard"])
         self._served += 1
@@ -168,30 +168,38 @@ def _protocol(
 
 
 def run_alone(
-    item: pytest.Item, nextitem: pytest.Item | None, guard: Guard, seed: int, first: ChildOutcome
+    item: pytest.Item, nextitem: pytest.Item | None, guard: Guard, seed: int, first: Contained
 ) -> list[pytest.TestReport]:
-    """The test's reports from a forked child of its own, with every call isolated, after ``first``
-    (how the worker died in it): a death here too becomes the test's failure, a pass a failure that
-    says the death depended on more than the drawn example."""
+    """The test's reports from a contained run of its own, with every call isolated, after ``first``
+    (the worker's, which crashed or hung in it): a crash or hang here too becomes the test's failure,
+    a pass a failure that says the death depended on more than the drawn example."""
     # The child tears down what it set up, never what this process holds (session fixtures set up
     # by earlier tests here): those the session's own teardown ends.
     upto: Any = nextitem if nextitem is not None else item.session
     config = item.config
-    second, answer = guard.supervised(lambda: _protocol(item, upto, guard, seed, isolated=True))
-    if not second.finished:
+    second = guard.contain(lambda: _verdict(_protocol(item, upto, guard, seed, isolated=True)))
+    if second.kind in ("crash", "hang"):
         return [_died(item, first, second)]
-    reports = _reports(config, answer)
+    reports = _reports(config, second.value)
     for report in reports:
         if report.when == "call" and report.passed:
             report.outcome = "failed"
             report.longrepr = (
-                f"the test's process {first.describe()}, but it passed when run again with each call "
+                f"the test's process {first.outcome.describe()}, but it passed when run again with each call "
                 "isolated: the crash or hang depends on state outside the drawn example"
             )
             report.ppaux_row = dict(  # type: ignore[attr-defined]  # see ResultRecorder
-                row(item, report), error=f"{kind(first)}: the test's process {first.describe()}", finding=kind(first)
+                row(item, report),
+                error=f"{first.kind}: the test's process {first.outcome.describe()}",
+                finding=first.kind,
             )
     return reports
+
+
+def _verdict(reports: list[JSONObject]) -> tuple[list[JSONObject], str | None]:
+    """A test's serialised reports and its error in one line: the phase that failed first, if one did."""
+    failed = [str(r.get("when")) for r in reports if r.get("outcome") == "failed"]
+    return reports, (f"{failed[0]} failed" if failed else None)
 
 
 def prime_seed() -> None:
@@ -206,17 +214,15 @@ def _reports(config: pytest.Config, answer: list[JSONObject]) -> list[pytest.Tes
     return [config.hook.pytest_report_from_serializable(config=config, data=d) for d in answer]
 
 
-def _died(item: pytest.Item, first: ChildOutcome, second: ChildOutcome) -> pytest.TestReport:
+def _died(item: pytest.Item, first: Contained, second: Contained) -> pytest.TestReport:
     """The failure of a test whose process died even with every call isolated: outside the calls
     into the implementation (the test's own code, a strategy), so no example could be shrunk."""
-    how = (
-        "was stopped: no call into the implementation returned or ended for too long"
-        if second.stopped
-        else second.describe()
-    )
-    text = f"{kind(second)}: the test's process {how}, outside any single call into the implementation under test"
-    if second.dump.strip():
-        text += "\n" + second.dump.strip()
+    outcome = second.outcome
+    how = "was stopped: no call into the implementation returned or ended for too long" if outcome.stopped else None
+    text = f"{second.kind}: the test's process {how or outcome.describe()}, outside any single call into the "
+    text += "implementation under test"
+    if outcome.dump.strip():
+        text += "\n" + outcome.dump.strip()
     report = pytest.TestReport(
         item.nodeid,
         item.location,
@@ -224,12 +230,8 @@ def _died(item: pytest.Item, first: ChildOutcome, second: ChildOutcome) -> pytes
         "failed",
         text,
         "call",
-        duration=first.seconds + second.seconds,
+        duration=first.outcome.seconds + outcome.seconds,
     )
     head, _, detail = text.partition("\n")
-    report.ppaux_row = dict(row(item, report), error=head, finding=kind(second), detail=detail)  # type: ignore[attr-defined]
+    report.ppaux_row = dict(row(item, report), error=head, finding=second.kind, detail=detail)  # type: ignore[attr-defined]
     return report
-
-
-def kind(outcome: ChildOutcome) -> str:
-    return "hang" if outcome.stopped else "crash"
