@@ -85,3 +85,43 @@ REFERENCE = reference()
 def raises_catalog(code: str, *name: Any) -> Any:
     """``pytest.raises`` for the catalog error ``code`` (with its name, if it takes one), as the reference raises it."""
     return raises_documented(REFERENCE, code, *name)
+
+
+class FakeClock:
+    """A :class:`ppaux.isolation.clock.Clock` whose time moves only when slept or advanced: a loop's
+    decisions tested without real seconds. ``on_sleep(seconds)``, if given, runs at each sleep
+    (scripted events: a child ends, a signal arrives) and returns the seconds to let pass (``None``:
+    as asked): a test holds time still until the processes it waits for reached a step."""
+
+    def __init__(self, start: float = 1000.0, on_sleep: Any = None) -> None:
+        self.now, self.on_sleep, self.sleeps = start, on_sleep, []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        passed = None if self.on_sleep is None else self.on_sleep(seconds)
+        self.now += seconds if passed is None else passed
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def held_until(ready: Any, limit: float = 60.0) -> Any:
+    """An ``on_sleep`` for :class:`FakeClock` over real processes: each sleep waits a moment of real
+    time, and the fake time moves only while ``ready()`` holds (the processes reached the step the
+    test is about), so a busy machine slows the test instead of changing its verdict. After
+    ``limit`` real seconds (scaled by $PPAUX_TIMEOUT_FACTOR), time moves regardless: a safety net so
+    that the run ends, and the test's assertions say what was missing."""
+    import time
+
+    from ppaux.isolation import safety_limit
+
+    give_up = time.monotonic() + safety_limit(limit)
+
+    def on_sleep(seconds: float) -> float:
+        time.sleep(min(seconds, 0.02))
+        return seconds if ready() or time.monotonic() > give_up else 0.0
+
+    return on_sleep

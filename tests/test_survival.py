@@ -15,7 +15,7 @@ import pytest
 
 from ppaux.cli.main import main
 from ppaux.core.clauses import CLAUSES
-from tests.fuzz_runs import env, fuzz
+from tests.fuzz_runs import env, fuzz, fuzz_run_held, round_events
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 ROOT = Path(__file__).resolve().parent.parent
@@ -235,26 +235,17 @@ def test_the_fuzz_job_finds_and_replays_a_crash(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_test_still_running_when_the_budget_ends_is_interrupted_not_clean(tmp_path):
+def test_a_test_still_running_when_the_budget_ends_is_interrupted_not_clean(tmp_path, monkeypatch):
     out = tmp_path / "report"
-    run = fuzz(
-        "run",
-        "--budget",
-        "15s",
-        "--db",
-        str(tmp_path / "db"),
-        "--report",
-        str(out),
-        "--devices",
-        "cpu",
-        "--workers",
-        "1",
-        "--impl",
-        str(IMPLS / "sleeps_in_pop.py"),
-        "--tests",
-        "test_round_trip",
+    # The budget runs once an example has ended (the stop then lands in the next one's 3 s pop), and
+    # the grace after the stop once the round has taken it.
+    status = fuzz_run_held(
+        monkeypatch,
+        lambda now: '"progress"' in round_events(out) and (now < 15 or '"interrupted"' in round_events(out)),
+        *("--budget", "15s", "--db", str(tmp_path / "db"), "--report", str(out), "--devices", "cpu"),
+        *("--workers", "1", "--impl", str(IMPLS / "sleeps_in_pop.py"), "--tests", "test_round_trip"),
     )
     summary = json.loads((out / "fuzz.json").read_text())
-    assert (run.returncode, summary["failures"]) == (0, [])
+    assert (status, summary["failures"]) == (0, [])
     assert [i["nodeid"] for i in summary["interrupted"]] == ["ppaux/conformance/test_properties.py::test_round_trip"]
     assert "## Interrupted" in (out / "fuzz.md").read_text()

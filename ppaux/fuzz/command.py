@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ppaux.fuzz.options import FuzzUsageError, parse_shard
-from ppaux.isolation import DEFAULT_TIMEOUT
+from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock
 from ppaux.regressions import module_search_path, write_regressions
 from ppaux.testing.impl import DEFAULT_IMPL
 from ppaux.testing.results import JSONObject, finding
@@ -142,7 +142,8 @@ def _suite(args: argparse.Namespace, *, replay: bool) -> tuple[Any, Path]:  # (a
     return Suite(db=db, workdir=report / "rounds", tests=args.tests, impl=impl, timeout=timeout, shard=shard), report
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace, clock: Clock = MONOTONIC) -> int:
+    """``ppaux fuzz run``; ``clock``: what the run's budget and its rounds' grace are measured on."""
     from ppaux.fuzz.options import parse_budget, parse_workers, placements, visible_gpus
     from ppaux.fuzz.report import write_run
     from ppaux.fuzz.runner import FuzzRun, Worker, verdict
@@ -170,6 +171,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         max_failures=args.max_failures,
         nightly_max_examples=TUNINGS["nightly"]["max_examples"],
         progress=progress,
+        clock=clock,
     )
     try:
         run.run()

@@ -6,11 +6,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ppaux.isolation import signal_group
+from ppaux.isolation import MONOTONIC, Clock, signal_group
 from ppaux.testing.results import JSONObject, split_jsonl
 from ppaux.testing.suite import ROOT, SuiteRun, installed_suite
 
@@ -117,6 +116,7 @@ class Round:
     _offset: int = 0
     _partial: bytes = b""
     _kill_at: float | None = None
+    clock: Clock = field(default=MONOTONIC, repr=False)
 
     @classmethod
     def start(
@@ -129,6 +129,7 @@ class Round:
         mode: str,
         worker: tuple[int, int] = (1, 1),
         seed: int | None = None,
+        clock: Clock = MONOTONIC,
     ) -> Round:
         stem = suite.workdir / f"worker-{worker[0]}-round-{number:03d}"
         events, log = stem.with_suffix(".events.jsonl"), stem.with_suffix(".log")
@@ -146,7 +147,7 @@ class Round:
                 ),
                 start_new_session=True,
             )
-        return cls(number, worker[0], placement, max_examples, events, log, proc)
+        return cls(number, worker[0], placement, max_examples, events, log, proc, clock=clock)
 
     def poll_events(self) -> list[JSONObject]:
         with open(self.events_path, "rb") as fh:
@@ -166,14 +167,14 @@ class Round:
     def stop(self, grace: float = 10.0) -> None:
         """Ask the round to stop as Ctrl-C would (pytest still reports); ``reap`` kills it after ``grace`` s."""
         if self.proc.poll() is None and self._kill_at is None:
-            self._kill_at = time.monotonic() + grace
+            self._kill_at = self.clock.monotonic() + grace
             self._signal(signal.SIGINT)
 
     def reap(self) -> bool:
         """Whether the round has ended; a stopped round past its grace is killed, with its children."""
         if self.proc.poll() is not None:
             return True
-        if self._kill_at is not None and time.monotonic() >= self._kill_at:
+        if self._kill_at is not None and self.clock.monotonic() >= self._kill_at:
             self.kill()
             return True
         return False
@@ -186,7 +187,7 @@ class Round:
         """Stop the round and wait until it has ended."""
         self.stop(grace)
         while not self.reap():
-            time.sleep(0.05)
+            self.clock.sleep(0.05)
 
     def _signal(self, signum: int) -> None:
         signal_group(self.proc.pid, signum)

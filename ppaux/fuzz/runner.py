@@ -4,7 +4,6 @@ failures are kept once, however many workers hit them, and reported."""
 from __future__ import annotations
 
 import signal
-import time
 import types
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -12,7 +11,7 @@ from datetime import datetime, timezone
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.rounds import Round, Suite
 from ppaux.fuzz.timeline import Timeline, thin
-from ppaux.isolation import DEFAULT_TIMEOUT, signal_name
+from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock, signal_name
 from ppaux.testing.impl import DEFAULT_IMPL
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import JSONObject
@@ -27,6 +26,10 @@ SCHEDULE = (50, 200, 1000)
 _BROKEN = {2: "interrupted or collection error", 3: "internal error", 4: "usage error", 5: "no tests collected"}
 # What a failure row carries for whoever acts on it (a regression test, an issue): see failure_rows.
 FAILURE_FIELDS = ("nodeid", "clause", "error", "example", "blob")
+
+
+# How often the run looks at its rounds (their event files, their processes).
+POLL = 0.1
 
 
 class RunError(FuzzUsageError):
@@ -96,6 +99,7 @@ class FuzzRun:
     timeline: Timeline = field(default_factory=Timeline)
     stopped_by: str | None = None
     elapsed: float = 0.0
+    clock: Clock = field(default=MONOTONIC, repr=False)
 
     @property
     def examples(self) -> int:
@@ -122,30 +126,35 @@ class FuzzRun:
         for old in self.suite.workdir.glob("worker-*"):
             old.unlink()
         previous = {s: signal.signal(s, self._signal) for s in (signal.SIGINT, signal.SIGTERM)}
-        start = time.monotonic()
+        start = self.clock.monotonic()
         try:
-            while True:
-                elapsed = time.monotonic() - start
-                reason = self._stop_reason(elapsed)
-                for worker in self.workers:
-                    self._step(worker, elapsed, reason)
-                self._sample(elapsed)
-                if all(w.current is None for w in self.workers) and (reason or all(w.died for w in self.workers)):
-                    break
-                time.sleep(0.1)
+            while not self.loop_once(self.clock.monotonic() - start):
+                self.clock.sleep(POLL)
         finally:
             for worker in self.workers:
                 if worker.current is not None:  # only on an error: kill what is left, no verdict to wait for
                     worker.current.kill()
             for s, handler in previous.items():
                 signal.signal(s, handler)
-            self.elapsed = time.monotonic() - start
+            self.elapsed = self.clock.monotonic() - start
             self._sample(self.elapsed, force=True)
             self.progress.finish(
                 progress_line(
                     self.budget, self.elapsed, self.examples, len(self.failures), self._where(), len(self.rounds)
                 )
             )
+
+    def loop_once(self, elapsed: float) -> bool:
+        """One turn of the run's loop at ``elapsed`` s: each worker starts, stops or takes the end of
+        its round; whether the run is over (every round ended, and the budget spent, a stop asked
+        for, or every worker dead)."""
+        reason = self._stop_reason(elapsed)
+        for worker in self.workers:
+            self._step(worker, elapsed, reason)
+        self._sample(elapsed)
+        return all(w.current is None for w in self.workers) and (
+            reason is not None or all(w.died for w in self.workers)
+        )
 
     def _where(self) -> str:
         """Where the rounds run, for the progress line: the placement of a lone worker's round."""
@@ -176,6 +185,7 @@ class FuzzRun:
                     mode="run",
                     worker=(worker.number, len(self.workers)),
                     seed=seed,
+                    clock=self.clock,
                 )
             return
         rnd = worker.current

@@ -7,11 +7,12 @@ the process die, ``guard.isolated`` runs each call first in a forked child of it
 crash or a hang no signal can reach is raised as an ordinary failure that Hypothesis shrinks.
 :func:`run_forked` is that supervision: a function in a forked child, stopped at a deadline, its
 exit status and its faulthandler stack read back; a :class:`Worker` is a long-lived child that runs
-one request after another under the same supervision. Every loop here reads time from a
-:class:`Clock`. Nothing here imports the rest of ppaux.
+one request after another under the same supervision. The guard and the supervisors read time from
+a :class:`Clock`. The findings are ``BaseException`` subclasses of this layer's own (an implementation's
+``except Exception`` cannot swallow them). Nothing here imports the rest of ppaux, nor pytest.
 """
 
-from ppaux.isolation.clock import SYSTEM, Clock, SystemClock
+from ppaux.isolation.clock import MONOTONIC, Clock, safety_limit
 from ppaux.isolation.forked import ChildOutcome, can_fork, run_forked
 from ppaux.isolation.groups import signal_group
 from ppaux.isolation.guard import DEFAULT_TIMEOUT, Contained, Crash, Guard, Hang, current, parse_timeout
@@ -20,14 +21,13 @@ from ppaux.isolation.status import describe_exitcode, describe_status, signal_na
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "SYSTEM",
+    "MONOTONIC",
     "ChildOutcome",
     "Clock",
     "Contained",
     "Crash",
     "Guard",
     "Hang",
-    "SystemClock",
     "Worker",
     "can_fork",
     "current",
@@ -36,6 +36,7 @@ __all__ = [
     "parse_timeout",
     "resident_bytes",
     "run_forked",
+    "safety_limit",
     "signal_group",
     "signal_name",
 ]

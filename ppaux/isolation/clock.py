@@ -1,17 +1,28 @@
-"""The time a supervisor and a guard read, as a seam: the system's monotonic clock in a run, a
-fake one in a test that scripts what a child does and when."""
+"""Time as a seam: the loops that wait on the code under test or on child processes (the guard's
+supervisor, the fuzz run's rounds, mutmut's baseline) read time and wait through a :class:`Clock`,
+so their decisions are tested with a fake clock and scripted events instead of real seconds.
+
+``safety_limit`` scales the generous limits that real-process tests and waits keep only as a
+safety net, by one environment factor (``PPAUX_TIMEOUT_FACTOR``), as PyTorch's
+``common_distributed`` scales ``TIMEOUT_DEFAULT`` on slow runners.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Protocol
 
+__all__ = ["MONOTONIC", "TIMEOUT_FACTOR_ENV", "Clock", "MonotonicClock", "safety_limit"]
+
+TIMEOUT_FACTOR_ENV = "PPAUX_TIMEOUT_FACTOR"
+
 
 class Clock(Protocol):
-    """What the guard and the supervisors read of time."""
+    """What a loop needs of time: a reading that only goes forward, and a pause."""
 
     def monotonic(self) -> float:
-        """Seconds from an arbitrary start, never going back (:func:`time.monotonic`)."""
+        """Seconds from an arbitrary origin; never decreases."""
         ...
 
     def sleep(self, seconds: float) -> None:
@@ -19,9 +30,8 @@ class Clock(Protocol):
         ...
 
 
-class SystemClock:
-    """The system's monotonic clock: the same in every process of the machine, so that a deadline a
-    child writes into shared memory reads the same in its supervisor."""
+class MonotonicClock:
+    """The real clock: :func:`time.monotonic` and :func:`time.sleep`."""
 
     def monotonic(self) -> float:
         return time.monotonic()
@@ -30,4 +40,15 @@ class SystemClock:
         time.sleep(seconds)
 
 
-SYSTEM = SystemClock()
+MONOTONIC: Clock = MonotonicClock()
+
+
+def safety_limit(seconds: float) -> float:
+    """``seconds`` times ``$PPAUX_TIMEOUT_FACTOR`` (default 1): the limit of a wait that exists only
+    so that a run ends, widened on a slow or busy machine without touching a verdict. A factor
+    that is not a positive number is ignored (1)."""
+    try:
+        factor = float(os.environ.get(TIMEOUT_FACTOR_ENV, "1"))
+    except ValueError:
+        factor = 1.0
+    return seconds * (factor if factor > 0 and factor != float("inf") else 1.0)

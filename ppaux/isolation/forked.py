@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Protocol
 
-from ppaux.isolation.clock import SYSTEM, Clock
+from ppaux.isolation.clock import MONOTONIC, Clock
 from ppaux.isolation.status import describe_status
 
 # How often a supervisor reads its deadline again: the deadline moves as the child starts calls.
@@ -62,7 +62,7 @@ def run_forked(
     *,
     deadline: Callable[[], float | None],
     dump_after: float | None = None,
-    clock: Clock = SYSTEM,
+    clock: Clock = MONOTONIC,
 ) -> ChildOutcome:
     """``work()`` in a forked child, in a process group of its own; its return value comes back.
 

@@ -6,7 +6,7 @@ no signal handler can reach (native code, signals blocked) is left to the superv
 which reads the call's deadline from memory shared across fork and kills the process; from then
 on ``guard.isolated`` runs every call first in a forked child of its own (:func:`run_forked`): a
 child that dies or hangs is raised as :class:`Crash` or :class:`Hang`, one that returns is run
-again in process for its effects. Both findings are ``BaseException``\s, so that an implementation's
+again in process for its effects. Both findings subclass ``BaseException``, so that an implementation's
 ``except Exception`` cannot swallow them; a layer above gives a guard its own subclasses of them and
 its own names for the calls (:attr:`Guard.hang`, :attr:`Guard.crash`, :meth:`Guard.name`): ppaux's
 testing layer makes them pytest failures, which Hypothesis shrinks, named by the contract's calls.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from ppaux.isolation.clock import SYSTEM, Clock
+from ppaux.isolation.clock import MONOTONIC, Clock
 from ppaux.isolation.forked import ChildOutcome, can_fork, run_forked
 from ppaux.isolation.status import Frame, frames_in_dump, frames_of, render, under_guard
 
@@ -127,7 +127,7 @@ class Guard:
         test (innermost first): here, the name it was guarded under."""
         return call
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT, *, clock: Clock = SYSTEM) -> None:
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, *, clock: Clock = MONOTONIC) -> None:
         self.timeout = parse_timeout(timeout)
         self.clock = clock
         self.isolated = False

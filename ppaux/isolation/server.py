@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO
 
-from ppaux.isolation.clock import SYSTEM, Clock
+from ppaux.isolation.clock import MONOTONIC, Clock
 from ppaux.isolation.forked import ChildOutcome, PipeChild, framed, send, set_group, settle_child, supervise
 
 # A worker asked to go is given this long to tear down what it set up and end, then killed: a
@@ -47,7 +47,7 @@ class Worker:
     """
 
     def __init__(
-        self, serve: Callable[[bytes], bytes], *, farewell: Callable[[], None] = lambda: None, clock: Clock = SYSTEM
+        self, serve: Callable[[bytes], bytes], *, farewell: Callable[[], None] = lambda: None, clock: Clock = MONOTONIC
     ) -> None:
         self.clock = clock
         requests_in, self._requests = os.pipe()

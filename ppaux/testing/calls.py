@@ -1,5 +1,5 @@
 """The calls a finding names, and the guard of ppaux's tests: the isolation layer's hangs and crashes
-(``BaseException``\\s that name the call they were guarded under) as pytest failures, which Hypothesis
+(``BaseException`` subclasses that name the call they were guarded under) as pytest failures, which Hypothesis
 shrinks and an implementation's ``except Exception`` cannot swallow, named by the contract's calls."""
 
 from __future__ import annotations
