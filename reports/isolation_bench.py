@@ -33,29 +33,35 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def check_seconds(extra: list[str]) -> tuple[float, float]:
+def check_seconds(extra: list[str], python: str = sys.executable) -> tuple[float, float]:
     """The wall time of one ``ppaux check`` on the reference, in a fresh interpreter, and the CPU
     time of it and every process it started (the workers, the reruns): the CPU figure moves less
     with what else the machine runs."""
     with tempfile.TemporaryDirectory() as report:
         cpu, start = _children_cpu(), time.perf_counter()
+        # From an empty directory: `python -m ppaux` imports the interpreter's ppaux, not a checkout's.
         subprocess.run(
-            [sys.executable, "-m", "ppaux", "check", "--report", report, *extra],
+            [python, "-m", "ppaux", "check", "--report", report, *extra],
             check=True,
             stdout=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
+            cwd=report,
         )
         return time.perf_counter() - start, _children_cpu() - cpu
 
 
-def measure(runs: int) -> dict[str, object]:
-    times: dict[str, list[float]] = {side: [] for side in SIDES}
-    cpu: dict[str, list[float]] = {side: [] for side in SIDES}
+def measure(runs: int, baseline: str | None = None) -> dict[str, object]:
+    sides = {side: (sys.executable, extra) for side, extra in SIDES.items()}
+    if baseline is not None:
+        sides[f"baseline ({baseline})"] = (baseline, [])
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    cpu: dict[str, list[float]] = {side: [] for side in sides}
     for run in range(runs):
         # Alternate which side goes first: a warm page cache or a busy minute favours neither.
-        order = list(SIDES) if run % 2 == 0 else list(reversed(SIDES))
+        order = list(sides) if run % 2 == 0 else list(reversed(sides))
         for side in order:
-            wall, used = check_seconds(SIDES[side])
+            python, extra = sides[side]
+            wall, used = check_seconds(extra, python)
             times[side].append(wall)
             cpu[side].append(used)
     ratios = [forked / inproc for forked, inproc in zip(times["fork server"], times["in process"])]
@@ -103,8 +109,13 @@ def markdown(result: dict[str, object]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.isolation_bench", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="pairs of runs (default 5)")
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="also time `PYTHON -m ppaux check` in each round (another install of ppaux: an earlier release)",
+    )
     args = parser.parse_args(argv)
-    result = measure(args.runs)
+    result = measure(args.runs, args.baseline)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "isolation_bench.json").write_text(json.dumps(result, indent=2) + "\n")
     text = markdown(result)
