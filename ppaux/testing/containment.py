@@ -64,8 +64,6 @@ class ForkServer:
         # Read when the server starts (a run's settings, as the module holds them then).
         self.recycle_after = RECYCLE_AFTER if recycle_after is None else recycle_after
         self.recycle_growth = RECYCLE_GROWTH if recycle_growth is None else recycle_growth
-        # How many workers this server has started: one for a run in which nothing died.
-        self.started = 0
         self._worker: Worker | None = None
         self._served = 0
         self._first_rss: int | None = None
@@ -86,7 +84,6 @@ class ForkServer:
         request = {"test": place, "next": None if last else following, "seed": seed}
         if self._worker is None:
             self._worker = Worker(self._serve, farewell=self._farewell, clock=self.guard.clock)
-            self.started += 1
         self.guard.idle()
         reply = self._worker.ask(json.dumps(request).encode(), deadline=self.guard.kill_deadline)
         if isinstance(reply, ChildOutcome):
