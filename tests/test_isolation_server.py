@@ -320,7 +320,12 @@ def test_a_worker_whose_parent_is_gone_says_farewell_and_ends(tmp_path):
 
     def parent() -> bytes:
         # A parent that ends without closing its worker (pytest killed): the worker reads the end of its pipe.
-        worker = Worker(counter(), farewell=lambda: said.write_text(str(os.getpid())))
+        def farewell() -> None:
+            # Written whole, then renamed: the test waits for the file and reads it at once.
+            (tmp_path / "writing").write_text(str(os.getpid()))
+            (tmp_path / "writing").replace(said)
+
+        worker = Worker(counter(), farewell=farewell)
         return str(worker.pid).encode()
 
     outcome = run_forked(parent, deadline=lambda: time.monotonic() + SAFETY)
