@@ -43,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
         "the score covers them alone",
     )
     m.add_argument(
+        "--full",
+        action="store_true",
+        help="run every mutant (the nightly job); by default a run reuses the verdicts recorded in DIR "
+        "for the mutants whose function and tests did not change",
+    )
+    m.add_argument(
         "--list",
         action="store_true",
         help="list the scope's mutants (those --only picks), each with the line it changes, and run no test",
@@ -71,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return build(args.out, args.index)
     from reports.mutation import run
 
-    return run(args.out, args.max_children, args.only, args.scope, list_only=args.list)
+    return run(args.out, args.max_children, args.only, args.scope, list_only=args.list, full=args.full)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 plus JUnit XML for CI systems (junit-fuzz.xml, junit-mutation.xml next to pytest's junit.xml).
 
 Inputs that are not there yet become "not yet generated" sections with the command that makes
-them; nothing here knows more of a report's format than its verdict and its Markdown twin.
+them. The conformance report is read through its typed model (``ppaux.report``), which refuses a
+file of another format version with one line; the others are read for their verdict and shown
+with their Markdown twin.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
+
+from ppaux.report import ConformanceReport, ReportFormatError
 
 E = html.escape
 
@@ -97,11 +101,6 @@ def _scalars(data: dict[str, Any]) -> str:
     )
 
 
-def _verdict(data: dict[str, Any]) -> str:
-    v = str(data.get("verdict", data.get("status", ""))).lower()
-    return {"pass": "pass", "passed": "pass", "ok": "pass", "fail": "fail", "failed": "fail"}.get(v, "info")
-
-
 def section_tests(page: Page) -> None:
     path = page.out / "junit.xml"
     if not path.exists():
@@ -130,15 +129,26 @@ def section_tests(page: Page) -> None:
     page.add("tests", "Test suite", "fail" if bad else "pass", body)
 
 
-def section_json_md(page: Page, sid: str, title: str, sub: str, stem: str, command: str) -> None:
-    js, md = page.out / sub / f"{stem}.json", page.out / sub / f"{stem}.md"
+def section_conformance(page: Page) -> None:
+    """``ppaux check``'s report, read as typed data: its verdict, what was checked, the broken clauses."""
+    js, md = page.out / "conformance" / "conformance.json", page.out / "conformance" / "conformance.md"
+    command = "ppaux check --report reports/out/conformance"
     data = _load(js)
     if data is None and not md.exists():
-        return page.add(sid, title, "missing", _missing(command))
-    status = _verdict(data) if isinstance(data, dict) else "info"
-    links = " ".join(x for x in (page.link(md, f"{stem}.md"), page.link(js, f"{stem}.json")) if x)
-    body = (_scalars(data) if isinstance(data, dict) else "") + f"<p>{links}</p>" + _md(md)
-    page.add(sid, title, status, body)
+        return page.add("conformance", "Conformance", "missing", _missing(command))
+    links = " ".join(x for x in (page.link(md, "conformance.md"), page.link(js, "conformance.json")) if x)
+    try:
+        report = ConformanceReport.from_json(data)
+    except ReportFormatError as exc:
+        why = f"<p class='missing'>conformance.json cannot be read: {E(str(exc))}. Run <code>{E(command)}</code>.</p>"
+        return page.add("conformance", "Conformance", "missing", why + f"<p>{links}</p>")
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in report.counts.items())
+    broken = ", ".join(report.failed_clauses) or "none"
+    summary = _scalars(
+        {"implementation": report.implementation, "profile": report.profile, "tests": report.marks, "counts": counts}
+    )
+    body = summary + f"<p>Clauses broken: {E(broken)}</p><p>{links}</p>" + _md(md)
+    page.add("conformance", "Conformance", report.verdict, body)
 
 
 def section_coverage(page: Page) -> None:
@@ -448,9 +458,7 @@ def section_bench(page: Page) -> None:
 
 SECTIONS: list[Callable[[Page], None]] = [
     section_tests,
-    lambda p: section_json_md(
-        p, "conformance", "Conformance", "conformance", "conformance", "ppaux check --report reports/out/conformance"
-    ),
+    section_conformance,
     section_faults,
     section_coverage,
     section_mutation,

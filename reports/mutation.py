@@ -3,8 +3,8 @@ gate (:data:`SCOPES`, the one source of truth), run by :mod:`ppaux.mutation.own`
 
 Two scopes: ``contract`` (the modules that carry the contract, every mutant killed; ``.ci/run``)
 and ``package`` (all of ppaux/, score reported; the nightly job). The mutants judged equivalent
-are in ``docs/equivalents/<scope>.json`` (``{mutant: one-line reason}``); ``--list`` lists a
-scope's mutants, each with the line it changes, without running a test.
+are in ``docs/equivalents/<scope>.json`` (keyed by mutant identity: :mod:`ppaux.mutation.equivalents`);
+``--list`` lists a scope's mutants, each with the line it changes, without running a test.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ CHECKOUT = Checkout(
     # test file mutated in the copy no longer reads as the docs show it.
     do_not_mutate=("ppaux/conformance/*", "ppaux/examples/*", "ppaux/mutation/mutant_runs.py"),
     always_gated=CONTRACT_MODULES,
+    # What every scope's tests read besides their test paths: a change here reruns every mutant.
+    test_support=("tests/conftest.py", "tests/support.py", "strategies", "ppaux_pytest.py"),
 )
 
 SCOPES: dict[str, Scope] = {
@@ -161,10 +163,11 @@ def run(
     scope_name: str = "contract",
     *,
     list_only: bool = False,
+    full: bool = False,
     checkout: Checkout = CHECKOUT,
 ) -> int:
     """The scope's run (exit 0 at the gate, 1 below it or when mutmut failed, 2 for an equivalents
-    file that cannot be read); with ``list_only``, its mutants listed, no test run."""
+    file that cannot be read), incremental unless ``full``; with ``list_only``, its mutants listed, no test run."""
     scope = SCOPES[scope_name]
     if list_only:
         return list_mutants(checkout, scope, out_dir, max_children, only or [])
@@ -175,6 +178,7 @@ def run(
             out_dir,
             max_children,
             only or [],
+            full=full,
             markings=lambda: markings(checkout.root / "ppaux"),
             markings_section=markings_section,
         )

@@ -3,10 +3,15 @@ scope and the run's clock; shared by tests/test_mutation_runs.py and tests/test_
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 from pathlib import Path
 
 import reports.mutation as mutation
 from ppaux.mutation import own
+from ppaux.mutation.equivalents import FORMAT
+from ppaux.mutation.identity import identify_all
+from ppaux.mutation.mutant_runs import KILLERS
 from ppaux.mutation.own import Checkout
 
 
@@ -25,10 +30,23 @@ class FakeMutmut:
         progress.update(f"{log.name}: mutants 0/1", state=0)
         progress.finish(f"{log.name}: mutants 1/1", state=1)
         log.write_text("Running clean tests\n" + (mutation.CLEAN_RUN_FAILED + "\n" if failed else "done\n"))
+        # Each killed mutant's killer, as the plugin of mutmut's test runs records it.
+        killers = self.root / "mutants" / KILLERS
+        killers.mkdir(parents=True, exist_ok=True)
+        for name, verdict in self.verdicts.items():
+            if verdict == "killed" and (not only or any(fnmatch.fnmatch(name, p) for p in only)):
+                (killers / name).write_text(f"tests/test_{name.rpartition('x_')[2].split('__')[0]}.py::test_it")
         return 1 if failed else self.code
 
     def results(self):
         return dict(self.verdicts)
+
+    def generate(self, *, max_children):
+        self.runs.append((max_children, "generate"))
+        return list(self.verdicts)
+
+    def sources(self, names, source_of):
+        return fake_sources(names)
 
     def diffs(self, names, source_of):
         return {
@@ -36,6 +54,20 @@ class FakeMutmut:
             for name in names
             if name not in self.undiffed
         }
+
+
+def fake_sources(names):
+    """The stand-in's mutated functions: each mutant changes line ``a`` into ``b<its number>``."""
+    return {name: ("def f():\n    a\n", f"def f():\n    b{name.rpartition('__mutmut_')[2]}\n") for name in names}
+
+
+def judged_file(entries):
+    """An equivalents file's JSON judging the stand-in's mutants ``{name: reason}``, keyed by identity."""
+    identities = identify_all(fake_sources(entries))
+    return {
+        "format": FORMAT,
+        "equivalents": [{**dataclasses.asdict(identities[name]), "reason": why} for name, why in entries.items()],
+    }
 
 
 def small_checkout(root: Path) -> Checkout:

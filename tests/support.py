@@ -125,3 +125,21 @@ def held_until(ready: Any, limit: float = 60.0) -> Any:
         return seconds if ready() or time.monotonic() > give_up else 0.0
 
     return on_sleep
+
+
+def build_report(rows: list, *, impl: str, profile: str, marks: str, timeout: float = 10.0, command: str = "") -> dict:
+    """The conformance report of the test rows ``rows`` (as the suite's run records them), as JSON."""
+    from ppaux.report import ConformanceReport, TestOutcome
+
+    outcomes = [TestOutcome.from_json(r) for r in rows]
+    return ConformanceReport.build(
+        outcomes, implementation=impl, profile=profile, marks=marks, timeout_s=timeout, command=command
+    ).to_json()
+
+
+def render_markdown(report: dict) -> str:
+    """conformance.md of the conformance report ``report`` (JSON, read back as ``ppaux check`` would)."""
+    from ppaux.report import ConformanceReport
+    from ppaux.report.render import conformance_markdown
+
+    return conformance_markdown(ConformanceReport.from_json(report))

@@ -9,14 +9,14 @@ import os
 import sys
 from pathlib import Path
 
-from ppaux.cli import check
+import ppaux.testing.suite as suite
 from ppaux.cli.main import main
 from ppaux.core.clauses import CLAUSES
 from ppaux.testing import state
 from ppaux.testing.impl import DEFAULT_IMPL
 from ppaux.testing.suite import ROOT as SUITE_ROOT
 from tests.fake_pytest import FakePytest
-from tests.support import cli_defaults, cli_help
+from tests.support import build_report, cli_defaults, cli_help, render_markdown
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 
@@ -77,8 +77,12 @@ ROWS = [
 
 
 def test_report_groups_tests_by_clause_in_the_contracts_order_with_each_statement():
-    report = check.build_report(ROWS, impl="m", profile="ci", marks="contract")
+    report = build_report(ROWS, impl="m", profile="ci", marks="contract")
+    # Every test says what it checks and how it is marked, in so many words when the row was silent.
+    rows = [{**ROWS[0], "doc": ""}, ROWS[1], {**ROWS[2], "doc": ""}, {**ROWS[3], "marks": [], "doc": ""}]
     assert report == {
+        "kind": "conformance",
+        "schema_version": 1,
         "implementation": "m",
         "command": "",
         "profile": "ci",
@@ -94,16 +98,16 @@ def test_report_groups_tests_by_clause_in_the_contracts_order_with_each_statemen
                 "statement": CLAUSES["add.1"].statement,
                 "marks": ["contract", "robustness"],
                 "verdict": "fail",
-                "tests": ROWS[:2],
+                "tests": rows[:2],
             },
             {
                 "clause": "pop.2",
                 "statement": CLAUSES["pop.2"].statement,
                 "marks": [],
                 "verdict": "pass",
-                "tests": [ROWS[3]],
+                "tests": [rows[3]],
             },
-            {"clause": "unclassified", "statement": "", "marks": ["contract"], "verdict": "pass", "tests": [ROWS[2]]},
+            {"clause": "unclassified", "statement": "", "marks": ["contract"], "verdict": "pass", "tests": [rows[2]]},
         ],
     }
 
@@ -113,18 +117,18 @@ def test_clauses_follow_the_contract_and_clauses_it_does_not_know_come_last():
         {"nodeid": f"t.py::{c}", "clause": c, "outcome": "passed"}
         for c in ("user.2", "pop.1", "add.7", "user.1", "add.1")
     ]
-    report = check.build_report(rows, impl="m", profile="ci", marks="contract")
+    report = build_report(rows, impl="m", profile="ci", marks="contract")
     assert [c["clause"] for c in report["clauses"]] == ["add.1", "add.7", "pop.1", "user.2", "user.1"]
 
 
 def test_the_report_names_every_broken_clause_on_one_line():
     rows = [{**ROWS[1], "nodeid": "t.py::test_b"}, {**ROWS[1], "nodeid": "t.py::test_e", "clause": "pop.2"}]
-    text = check.render_markdown(check.build_report(rows, impl="m", profile="ci", marks="contract"))
+    text = render_markdown(build_report(rows, impl="m", profile="ci", marks="contract"))
     assert [line for line in text.splitlines() if line.startswith("Clauses broken")] == ["Clauses broken: add.1, pop.2"]
 
 
 def test_report_passes_when_no_test_failed():
-    report = check.build_report([ROWS[0], ROWS[3]], impl="m", profile="ci", marks="contract")
+    report = build_report([ROWS[0], ROWS[3]], impl="m", profile="ci", marks="contract")
     assert (report["verdict"], report["failed_clauses"]) == ("pass", [])
     assert [c["verdict"] for c in report["clauses"]] == ["pass", "pass"]
 
@@ -164,8 +168,8 @@ Blob, for a copy of the test of your own: `@reproduce_failure('6', b'AAA=')` abo
 
 
 def test_markdown_report_is_exactly_the_documented_layout():
-    report = check.build_report(ROWS, impl="m", profile="ci", marks="contract", command="ppaux check --impl m")
-    assert check.render_markdown(report) == GOLDEN
+    report = build_report(ROWS, impl="m", profile="ci", marks="contract", command="ppaux check --impl m")
+    assert render_markdown(report) == GOLDEN
 
 
 REGRESSION_ROWS = [
@@ -197,11 +201,11 @@ REGRESSION_ROWS = [
 
 def test_each_counterexample_shows_its_replay_command_and_its_regression_test_or_why_there_is_none():
     # The replay names the test function alone (no class, no parameters): what --tests (pytest -k) selects.
-    report = check.build_report(
+    report = build_report(
         REGRESSION_ROWS, impl="m", profile="dev", marks="contract", command="ppaux check --impl m --profile dev"
     )
     replay = "(the example database in `.hypothesis/` replays the saved example first)."
-    assert check.render_markdown(report).split("## Counterexamples\n\n", 1)[1] == (
+    assert render_markdown(report).split("## Counterexamples\n\n", 1)[1] == (
         "### add.1: `ppaux/conformance/test_stateful.py::TestAddThenPop::test_b[x[0]]`\n\n"
         f"Clause: {CLAUSES['add.1'].statement}\n\n\n\n"
         "Error: `E: x`\n\n"
@@ -219,7 +223,7 @@ def test_each_counterexample_shows_its_replay_command_and_its_regression_test_or
 
 def test_counterexamples_without_a_command_or_blob_have_no_replay_lines():
     rows = [{k: v for k, v in row.items() if k not in ("regression", "blob")} for row in REGRESSION_ROWS]
-    text = check.render_markdown(check.build_report(rows, impl="m", profile="ci", marks="contract"))
+    text = render_markdown(build_report(rows, impl="m", profile="ci", marks="contract"))
     assert text.split("## Counterexamples\n\n", 1)[1] == (
         "### add.1: `ppaux/conformance/test_stateful.py::TestAddThenPop::test_b[x[0]]`\n\n"
         f"Clause: {CLAUSES['add.1'].statement}\n\n\n\nError: `E: x`\n\n\n"
@@ -232,7 +236,7 @@ def test_hangs_and_crashes_are_counted_above_the_table_and_each_counterexample_i
         {"nodeid": f"t.py::test_{n}", "clause": c, "marks": [], "doc": "", "outcome": "failed", "finding": f}
         for n, c, f in (("h", "pop.2", "hang"), ("c", "add.1", "crash"), ("d", "add.1", "crash"), ("e", "add.1", None))
     ]
-    text = check.render_markdown(check.build_report(rows, impl="m", profile="ci", marks="contract"))
+    text = render_markdown(build_report(rows, impl="m", profile="ci", marks="contract"))
     assert [line for line in text.splitlines() if line.startswith(("Hangs and crashes", "### "))] == [
         "Hangs and crashes: 1 hang: a call into the implementation did not return within its limit, "
         "2 crashes: a call into the implementation ended its process.",
@@ -245,12 +249,12 @@ def test_hangs_and_crashes_are_counted_above_the_table_and_each_counterexample_i
 
 def test_a_failure_outside_the_contracts_clauses_has_no_clause_line():
     row = {"nodeid": "t.py::test_x", "clause": None, "marks": [], "doc": "Mine.", "outcome": "failed", "error": "E: x"}
-    text = check.render_markdown(check.build_report([row], impl="m", profile="ci", marks="contract"))
+    text = render_markdown(build_report([row], impl="m", profile="ci", marks="contract"))
     assert text.endswith("### unclassified: `t.py::test_x`\n\nMine.\n\nError: `E: x`\n")
 
 
 def test_markdown_report_of_a_pass_has_no_counterexample_section():
-    text = check.render_markdown(check.build_report([ROWS[0]], impl="m", profile="ci", marks="contract"))
+    text = render_markdown(build_report([ROWS[0]], impl="m", profile="ci", marks="contract"))
     assert text == (
         "# Conformance report: `m`\n\n"
         "Verdict: **PASS** (profile `ci`, tests `contract`, per-call limit 10 s; 1 passed, 0 failed, 0 skipped)\n\n"
@@ -261,12 +265,12 @@ def test_markdown_report_of_a_pass_has_no_counterexample_section():
 
 def test_check_writes_both_reports_into_a_new_directory_and_prints_the_markdown(capsys, monkeypatch, tmp_path):
     fake = FakePytest(ROWS, status=1)
-    monkeypatch.setattr(check, "run_suite", fake)
+    monkeypatch.setattr(suite, "run_in_process", fake)
     out = tmp_path / "a" / "b"
     assert main(["check", "--marks", "contract", "--report", str(out)]) == 1
     printed = capsys.readouterr().out
     command = "ppaux check --marks contract"
-    expected = check.build_report(ROWS, impl=DEFAULT_IMPL, profile="ci", marks="contract", command=command)
+    expected = build_report(ROWS, impl=DEFAULT_IMPL, profile="ci", marks="contract", command=command)
     assert (out / "conformance.json").read_text() == json.dumps(expected, indent=2) + "\n"
     golden = GOLDEN.replace("`m`", f"`{DEFAULT_IMPL}`").replace("ppaux check --impl m", command)
     assert (out / "conformance.md").read_text() == golden
@@ -281,7 +285,7 @@ def test_check_writes_both_reports_into_a_new_directory_and_prints_the_markdown(
 
 
 def test_without_report_the_files_go_to_a_dot_directory_that_git_ignores(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(check, "run_suite", FakePytest(ROWS[:1]))
+    monkeypatch.setattr(suite, "run_in_process", FakePytest(ROWS[:1]))
     monkeypatch.chdir(tmp_path)
     assert main(["check"]) == 0
     printed = capsys.readouterr().out
@@ -301,7 +305,7 @@ def test_without_report_the_files_go_to_a_dot_directory_that_git_ignores(capsys,
 def test_a_report_directory_given_is_exactly_the_one_written_and_no_dot_directory_appears(
     capsys, monkeypatch, tmp_path
 ):
-    monkeypatch.setattr(check, "run_suite", FakePytest(ROWS[:1]))
+    monkeypatch.setattr(suite, "run_in_process", FakePytest(ROWS[:1]))
     monkeypatch.chdir(tmp_path)
     assert main(["check", "--report", "out"]) == 0
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
@@ -314,7 +318,7 @@ def test_a_report_directory_given_is_exactly_the_one_written_and_no_dot_director
 
 def test_a_dot_directory_that_cannot_be_made_is_a_usage_error_before_the_run(capsys, monkeypatch, tmp_path):
     fake = FakePytest(ROWS[:1])
-    monkeypatch.setattr(check, "run_suite", fake)
+    monkeypatch.setattr(suite, "run_in_process", fake)
     # Under a file, where no one (root included) can make a directory.
     (tmp_path / "file").write_text("")
     monkeypatch.setattr(state, "STATE", tmp_path / "file" / ".ppaux")
@@ -324,7 +328,7 @@ def test_a_dot_directory_that_cannot_be_made_is_a_usage_error_before_the_run(cap
 
 
 def test_a_file_named_like_the_report_directory_is_a_usage_error(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(check, "run_suite", FakePytest(ROWS[:1]))
+    monkeypatch.setattr(suite, "run_in_process", FakePytest(ROWS[:1]))
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".ppaux").mkdir()
     (tmp_path / ".ppaux" / "check").write_text("")
@@ -334,7 +338,7 @@ def test_a_file_named_like_the_report_directory_is_a_usage_error(capsys, monkeyp
 
 def test_check_records_the_implementation_it_was_given_and_passes_it_resolved(capsys, monkeypatch, tmp_path):
     fake = FakePytest(ROWS[:1])
-    monkeypatch.setattr(check, "run_suite", fake)
+    monkeypatch.setattr(suite, "run_in_process", fake)
     monkeypatch.chdir(IMPLS.parent)
     spec = "impls/unstripped_names.py"
     assert main(["check", "--impl", spec, "--profile", "dev", "--tests", "round_trip", "--report", str(tmp_path)]) == 0
@@ -350,12 +354,12 @@ def test_the_suite_runs_installed_under_an_empty_config_of_its_own(capsys, monke
     """The caller's pytest config, addopts and conftest.py never reach the suite's run."""
     seen = []
 
-    def suite(argv):
+    def suite_run(argv):
         ini = argv[argv.index("-c") + 1]
         seen.append((Path(ini).read_text(), argv))
         return FakePytest(ROWS[:1])(argv)
 
-    monkeypatch.setattr(check, "run_suite", suite)
+    monkeypatch.setattr(suite, "run_in_process", suite_run)
     junit = tmp_path / "j.xml"
     monkeypatch.chdir(tmp_path)
     assert main(["check", "--junit", "j.xml", "--report", "r"]) == 0
@@ -372,7 +376,7 @@ def test_the_suite_runs_installed_under_an_empty_config_of_its_own(capsys, monke
 
 def test_a_suite_run_that_did_not_start_shows_the_tail_of_its_output(capsys, monkeypatch, tmp_path):
     printed = "o" + "x" * 8000
-    monkeypatch.setattr(check, "run_suite", FakePytest([], status=4, printed=printed))
+    monkeypatch.setattr(suite, "run_in_process", FakePytest([], status=4, printed=printed))
     assert main(["check", "--report", str(tmp_path)]) == 2
     assert capsys.readouterr().err == "x" * 8000 + "ppaux: error: the suite did not run (pytest exit 4)\n"
 
@@ -385,7 +389,7 @@ def test_a_module_in_the_current_directory_is_found_as_under_python_dash_m(capsy
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
     before = list(sys.path)
     fake = FakePytest(ROWS[:1])
-    monkeypatch.setattr(check, "run_suite", fake)
+    monkeypatch.setattr(suite, "run_in_process", fake)
     assert main(["check", "--impl", "my_transport_here", "--report", "r"]) == 0
     ((argv, _, _, _),) = fake.calls
     assert argv[argv.index("--ppaux-impl") + 1] == "my_transport_here"
@@ -422,7 +426,7 @@ def test_regression_tests_are_proven_against_the_users_module_found_where_the_ru
     monkeypatch.chdir(root)
     scenario = describe([Call("add", {}, None, [])], "p.")
     failing = {"nodeid": "t.py::test_b", "clause": "add.1", "marks": [], "outcome": "failed", "scenario": scenario}
-    monkeypatch.setattr(check, "run_suite", FakePytest([failing], status=1))
+    monkeypatch.setattr(suite, "run_in_process", FakePytest([failing], status=1))
     folder = tmp_path / "regressions"
     argv = ["check", "--impl", "tests.impls.torch_only", "--report", str(tmp_path / "r"), "--regressions", str(folder)]
     assert main(argv) == 1
@@ -433,7 +437,7 @@ def test_regression_tests_are_proven_against_the_users_module_found_where_the_ru
 
 def test_more_or_fewer_examples_reach_the_suites_run_and_its_replay_command(capsys, monkeypatch, tmp_path):
     fake = FakePytest(ROWS, status=1)
-    monkeypatch.setattr(check, "run_suite", fake)
+    monkeypatch.setattr(suite, "run_in_process", fake)
     assert main(["check", "--max-examples", "500", "--report", str(tmp_path)]) == 1
     ((argv, _, _, _),) = fake.calls
     assert argv[argv.index("--ppaux-max-examples") + 1] == "500"

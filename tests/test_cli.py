@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import runpy
 import subprocess
@@ -13,14 +12,15 @@ import pytest
 from hypothesis import settings
 
 import ppaux
-from ppaux.cli import check
+import ppaux.testing.suite as suite
 from ppaux.cli.main import main
 from ppaux.core.clauses import CLAUSES
 from ppaux.core.clauses import markdown_table as clauses_table
 from ppaux.core.errors import CATALOG, markdown_table
 from ppaux.testing.findings import FINDINGS
 from ppaux.testing.results import EXAMPLE_HEADER
-from tests.support import cli_help
+from tests.fake_pytest import FakePytest
+from tests.support import build_report, cli_help, render_markdown
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 NOTHING_MATCHES = (
@@ -184,7 +184,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
 
 
 def test_check_reports_a_pytest_that_did_not_run_in_pytests_own_words(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(check, "pytest_args", lambda *a: ["--no-such-option"])
+    monkeypatch.setattr(suite, "installed_args", lambda *a: ["--no-such-option"])
     code, out, err = run_cli(capsys, "check", "--report", str(tmp_path))
     assert (code, out) == (2, "")
     assert err.endswith("ppaux: error: the suite did not run (pytest exit 4)\n")
@@ -303,24 +303,24 @@ def test_each_check_in_one_process_runs_under_its_own_profile_and_leaves_the_cal
 
 
 def test_report_with_no_tests_is_a_failure():
-    report = check.build_report([], impl="x", profile="ci", marks="contract")
+    report = build_report([], impl="x", profile="ci", marks="contract")
     assert report["verdict"] == "fail" and report["counts"] == {"passed": 0, "failed": 0, "skipped": 0}
-    assert "Verdict: **FAIL**" in check.render_markdown(report)
+    assert "Verdict: **FAIL**" in render_markdown(report)
 
 
 def test_report_of_a_failure_without_example_or_blob_says_where_to_look():
     row = {"nodeid": "t.py::test_x", "clause": "add.6", "marks": ["robustness"], "doc": "", "outcome": "failed"}
-    text = check.render_markdown(check.build_report([row], impl="x", profile="ci", marks="robustness"))
+    text = render_markdown(build_report([row], impl="x", profile="ci", marks="robustness"))
     assert text.endswith(
         f"### add.6: `t.py::test_x`\n\nClause: {CLAUSES['add.6'].statement}\n\n\n\nError: `see the test output`\n"
     )
 
 
-def test_the_suites_run_selects_by_marks_and_optionally_by_name():
-    args = argparse.Namespace(
-        marks="contract", profile="ci", max_examples=None, tests=None, junit=None, timeout=2.5, isolation="test"
-    )
-    argv = check.pytest_args(args, "", "r.jsonl", "p.ini")
+def test_the_suites_run_selects_by_marks_and_optionally_by_name(capsys, monkeypatch, tmp_path):
+    fake = FakePytest([])
+    monkeypatch.setattr(suite, "run_in_process", fake)
+    main(["check", "--marks", "contract", "--timeout", "2.5", "--report", str(tmp_path)])
+    ((argv, _, results, _),) = fake.calls
     # ppaux's tuning over Hypothesis's default profile, not the ci one Hypothesis loads on CI.
     assert argv[-10:] == [
         "-m",
@@ -330,19 +330,32 @@ def test_the_suites_run_selects_by_marks_and_optionally_by_name():
         "--ppaux-profile",
         "ci",
         "--ppaux-results",
-        "r.jsonl",
+        results,
         "--ppaux-timeout",
         "2.5",
     ]
-    args.tests, args.max_examples, args.isolation = "round_trip", 5, "off"
-    argv = check.pytest_args(args, "m", "r.jsonl", "p.ini")
-    assert argv[-6:] == ["--ppaux-impl", "m", "-k", "round_trip", "--ppaux-isolation", "off"]
+    main(
+        [
+            "check",
+            "--impl",
+            "ppaux.transport",
+            "--tests",
+            "round_trip",
+            "--max-examples",
+            "5",
+            "--report",
+            str(tmp_path),
+        ]
+    )
+    argv = fake.calls[-1][0]
+    assert argv[-4:] == ["--ppaux-impl", "ppaux.transport", "-k", "round_trip"]
     assert argv[argv.index("--ppaux-profile") : argv.index("--ppaux-results")] == [
         "--ppaux-profile",
         "ci",
         "--ppaux-max-examples",
         "5",
     ]
+    capsys.readouterr()
 
 
 def test_help_says_what_each_command_does(capsys):

@@ -68,6 +68,15 @@ def test_the_command_reference_is_what_the_console_script_prints():
     assert page == cli_reference.render(), "docs/cli.md is stale: run `python -m reports cli-reference`"
 
 
+def test_the_report_fields_are_what_the_shipped_schemas_say():
+    """docs/reports.md's tables are the schemas' (a field added or reworded there shows here)."""
+    from reports import schema_docs
+
+    page = (ROOT / "docs" / "reports.md").read_text(encoding="utf-8")
+    tables = page.split("<!-- schema tables: begin -->\n", 1)[1].split("<!-- schema tables: end -->", 1)[0]
+    assert tables == schema_docs.render(), "docs/reports.md is stale: paste `python -m reports.schema_docs` there"
+
+
 def test_the_command_reference_is_written_where_asked(tmp_path, capsys):
     from reports.__main__ import main
 

@@ -11,6 +11,7 @@ import os
 import pytest
 
 from ppaux.testing import containment
+from ppaux.testing.suite import SuiteRun
 
 # Each test writes "<name> <pid>" to $FORK_LOG: which process ran it.
 LOG = """
@@ -216,3 +217,9 @@ def test_each_xdist_worker_runs_its_contained_tests_in_a_forked_worker_of_its_ow
     result.stdout.fnmatch_lines(["*crash: the test's process ended the process with exit status 4, outside*"])
     # Every test ran once in a worker, the one that died once more alone.
     assert sorted(name for name, _ in lines) == ["a", "b", "c", "d", "dies", "dies", "grows"]
+
+
+def test_a_suite_run_in_process_asks_pytest_for_it():
+    # `ppaux check --isolation off`: the same run as pytest's --ppaux-isolation=off.
+    assert SuiteRun(isolation="off").options()[-2:] == ["--ppaux-isolation", "off"]
+    assert "--ppaux-isolation" not in SuiteRun().options()

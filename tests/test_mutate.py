@@ -19,6 +19,7 @@ import pytest
 
 from ppaux.cli.main import main
 from ppaux.mutation import mutate, project
+from ppaux.mutation.equivalents import NO_MUTANT, REVIEW
 from ppaux.mutation.mutate import KillSet, MutateOptions, MutateRun
 from ppaux.mutation.project import changed_line, crashes, name_crashes, parse_results, show_counts
 from ppaux.mutation.score import is_killed, verdicts
@@ -28,7 +29,8 @@ from ppaux.testing import state
 from ppaux.testing.impl import ImplementationError
 from ppaux.testing.progress import Progress
 from ppaux.testing.suite import suite_files
-from tests.support import tomllib
+from tests.fake_mutmut import fake_sources, judged_file
+from tests.support import FakeClock, tomllib
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 ROOT = IMPLS.parent.parent
@@ -955,7 +957,7 @@ def test_a_baseline_red_on_the_unmutated_copy_says_how(tmp_path, monkeypatch, ca
     verdicts = {str(scratch / "sentinel"): "killed", str(scratch): status}
     timeouts = []
 
-    def runner(command, *, pythonpath, timeout):
+    def runner(command, *, pythonpath, timeout, clock=None):
         timeouts.append(timeout)
         return verdicts[str(pythonpath[0])], 0.1
 
@@ -1016,9 +1018,45 @@ def test_a_command_runs_with_a_mutant_and_reports_how_it_ended(tmp_path, monkeyp
     run = project.run_with_mutant
     assert run(probe, pythonpath=[], timeout=30)[0] == "survived"
     assert run(probe, pythonpath=[], mutant="m.x_f__mutmut_1", timeout=30)[0] == "killed"
-    # A command that would outlast its timeout tenfold (and no more: a runner that ignores the timeout waits it out).
-    status, seconds = run([sys.executable, "-c", "import time; time.sleep(5)"], pythonpath=[], mutant="", timeout=0.5)
-    assert status == "timeout" and 0.5 <= seconds < 5
+    # A command that would outlast its timeout: stopped at it, and the time it ran read on the clock.
+    # The fake clock moves by the timeout while the command runs: the seconds reported are its.
+    clock = FakeClock(start=100.0)
+    status, seconds = run(
+        [sys.executable, "-c", "import time; time.sleep(600)"],
+        pythonpath=[],
+        timeout=0.5,
+        clock=_ReadThen(clock, lambda: clock.advance(0.5)),
+    )
+    assert (status, seconds) == ("timeout", 0.5)
+
+
+class _ReadThen:
+    """A clock whose first reading is followed by ``after_first_read`` (the command's time passing)."""
+
+    def __init__(self, clock, after_first_read):
+        self.clock, self.after_first_read, self.reads = clock, after_first_read, 0
+
+    def monotonic(self):
+        reading = self.clock.monotonic()
+        self.reads += 1
+        if self.reads == 1:
+            self.after_first_read()
+        return reading
+
+    def sleep(self, seconds):
+        self.clock.sleep(seconds)
+
+
+def test_a_command_run_with_a_mutant_takes_its_time_from_the_clock(tmp_path, monkeypatch):
+    """The seconds a run took are the clock's, read as it starts and as it ends (a baseline's limit is made of them)."""
+    monkeypatch.chdir(tmp_path)
+    clock = FakeClock(start=40.0)
+    status, seconds = project.run_with_mutant(
+        [sys.executable, "-c", "pass"], pythonpath=[], timeout=600, clock=_ReadThen(clock, lambda: clock.advance(2.5))
+    )
+    assert (status, seconds) == ("survived", 2.5)
+    # The clean run's seconds on that clock set the limit of the runs with a mutant.
+    assert mutate.baseline_limit(seconds) == 25.0 and mutate.baseline_limit(0.1) == 10.0
 
 
 def test_a_command_run_with_a_mutant_keeps_the_users_environment_and_finds_the_copy_first(tmp_path, monkeypatch, capfd):
@@ -1036,8 +1074,8 @@ def test_a_command_run_with_a_mutant_keeps_the_users_environment_and_finds_the_c
         f"or os.getcwd() != {str(tmp_path / 'run_here')!r})",
     ]
     monkeypatch.chdir(tmp_path / "run_here")
-    status, seconds = project.run_with_mutant(probe, pythonpath=[tmp_path / "copy"], mutant="", timeout=30)
-    assert status == "survived" and 0 < seconds < 30
+    status, seconds = project.run_with_mutant(probe, pythonpath=[tmp_path / "copy"], mutant="", timeout=600)
+    assert status == "survived" and seconds > 0
     # The command's output stays out of ppaux's console.
     assert capfd.readouterr() == ("", "")
     # Without a PYTHONPATH of the user's, only the copy is added: the directory the command runs in is not.
@@ -1114,6 +1152,47 @@ def test_without_a_baseline_the_verdicts_make_the_report_and_the_exit_status(tmp
     assert "--- ppaux/core/transport.py" in text and "Side by side" not in text
 
 
+def test_an_equivalents_file_keyed_by_identity_judges_its_mutant_and_fails_on_one_that_matches_none(
+    tmp_path, monkeypatch, capsys
+):
+    """The format of ppaux's own files: a judgement on its mutant's change holds it whatever mutmut
+    numbers it; one that matches no mutant fails the gate, named; one whose function changed is
+    listed for review."""
+
+    class Verdicts(_Verdicts):
+        def results(self):
+            return {"own_pop.x_f__mutmut_1": "killed", "own_pop.x_f__mutmut_2": "survived"}
+
+        def sources(self, names, source_of):
+            assert {source_of(name) for name in names} == {"own_pop.py"}
+            return fake_sources(names)
+
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    entries = judged_file({"own_pop.x_f__mutmut_2": "no caller sees it", "own_pop.x_gone__mutmut_1": "gone"})
+    (tmp_path / "eq.json").write_text(json.dumps(entries))
+    _stand_in_clean_run(monkeypatch, [_row("tests/test_pop.py::test_p4", "passed")])
+    monkeypatch.setattr(mutate, "MutmutProject", Verdicts)
+    args = ("--impl", "own_pop.py", "--gate", "100", "--equivalents", "eq.json")
+    assert _mutate(tmp_path, monkeypatch, *args) == 1
+    report = json.loads((tmp_path / "out" / "mutate.json").read_text())
+    gone = f"{NO_MUTANT}: eq.json: own_pop:gone: a -> b1"
+    assert (report["score"], report["equivalent"], report["unmatched_equivalents"]) == (100.0, 1, [gone])
+    assert capsys.readouterr().err.endswith(f"ppaux mutate: {gone}\n")
+    assert (
+        f"## Equivalence judgements that match no mutant, or several (the run fails)\n\n- {gone}\n"
+        in (tmp_path / "out" / "mutate.md").read_text()
+    )
+    # Without the entry for no mutant it passes; judged on the function as it was, it is listed for review.
+    entries["equivalents"] = [{**entries["equivalents"][0], "function_hash": "0" * 64}]
+    (tmp_path / "eq.json").write_text(json.dumps(entries))
+    assert _mutate(tmp_path, monkeypatch, *args) == 0
+    review = json.loads((tmp_path / "out" / "mutate.json").read_text())["review_equivalents"]
+    assert [e["mutant"] for e in review] == ["own_pop.x_f__mutmut_2"]
+    assert f"ppaux mutate: {REVIEW}: eq.json: own_pop:f: a -> b2 (now own_pop.x_f__mutmut_2, function_hash " in (
+        capsys.readouterr().err
+    )
+
+
 class _UnevenVerdicts(project.MutmutProject):
     """mutmut stood in for with :data:`UNEVEN_SUITE`; it shows its progress on the run's console as mutmut's does."""
 
@@ -1143,7 +1222,7 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
     monkeypatch.setattr(mutate, "MutmutProject", _UnevenVerdicts)
     runs = []
 
-    def baseline(command, *, pythonpath, timeout, mutant=""):
+    def baseline(command, *, pythonpath, timeout, mutant="", clock=None):
         runs.append((mutant, [Path(p) for p in pythonpath]))
         if pythonpath == [scratch / "sentinel"]:
             return "killed", 0.1

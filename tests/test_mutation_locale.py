@@ -13,7 +13,7 @@ import pytest
 
 from ppaux.mutation import own
 from ppaux.mutation.pragmas import markings
-from tests.fake_mutmut import ARITH, Clock, FakeMutmut, small_checkout
+from tests.fake_mutmut import ARITH, Clock, FakeMutmut, judged_file, small_checkout
 from tests.support import tomllib
 
 # mutmut's progress line, as its log holds it.
@@ -51,7 +51,7 @@ def test_a_run_reads_and_writes_utf_8_whatever_the_locale(tmp_path, monkeypatch,
     small_checkout(root)
     (root / "pyproject.toml").write_bytes("[project]\nname = 'arith'\nauthors = [{name = 'Jürgen'}]\n".encode())
     judged = {"arith.ops.x_double__mutmut_2": "x·2 ≡ x+x"}
-    (root / "eq.json").write_bytes(json.dumps(judged, ensure_ascii=False).encode())
+    (root / "eq.json").write_bytes(json.dumps(judged_file(judged), ensure_ascii=False).encode())
     runs = []
     verdicts = {"arith.ops.x_double__mutmut_1": "killed", "arith.ops.x_double__mutmut_2": "survived"}
 

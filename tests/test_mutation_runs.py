@@ -16,14 +16,17 @@ import pytest
 
 import reports.mutation as mutation
 from ppaux.mutation import own
+from ppaux.mutation.equivalents import NO_MUTANT, REVIEW
+from ppaux.mutation.identity import identify_all
+from ppaux.mutation.mutant_runs import FIRST
 from ppaux.mutation.own import Checkout, list_mutants
 from ppaux.mutation.pragmas import markings_section
 from ppaux.mutation.project import MUTANT_PYTEST_ARGS
 from ppaux.mutation.report import equivalent_lines, write_report
 from ppaux.mutation.score import EquivalentsError, Score, read_equivalents, score, stale
 from reports.__main__ import main as reports_main
-from tests import conftest
-from tests.fake_mutmut import ARITH, Clock, FakeMutmut, small_checkout
+from tests import conftest, fake_mutmut
+from tests.fake_mutmut import ARITH, Clock, FakeMutmut, fake_sources, judged_file, small_checkout
 from tests.support import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +95,9 @@ def _checkout(tmp_path, verdicts, *, flaky=False, equivalents=None, code=0):
 
     for name, entries in (equivalents or {}).items():
         (tmp_path / "docs" / "equivalents").mkdir(parents=True, exist_ok=True)
-        (tmp_path / "docs" / "equivalents" / name).write_text(json.dumps(entries))
+        (tmp_path / "docs" / "equivalents" / name).write_text(
+            json.dumps(judged_file(entries) if isinstance(entries, dict) else entries)
+        )
     fields = {f.name: getattr(mutation.CHECKOUT, f.name) for f in dataclasses.fields(Checkout)}
     return StandIn(**{**fields, "root": tmp_path}), runs
 
@@ -140,14 +145,16 @@ def test_when_mutmut_fails_the_run_says_where_its_log_is(tmp_path, capsys):
 
 def test_a_scopes_equivalents_files_leave_judged_mutants_out_and_name_stale_entries(tmp_path, capsys):
     """The package scope reads contract.json, then package.json: a surviving mutant listed there
-    counts in no score and is shown with its reason; an entry for a killed mutant, or for a mutant
-    that no longer exists, is stale; an entry outside --only is neither."""
+    counts in no score and is shown with its reason; an entry for a killed mutant is stale; one for
+    a mutant that no longer exists fails the run, named; an entry outside --only is neither."""
     verdicts = {
         "ppaux.core.transport.x_f__mutmut_1": "killed",
         "ppaux.core.transport.x_f__mutmut_2": "survived",
         "ppaux.cli.x_main__mutmut_1": "killed",
         "ppaux.cli.x_main__mutmut_2": "survived",
         "ppaux.cli.x_main__mutmut_3": "no tests",
+        # mutmut lists the mutants --only leaves out, not checked.
+        "ppaux.fuzz.x_f__mutmut_1": "not checked",
     }
     checkout, _ = _checkout(
         tmp_path,
@@ -163,14 +170,16 @@ def test_a_scopes_equivalents_files_leave_judged_mutants_out_and_name_stale_entr
         },
     )
     only = ["ppaux.core*", "ppaux.cli.x_main*", "ppaux.cli.x_gone*"]
-    assert mutation.run(str(tmp_path / "out"), None, only, scope_name="package", checkout=checkout) == 0
+    assert mutation.run(str(tmp_path / "out"), None, only, scope_name="package", checkout=checkout) == 1
     report = json.loads((tmp_path / "out" / "mutation.json").read_text())
     assert (report["total"], report["equivalent"], report["killed"], report["score"]) == (5, 2, 2, 66.67)
+    gone = f"{NO_MUTANT}: docs/equivalents/package.json: ppaux.cli:gone: a -> b1"
+    assert (report["unmatched_equivalents"], report["passes"]) == ([gone], False)
     assert report["judged_equivalent"] == {
         "ppaux.core.transport.x_f__mutmut_2": "only a message no caller reads",
         "ppaux.cli.x_main__mutmut_2": "a comment in a generated file",
     }
-    assert report["stale_equivalents"] == ["ppaux.cli.x_gone__mutmut_1", "ppaux.cli.x_main__mutmut_1"]
+    assert report["stale_equivalents"] == ["ppaux.cli.x_main__mutmut_1"]
     # The contract module is gated at 100% in every scope: its one survivor is judged equivalent.
     assert report["modules"]["ppaux.core.transport"] == {
         "total": 2,
@@ -185,17 +194,18 @@ def test_a_scopes_equivalents_files_leave_judged_mutants_out_and_name_stale_entr
     out = capsys.readouterr().out
     assert out.startswith("mutation (package): 66.67% (2/3 killed) in ")
     assert out.endswith(
-        "  stale equivalence entry (killed, or no such mutant): ppaux.cli.x_gone__mutmut_1\n"
-        "  stale equivalence entry (killed, or no such mutant): ppaux.cli.x_main__mutmut_1\n"
+        f"  {gone}\n  stale equivalence entry (killed, or no such mutant): ppaux.cli.x_main__mutmut_1\n"
     )
     text = (tmp_path / "out" / "mutation.md").read_text(encoding="utf-8")
-    assert "- score: **66.67%** (2/3 mutants killed; 2 judged equivalent); gate: **pass**\n" in text
+    assert "- score: **66.67%** (2/3 mutants killed; 2 judged equivalent); gate: **FAIL**\n" in text
     assert (
         "## Judged equivalent (`docs/equivalents/contract.json`, `docs/equivalents/package.json`)\n\n"
         "- `ppaux.cli.x_main__mutmut_2`: a comment in a generated file\n"
         "- `ppaux.core.transport.x_f__mutmut_2`: only a message no caller reads\n\n"
         "## Stale equivalence entries (killed, or no such mutant)\n\n"
-        "- `ppaux.cli.x_gone__mutmut_1`\n- `ppaux.cli.x_main__mutmut_1`\n\n"
+        "- `ppaux.cli.x_main__mutmut_1`\n\n"
+        "## Equivalence judgements that match no mutant, or several (the run fails)\n\n"
+        f"- {gone}\n\n"
         "## Marked equivalent (`# pragma: no mutate`)\n\n"
     ) in text
     assert text.endswith(
@@ -250,8 +260,7 @@ def test_an_equivalents_file_that_cannot_be_read_is_a_usage_error(tmp_path, caps
     assert mutation.run(str(tmp_path / "out"), None, checkout=checkout) == 2
     path = tmp_path / "docs" / "equivalents" / "contract.json"
     assert capsys.readouterr().err == (
-        f"reports: error: equivalents file {str(path)!r} must be a JSON object "
-        "{mutant: reason} with a reason for each\n"
+        f"reports: error: equivalents file {str(path)!r} must be a JSON object {{'format': 2, 'equivalents': [...]}}\n"
     )
     assert runs == []
 
@@ -368,7 +377,11 @@ def _arith_checkout(root: Path, runs: list, verdicts: dict, *, undiffed=(), alwa
     small_checkout(root)
     (root / "arith" / "more.py").write_text("def half(x):\n    return x / 2\n")
     (root / "eq.json").write_text(
-        json.dumps({"arith.ops.x_double__mutmut_2": "x * 2 and x + x agree", "arith.ops.x_is_small__mutmut_2": "x"})
+        json.dumps(
+            judged_file(
+                {"arith.ops.x_double__mutmut_2": "x * 2 and x + x agree", "arith.ops.x_is_small__mutmut_2": "x"}
+            )
+        )
     )
 
     class StandIn(Checkout):
@@ -406,7 +419,8 @@ def test_a_scopes_run_reports_every_module_against_its_gate_and_every_survivor_w
     assert table["only_mutate"] == ["arith/*"]
     stdout, stderr = capsys.readouterr()
     assert stdout == (
-        f"mutation (arith): 50.0% (2/4 killed) in 12.3 s; gate FAIL; report {out / 'mutation.md'}\n"
+        f"mutation (arith): 50.0% (2/4 killed) in 12.3 s (5 run, 0 recorded results reused); gate FAIL; "
+        f"report {out / 'mutation.md'}\n"
         "  arith.ops: 66.67% < 100.0% (1 survivors)\n"
         "  stale equivalence entry (killed, or no such mutant): arith.ops.x_is_small__mutmut_2\n"
     )
@@ -421,15 +435,26 @@ def test_a_scopes_run_reports_every_module_against_its_gate_and_every_survivor_w
         "passes": False,
     }
     diff = "--- arith/ops.py\n+++ arith/ops.py\n-    a\n+    b\n"
+    # Each survivor with its identity, as an equivalents file keys it.
+    identities = identify_all(fake_sources(["arith.more.x_half__mutmut_1", "arith.ops.x_is_small__mutmut_1"]))
     assert report["survivors"] == [
-        {"mutant": "arith.more.x_half__mutmut_1", "status": "no tests", "diff": ""},
-        {"mutant": "arith.ops.x_is_small__mutmut_1", "status": "survived", "diff": diff},
+        {
+            "mutant": name,
+            "status": status,
+            "diff": shown,
+            "identity": dataclasses.asdict(identities[name]),
+        }
+        for name, status, shown in (
+            ("arith.more.x_half__mutmut_1", "no tests", ""),
+            ("arith.ops.x_is_small__mutmut_1", "survived", diff),
+        )
     ]
     assert (out / "mutation.md").read_text() == (
         "# Mutation testing\n"
         "\n"
         "- scope `arith`: the arith package, its score reported\n"
         "- score: **50.0%** (2/4 mutants killed; 1 judged equivalent); gate: **FAIL**\n"
+        "- mutants run: 5, recorded results reused: 0\n"
         f"- wall time: 12.3 s; mutmut {version('mutmut')}; "
         "command: `python -m reports mutation --scope arith --only 'arith.ops*' --only 'arith.more*'`\n"
         "- verdicts: killed 2, survived 2, no tests 1\n"
@@ -464,19 +489,26 @@ def test_a_scopes_run_reports_every_module_against_its_gate_and_every_survivor_w
 
 def test_a_scopes_run_with_every_mutant_killed_passes_and_says_none_survived(tmp_path, monkeypatch, capsys):
     runs = []
-    verdicts = {"arith.ops.x_double__mutmut_1": "killed", "arith.ops.x_double__mutmut_2": "survived"}
+    # mutmut lists the mutants --only left out too, not checked: the judgement on one of them holds a mutant.
+    verdicts = {
+        "arith.ops.x_double__mutmut_1": "killed",
+        "arith.ops.x_double__mutmut_2": "survived",
+        "arith.ops.x_is_small__mutmut_2": "not checked",
+    }
     checkout = _arith_checkout(tmp_path / "checkout", runs, verdicts, always_gated=("arith/ops.py",))
     monkeypatch.setattr(own, "time", Clock(took=0.04))
     out = tmp_path / "out"
     assert own.run_scope(checkout, ARITH, str(out), None, ["arith.ops.x_double*"]) == 0
     assert capsys.readouterr().out == (
-        f"mutation (arith): 100.0% (1/1 killed) in 0.0 s; gate pass; report {out / 'mutation.md'}\n"
+        f"mutation (arith): 100.0% (1/1 killed) in 0.0 s (2 run, 0 recorded results reused); gate pass; "
+        f"report {out / 'mutation.md'}\n"
     )
     assert (out / "mutation.md").read_text() == (
         "# Mutation testing\n"
         "\n"
         "- scope `arith`: the arith package, its score reported\n"
         "- score: **100.0%** (1/1 mutants killed; 1 judged equivalent); gate: **pass**\n"
+        "- mutants run: 2, recorded results reused: 0\n"
         f"- wall time: 0.0 s; mutmut {version('mutmut')}; "
         "command: `python -m reports mutation --scope arith --only 'arith.ops.x_double*'`\n"
         "- verdicts: killed 1, survived 1\n"
@@ -624,3 +656,74 @@ def test_a_report_is_written_into_its_folder_made_with_its_parents(tmp_path):
     # The page ends with one newline; the JSON is indented, one entry a line.
     assert page.read_text() == "# Mutation testing\n\ntext\n"
     assert (out / "mutation.json").read_text() == '{\n  "score": 50.0,\n  "modules": {}\n}\n'
+
+
+def test_a_second_run_reuses_the_recorded_verdicts_and_runs_only_a_changed_function(tmp_path, monkeypatch, capsys):
+    """mutmut stood in for: the first run records every verdict; the second, nothing changed, runs
+    no mutant; the third, is_small changed, runs its mutants alone, and the judgement made on
+    is_small before the change is listed for review."""
+    runs = []
+    verdicts = {
+        "arith.ops.x_double__mutmut_1": "killed",
+        "arith.ops.x_double__mutmut_2": "survived",
+        "arith.ops.x_is_small__mutmut_1": "killed",
+        "arith.ops.x_is_small__mutmut_2": "killed",
+    }
+    checkout = _arith_checkout(tmp_path / "checkout", runs, verdicts)
+    out = tmp_path / "out"
+
+    def run():
+        code = own.run_scope(checkout, ARITH, str(out), None)
+        report = json.loads((out / "mutation.json").read_text())
+        return code, report["ran"], report["reused"], report["score"], capsys.readouterr().out
+
+    code, ran, reused, score, printed = run()
+    assert (code, ran, reused, score, runs) == (0, 4, 0, 100.0, [(None, (), "mutmut-run.log")])
+    assert " (4 run, 0 recorded results reused); gate pass; " in printed
+    runs.clear()
+    assert run()[:4] == (0, 0, 4, 100.0) and runs == [(None, "generate")]
+    runs.clear()
+    real = fake_mutmut.fake_sources
+
+    def is_small_changed(names):
+        sources = real(names)
+        return {
+            n: ("def f():\n    a\n    pass\n", s[1] + "    pass\n") if "is_small" in n else s
+            for n, s in sources.items()
+        }
+
+    monkeypatch.setattr(fake_mutmut, "fake_sources", is_small_changed)
+    code, ran, reused, score, printed = run()
+    assert (code, ran, reused) == (0, 2, 2)
+    assert runs == [(None, "generate"), (None, ("arith.ops.x_is_small__mutmut_*",), "mutmut-run.log")]
+    # The rerun mutants' earlier killers first, for the plugin of mutmut's test runs; every killer recorded.
+    first = json.loads((out / "project" / "mutants" / FIRST).read_text())
+    assert first == {f"arith.ops.x_is_small__mutmut_{n}": "tests/test_is_small.py::test_it" for n in (1, 2)}
+    recorded = json.loads((out / "mutation-history-arith.json").read_text())["mutants"]
+    assert {(m["function"], m["occurrence"], m["after"], m.get("killer")) for m in recorded} == {
+        ("double", 0, "b1", "tests/test_double.py::test_it"),
+        ("double", 0, "b2", None),
+        ("is_small", 0, "b1", "tests/test_is_small.py::test_it"),
+        ("is_small", 0, "b2", "tests/test_is_small.py::test_it"),
+    }
+    review = json.loads((out / "mutation.json").read_text())["review_equivalents"]
+    assert [e["mutant"] for e in review] == ["arith.ops.x_is_small__mutmut_2"]
+    assert f"  {REVIEW}: eq.json: arith.ops:is_small: a -> b2 (now arith.ops.x_is_small__mutmut_2, " in printed
+    assert (
+        "## Equivalence judgements to review (their function changed since)\n\n- eq.json: "
+        in (out / "mutation.md").read_text()
+    )
+    # --full runs every mutant whatever was recorded.
+    runs.clear()
+    assert own.run_scope(checkout, ARITH, str(out), None, full=True) == 0
+    assert runs == [(None, (), "mutmut-run.log")]
+    # No identity, so no record: its function runs (double for double_1; is_small, changed back, runs too).
+    runs.clear()
+    monkeypatch.setattr(
+        fake_mutmut, "fake_sources", lambda names: {n: s for n, s in real(names).items() if n[-2:] != "_1"}
+    )
+    assert run()[:3] == (0, 3, 1)
+    assert runs == [
+        (None, "generate"),
+        (None, ("arith.ops.x_double__mutmut_*", "arith.ops.x_is_small__mutmut_*"), "mutmut-run.log"),
+    ]

@@ -28,7 +28,7 @@ from ppaux_strategies.doubles import OBSERVER_MODES
 
 import ppaux.regressions.doubles as doubles
 import ppaux.regressions.prove as proof
-from ppaux.cli import check
+import ppaux.testing.suite as suite
 from ppaux.cli.main import main
 from ppaux.conformance.test_properties import _TrapTensor
 from ppaux.core.clauses import statement
@@ -244,22 +244,22 @@ def a_file(tmp: Path) -> Path:
 def test_an_output_directory_that_cannot_be_written_is_one_line_before_the_run(
     tmp_path, capsys, monkeypatch, make, why, option
 ):
-    monkeypatch.setattr(check, "run_suite", FakePytest([]))
+    monkeypatch.setattr(suite, "run_in_process", FakePytest([]))
     bad = make(tmp_path)
     argv = ["check", "--report", str(tmp_path / "r"), option, str(bad)]
     assert main(argv) == 2
     assert capsys.readouterr().err == f"ppaux: error: {option}: {why.format(bad)}\n"
-    assert check.run_suite.calls == []
+    assert suite.run_in_process.calls == []
 
 
 def test_a_report_under_dev_null_is_one_line_before_the_run(capsys, monkeypatch):
-    monkeypatch.setattr(check, "run_suite", FakePytest([]))
+    monkeypatch.setattr(suite, "run_in_process", FakePytest([]))
     assert main(["check", "--report", "/dev/null/x"]) == 2
     assert capsys.readouterr().err == "ppaux: error: --report: cannot create /dev/null/x: Not a directory\n"
 
 
 def test_a_junit_path_that_is_a_directory_is_one_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(check, "run_suite", FakePytest([]))
+    monkeypatch.setattr(suite, "run_in_process", FakePytest([]))
     assert main(["check", "--report", str(tmp_path / "r"), "--junit", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"ppaux: error: --junit: {tmp_path} is a directory\n"
 
@@ -287,7 +287,7 @@ def test_files_of_an_earlier_run_are_replaced_and_a_users_own_files_kept(tmp_pat
     (folder / "test_pop_9.py").write_text(MARKER + " for pop.9.\n")
     (folder / "test_mine.py").write_text("# mine\n")
     failing = {"nodeid": "t.py::test_b", "clause": "add.1", "marks": [], "outcome": "failed", "error": "E: x"}
-    monkeypatch.setattr(check, "run_suite", FakePytest([failing], status=1))
+    monkeypatch.setattr(suite, "run_in_process", FakePytest([failing], status=1))
     assert main(["check", "--report", str(tmp_path / "r"), "--regressions", str(folder)]) == 1
     assert sorted(p.name for p in folder.iterdir()) == ["test_mine.py"]
     report = json.loads((tmp_path / "r" / "conformance.json").read_text())
@@ -314,7 +314,9 @@ def test_a_passing_run_writes_no_regression_file_and_removes_stale_ones(tmp_path
     folder = tmp_path / "regressions"
     folder.mkdir()
     (folder / "test_add_6.py").write_text(MARKER + " for add.6.\n")
-    monkeypatch.setattr(check, "run_suite", FakePytest([{"nodeid": "t.py::a", "clause": "add.1", "outcome": "passed"}]))
+    monkeypatch.setattr(
+        suite, "run_in_process", FakePytest([{"nodeid": "t.py::a", "clause": "add.1", "outcome": "passed"}])
+    )
     assert main(["check", "--report", str(tmp_path / "r"), "--regressions", str(folder)]) == 0
     assert list(folder.iterdir()) == []
     assert capsys.readouterr().out.endswith(f"regression tests written to {folder}: none\n")

@@ -18,6 +18,7 @@ from ppaux.mutation.report import write_report
 from reports.build import build
 from reports.mutation import CHECKOUT, SCOPES
 from tests.marked_source import MARKED
+from tests.support import build_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("tests", "conformance", "faults", "coverage", "mutation", "mutate", "fuzz", "benchmarks")
@@ -240,7 +241,9 @@ def _inputs(out: Path) -> None:
 def test_the_markdown_twins_render_below_the_page_headings_with_their_tables_and_code(tmp_path):
     out = tmp_path / "out"
     (out / "conformance").mkdir(parents=True)
-    (out / "conformance" / "conformance.json").write_text(json.dumps({"verdict": "fail"}))
+    row = {"nodeid": "t.py::test_b", "clause": "add.1", "marks": ["contract"], "outcome": "failed", "error": "E"}
+    report = build_report([row], impl="m", profile="ci", marks="contract")
+    (out / "conformance" / "conformance.json").write_text(json.dumps(report))
     (out / "conformance" / "conformance.md").write_text(
         "# Conformance report: `m`\n\nVerdict: **FAIL**\n\n| clause | verdict |\n| --- | --- |\n| add.1 | fail |\n\n"
         "## Counterexamples\n\n### add.1: `t.py::test_b`\n\nError: `<class 'ValueError'>` & <b>raw</b>\n\n"
@@ -259,6 +262,21 @@ def test_the_markdown_twins_render_below_the_page_headings_with_their_tables_and
     assert "<pre><code>Falsifying example: f(\n    n=0,\n)\n</code></pre>" in page
     assert "<p>Replay: <code>ppaux check --tests test_b</code>.<br />\nBlob: <code>@reproduce_failure" in page
     assert "<h4>PP auxiliary relay benchmarks</h4>\n<table>" in page and "<td>add+pop</td>\n<td>1.5</td>" in page
+
+
+def test_a_conformance_report_of_0_3_is_shown_as_unreadable_with_its_version_and_the_command(tmp_path):
+    out = tmp_path / "out"
+    (out / "conformance").mkdir(parents=True)
+    (out / "conformance" / "conformance.json").write_text(json.dumps({"verdict": "pass", "clauses": []}))
+    index = tmp_path / "index.html"
+    build(str(out), str(index))
+    section = index.read_text().split('<section id="conformance">', 1)[1].split("</section>", 1)[0]
+    assert section.startswith('<h2>Conformance <span class="tile missing">missing</span></h2>')
+    assert (
+        "<p class='missing'>conformance.json cannot be read: this conformance report was written before 0.4 "
+        "(no schema_version); ppaux reads format version 1: run the check again. "
+        "Run <code>ppaux check --report reports/out/conformance</code>.</p>"
+    ) in section
 
 
 def test_missing_inputs_are_not_yet_generated_sections(tmp_path):

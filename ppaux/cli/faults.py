@@ -11,7 +11,7 @@ from pathlib import Path
 from ppaux.cli.usage import UsageError
 from ppaux.relay.hop import CHANNELS
 from ppaux.relay.matrix import EXPECTED, markdown, matrix
-from ppaux.testing.state import STATE, StateError, report_directory
+from ppaux.testing.state import STATE, report_directory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,10 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
-    try:
-        report = report_directory(args.report, "faults")
-    except StateError as exc:
-        raise UsageError(str(exc)) from None
+    report = report_directory(args.report, "faults")
     expected = EXPECTED[(args.channel, args.integrity)]
     cells = matrix(channel=args.channel, integrity=args.integrity, timeout=args.timeout)
     # Over SGLang's own code, ppaux's model of it (on gloo) stands beside it, fault by fault.

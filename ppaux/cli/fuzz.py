@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ppaux.cli.usage import UsageError
-from ppaux.fuzz import FuzzUsageError, add_arguments
+from ppaux.fuzz import add_arguments
 
 __all__ = ["add_arguments", "run"]
 
@@ -13,7 +12,4 @@ __all__ = ["add_arguments", "run"]
 def run(args: argparse.Namespace) -> int:
     from ppaux.fuzz import run as fuzz
 
-    try:
-        return fuzz(args)
-    except FuzzUsageError as exc:
-        raise UsageError(str(exc)) from None
+    return fuzz(args)

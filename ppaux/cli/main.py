@@ -17,7 +17,7 @@ import ppaux.cli.faults as faults
 import ppaux.cli.fuzz as fuzz
 import ppaux.cli.mutate as mutate
 import ppaux.cli.wire_diff as wire_diff
-from ppaux.cli.usage import USAGE_ERROR, OneLineParser, UsageError
+from ppaux.cli.usage import USAGE_ERROR, USER_ERRORS, OneLineParser
 
 # 128 + SIGPIPE: what a shell reports for a command whose reader closed the pipe.
 CLOSED_PIPE = 128 + 13
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         # Inside the try: a reader that closed the pipe is then told here, not at interpreter exit.
         sys.stdout.flush()
         return status
-    except UsageError as exc:
+    except USER_ERRORS as exc:
         print(f"ppaux: error: {exc}" if not str(exc).startswith("ppaux") else f"{exc}", file=sys.stderr)
         return USAGE_ERROR
     except BrokenPipeError:

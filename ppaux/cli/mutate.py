@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
-from ppaux.cli.usage import UsageError, timeout_seconds
+from ppaux.cli.usage import timeout_seconds
 from ppaux.isolation import DEFAULT_TIMEOUT
-from ppaux.mutation.mutate import MutateInputError, MutateOptions, mutate
+from ppaux.mutation.mutate import MutateOptions, mutate
 from ppaux.testing.profiles import TUNINGS
 from ppaux.testing.state import STATE
 from ppaux.testing.suite import DEFAULT_MARKS, suite_files
@@ -51,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--equivalents",
         metavar="FILE",
-        help="JSON {mutant: reason} of mutants judged equivalent: listed with their reason, left out of the score",
+        help="JSON of mutants judged equivalent, keyed by identity (docs/mutation.md; or the older "
+        "{mutmut name: reason}): listed with their reason, left out of the score",
     )
     parser.add_argument(
         "--max-children", type=int, default=None, metavar="N", help="parallel mutant runs (default: the CPU count)"
@@ -68,7 +69,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options = MutateOptions(**{f.name: getattr(args, f.name) for f in fields(MutateOptions)})
-    try:
-        return mutate(options, suite_files())
-    except MutateInputError as exc:
-        raise UsageError(str(exc)) from None
+    return mutate(options, suite_files())

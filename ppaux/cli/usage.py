@@ -5,14 +5,24 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
+from ppaux.fuzz.options import FuzzUsageError
 from ppaux.isolation import parse_timeout
+from ppaux.mutation.mutate import MutateInputError
+from ppaux.report import ReportFormatError
+from ppaux.testing.impl import ImplementationError
 from ppaux.testing.profiles import parse_max_examples
+from ppaux.testing.state import StateError
 
 USAGE_ERROR = 2
 
 
 class UsageError(Exception):
     """Bad input from the user: printed as one line, exit status 2."""
+
+
+# Every kind of bad input, each raised where it is found with its one line; ppaux.cli.main prints
+# the line and exits 2 for all of them, in one place.
+USER_ERRORS = (UsageError, ImplementationError, StateError, FuzzUsageError, MutateInputError, ReportFormatError)
 
 
 class OneLineParser(argparse.ArgumentParser):

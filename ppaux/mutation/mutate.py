@@ -27,7 +27,10 @@ from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
-from ppaux.isolation import DEFAULT_TIMEOUT, signal_name
+from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock, signal_name
+from ppaux.mutation.equivalents import REVIEW, Judgement, read_any
+from ppaux.mutation.equivalents import resolve as match_judgements
+from ppaux.mutation.identity import identify_all
 from ppaux.mutation.project import MutmutProject, changed_line, run_with_mutant, show_counts
 from ppaux.mutation.report import (
     STALE,
@@ -43,7 +46,6 @@ from ppaux.mutation.score import (
     Score,
     is_killed,
     judged_equivalent,
-    read_equivalents,
     score,
     stale,
     verdicts,
@@ -62,6 +64,7 @@ __all__ = [
     "MutateOptions",
     "MutateRun",
     "baseline_imports_the_copy",
+    "baseline_limit",
     "baseline_on_the_copy",
     "build_report",
     "check_inputs",
@@ -78,6 +81,9 @@ CLEAN_BASELINE_TIMEOUT_S = 600.0
 UNIMPORTABLE = b"raise ImportError('ppaux mutate: the copy under test was imported')\n"
 # mutmut's progress lines every 5 s on a plain stream (a log, CI).
 PROGRESS_EVERY_S = 5.0
+# A baseline run with a mutant may take this many times its clean run, and never less than the floor.
+BASELINE_LIMIT_FACTOR = 10.0
+BASELINE_LIMIT_FLOOR_S = 10.0
 
 
 class MutateInputError(Exception):
@@ -123,6 +129,9 @@ class MutateRun:
     diffs: dict[str, str] = field(default_factory=dict)
     equivalents: dict[str, str] = field(default_factory=dict)
     wall_s: float = 0.0
+    # Judgements keyed by identity that match no mutant or several, and those to review.
+    unmatched: list[str] = field(default_factory=list)
+    review: list[JSONObject] = field(default_factory=list)
 
     def missed(self, name: str) -> bool:
         """Whether the suite or the baseline let the mutant survive: the report shows its diff."""
@@ -141,7 +150,9 @@ def _suite_args(options: MutateOptions, target: Target, results: Path | None = N
     return ["-p", "no:cacheprovider", "-p", "no:randomly", *run.options()]
 
 
-def check_inputs(options: MutateOptions) -> tuple[Target, dict[str, str], list[str] | None]:
+def check_inputs(
+    options: MutateOptions,
+) -> tuple[Target, dict[str, str] | list[Judgement], list[str] | None]:
     """The module to mutate, the equivalents and the baseline command, or the one line that says what is wrong."""
     for module, name in (("mutmut", "mutmut 3"), ("tomli_w", "tomli-w")):
         try:
@@ -155,7 +166,7 @@ def check_inputs(options: MutateOptions) -> tuple[Target, dict[str, str], list[s
     if not 0 <= options.gate <= 100:
         raise MutateInputError(f"--gate must be between 0 and 100, got {options.gate}")
     try:
-        equivalents = read_equivalents(options.equivalents) if options.equivalents is not None else {}
+        equivalents = read_any(options.equivalents) if options.equivalents is not None else {}
     except EquivalentsError as exc:
         raise MutateInputError(f"--equivalents {exc}") from None
     command = shlex.split(options.baseline) if options.baseline else None
@@ -206,9 +217,9 @@ def baseline_imports_the_copy(command: list[str], target: Target, scratch: Path)
         )
 
 
-def baseline_on_the_copy(command: list[str], scratch: Path) -> float:
-    """The baseline must pass on the unmutated copy: how long it takes."""
-    status, seconds = run_with_mutant(command, pythonpath=[scratch], timeout=CLEAN_BASELINE_TIMEOUT_S)
+def baseline_on_the_copy(command: list[str], scratch: Path, clock: Clock = MONOTONIC) -> float:
+    """The baseline must pass on the unmutated copy: how long it takes, on ``clock``."""
+    status, seconds = run_with_mutant(command, pythonpath=[scratch], timeout=CLEAN_BASELINE_TIMEOUT_S, clock=clock)
     if status != "survived":
         why = "timed out" if status == "timeout" else "fails"
         raise MutateInputError(f"the baseline command {why} on the unmutated module: {shlex.join(command)}")
@@ -231,12 +242,18 @@ def mutants_against_the_suite(
     return project, suite
 
 
+def baseline_limit(clean_s: float) -> float:
+    """How long the baseline may run with a mutant: ten times its clean run, at least 10 s (a
+    mutant that makes it loop is a kill, a machine busy for a while is not)."""
+    return max(BASELINE_LIMIT_FLOOR_S, BASELINE_LIMIT_FACTOR * clean_s)
+
+
 def mutants_against_the_baseline(
     command: list[str], scratch: Path, mutants: list[str], clean_s: float, workers: int
 ) -> dict[str, str]:
-    """The baseline once per mutant, ``workers`` at once, each bounded by ten times the clean run (at least 10 s)."""
+    """The baseline once per mutant, ``workers`` at once, each bounded by :func:`baseline_limit`."""
     progress = Progress(every=PROGRESS_EVERY_S)
-    timeout = max(10.0, 10 * clean_s)
+    timeout = baseline_limit(clean_s)
     done: dict[str, str] = {}
 
     def show(final: bool = False) -> None:
@@ -286,9 +303,11 @@ def build_report(run: MutateRun) -> JSONObject:
         "total": len(suite),
         **score_fields(scored),
         "gate": options.gate,
-        "passes": scored.reaches(options.gate),
+        "passes": scored.reaches(options.gate) and not run.unmatched,
         "verdicts": verdicts(suite),
         "stale_equivalents": stale(suite, run.equivalents),
+        "unmatched_equivalents": run.unmatched,
+        "review_equivalents": run.review,
         "mutants": mutants,
     }
     if baseline is not None:
@@ -361,6 +380,15 @@ def render_markdown(report: JSONObject) -> str:
             lines += [f"Judged equivalent: {m['equivalent']}", ""]
         lines += [f"Changes `{m['line']}`", "", *diff_block(m["diff"])]
     lines += stale_lines(report["stale_equivalents"])
+    if report["unmatched_equivalents"]:
+        lines += ["", "## Equivalence judgements that match no mutant, or several (the run fails)", ""]
+        lines += [f"- {line}" for line in report["unmatched_equivalents"]]
+    if report["review_equivalents"]:
+        lines += ["", "## Equivalence judgements to review (their function changed since)", ""]
+        lines += [
+            f"- {e['entry']}: now `{e['mutant']}`, function_hash `{e['function_hash']}`"
+            for e in report["review_equivalents"]
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -405,7 +433,17 @@ def mutate(options: MutateOptions, suite_files: Sequence[Path]) -> int:
             "and are left out of the kill set"
         )
     project, suite = mutants_against_the_suite(options, target, scratch, kills, progress)
-    run = MutateRun(options, target, kills, suite, equivalents=equivalents)
+    run = MutateRun(options, target, kills, suite)
+    if isinstance(equivalents, dict):
+        run.equivalents = equivalents
+    else:
+        identities = identify_all(project.sources(list(suite), lambda name: target.relative_path.as_posix()))
+        resolution = match_judgements(equivalents, identities)
+        run.equivalents, run.unmatched = resolution.judged, resolution.problems
+        run.review = [
+            {"mutant": name, "entry": j.describe(), "function_hash": identities[name].function_hash}
+            for name, j in sorted(resolution.review.items())
+        ]
     if command is not None:
         run.baseline = mutants_against_the_baseline(
             command, scratch, list(suite), clean_s, options.max_children or os.cpu_count() or 1
@@ -417,6 +455,10 @@ def mutate(options: MutateOptions, suite_files: Sequence[Path]) -> int:
     report = build_report(run)
     page = write_report(out, "mutate", report, [render_markdown(report)])
     progress.say(_summary(report, page))
+    for line in report["unmatched_equivalents"]:
+        progress.say(f"ppaux mutate: {line}")
+    for e in report["review_equivalents"]:
+        progress.say(f"ppaux mutate: {REVIEW}: {e['entry']} (now {e['mutant']}, function_hash {e['function_hash']})")
     for name in report["stale_equivalents"]:
         progress.say(f"ppaux mutate: {STALE}: {name}")
     return 0 if report["passes"] else 1

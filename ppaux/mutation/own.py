@@ -9,6 +9,8 @@ every run starts from a fresh copy and reads the verdicts from ``mutmut results`
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import shutil
 import sys
 import time
@@ -19,6 +21,10 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TextIO
 
+from ppaux.mutation import history
+from ppaux.mutation.equivalents import REVIEW, Judgement, read_judgements, resolve
+from ppaux.mutation.identity import MutantIdentity, identify_all
+from ppaux.mutation.mutant_runs import FIRST, recorded_killers
 from ppaux.mutation.project import MUTANT_PYTEST_ARGS, MutmutProject, changed_line, module_of, mutmut_table, select
 from ppaux.mutation.report import (
     STALE,
@@ -30,7 +36,7 @@ from ppaux.mutation.report import (
     verdicts_line,
     write_report,
 )
-from ppaux.mutation.score import Score, is_killed, judged_equivalent, read_equivalents, score, stale, verdicts
+from ppaux.mutation.score import Score, is_killed, judged_equivalent, score, stale, verdicts
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import JSONObject
 
@@ -54,7 +60,7 @@ PROGRESS_EVERY_S = 5.0
 class Scope:
     """What one kind of run mutates (mutmut's ``only_mutate`` patterns), which tests may kill (and
     ``marks``, their pytest ``-m`` expression), the gate (``None``: reported only), the files of
-    mutants judged equivalent (``{mutant: one-line reason}``, relative to the checkout), and the
+    mutants judged equivalent (:mod:`ppaux.mutation.equivalents`, relative to the checkout), and the
     tests left out of every run (``deselect``: ``(pytest node id, why it cannot run in mutmut's copy)``)."""
 
     name: str
@@ -70,13 +76,16 @@ class Scope:
 @dataclass(frozen=True)
 class Checkout:
     """The checkout a scope's run copies: its ``root``, what the copy holds (``copied``), the
-    pytest arguments of every test run, what is never mutated, and the modules gated at 100% in every scope."""
+    pytest arguments of every test run, what is never mutated, the modules gated at 100% in every
+    scope, and what every scope's tests read besides its test paths (``test_support``: their
+    conftest, helpers and strategies, hashed with them for an incremental run)."""
 
     root: Path
     copied: tuple[str, ...]
     pytest_args: tuple[str, ...]
     do_not_mutate: tuple[str, ...]
     always_gated: tuple[str, ...]
+    test_support: tuple[str, ...] = ()
 
     def gate_for(self, module: str, scope: Scope) -> float | None:
         """The always-gated modules at 100% in every scope; the others at the scope's gate."""
@@ -84,12 +93,17 @@ class Checkout:
             return 100.0
         return scope.gate
 
-    def equivalents(self, scope: Scope) -> dict[str, str]:
-        """The scope's mutants judged equivalent, from its files in order."""
-        judged: dict[str, str] = {}
+    def equivalents(self, scope: Scope) -> list[Judgement]:
+        """The scope's mutants judged equivalent, from its files in order (named relative to the checkout)."""
+        judged: list[Judgement] = []
         for path in scope.equivalents:
-            judged.update(read_equivalents(self.root / path))
+            judged += [dataclasses.replace(j, file=path) for j in read_judgements(self.root / path)]
         return judged
+
+    def tests_hash(self, scope: Scope) -> str:
+        """The hash of what the scope's tests are: their files, the support they read, how they run."""
+        settings = (*self.pytest_args, *(t for t, _ in scope.deselect), scope.marks)
+        return history.tests_hash(self.root, (*scope.tests, *self.test_support), settings)
 
     def project(self, scope: Scope, dest: Path) -> MutmutProject:
         """A scratch copy of the checkout whose ``[tool.mutmut]`` table is the scope's."""
@@ -175,6 +189,7 @@ def render_markdown(report: JSONObject, markings: Callable[[JSONObject], list[st
         "",
         f"- scope `{scope}`: {report['scope_doc']}",
         f"- score: {score_phrase(scored)}; gate: {'**pass**' if report['passes'] else '**FAIL**'}",
+        *([f"- mutants run: {report['ran']}, recorded results reused: {report['reused']}"] if "ran" in report else []),
         f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; "
         f"command: `python -m reports mutation --scope {scope}"
         + "".join(f" --only '{p}'" for p in report["only"])
@@ -193,6 +208,16 @@ def render_markdown(report: JSONObject, markings: Callable[[JSONObject], list[st
         *equivalent_lines(report["judged_equivalent"], source=", ".join(f"`{f}`" for f in report["equivalents_files"])),
     ]
     lines += [*stale_lines(report["stale_equivalents"]), *([""] if report["stale_equivalents"] else [])]
+    # .get: a report written before judgements were keyed by identity has neither list.
+    if report.get("unmatched_equivalents"):
+        lines += ["## Equivalence judgements that match no mutant, or several (the run fails)", ""]
+        lines += [f"- {line}" for line in report["unmatched_equivalents"]] + [""]
+    if report.get("review_equivalents"):
+        lines += ["## Equivalence judgements to review (their function changed since)", ""]
+        lines += [
+            f"- {e['entry']}: now `{e['mutant']}`, function_hash `{e['function_hash']}`"
+            for e in report["review_equivalents"]
+        ] + [""]
     lines += markings(report)
     lines += ["", "## Surviving mutants", ""]
     if not report["survivors"]:
@@ -230,6 +255,10 @@ def _fresh(out_dir: str) -> tuple[Path, Path]:
     return out, scratch
 
 
+def _identities(project: MutmutProject, names: Sequence[str]) -> dict[str, MutantIdentity]:
+    return identify_all(project.sources(names, source_of))
+
+
 def run_scope(
     checkout: Checkout,
     scope: Scope,
@@ -237,32 +266,70 @@ def run_scope(
     max_children: int | None,
     only: Sequence[str] = (),
     *,
+    full: bool = False,
     markings: Callable[[], list[JSONObject]] = list,
     markings_section: Callable[[JSONObject], list[str]] = lambda report: [],
 ) -> int:
     """The scope's run, its report in ``out_dir`` (``mutation.md``, ``.json``) and a summary on the
-    console: 0 when every module reaches its gate and no marking (``markings()``, each with its
-    ``problem`` or ``None``) is refused, 1 otherwise or when mutmut failed."""
-    equivalents = checkout.equivalents(scope)
+    console: 0 when every module reaches its gate, every equivalence judgement matches one mutant and
+    no marking (``markings()``, each with its ``problem`` or ``None``) is refused, 1 otherwise or
+    when mutmut failed.
+
+    Incremental unless ``full`` or ``only``: the verdicts recorded in ``out_dir`` (:mod:`ppaux.mutation.history`)
+    stand for every mutant whose function and tests did not change; mutmut runs the others."""
+    judgements = checkout.equivalents(scope)
     out, scratch = _fresh(out_dir)
     project = checkout.project(scope, scratch)
     start = time.monotonic()
     only = list(only)
-    code = _run_mutmut(project, out, max_children, only)
+    stamp = dict(scope=scope.name, tests=checkout.tests_hash(scope), mutmut=version("mutmut"))
+    store = out / history.HISTORY.format(scope=scope.name)
+    recorded = None if full or only else history.load(store, **stamp)
+    identities: dict[str, MutantIdentity] | None = None
+    reused: dict[str, str] = {}
+    code = 0
+    if recorded is None:
+        code = _run_mutmut(project, out, max_children, only)
+    else:
+        names = project.generate(max_children=max_children)
+        identities = _identities(project, names)
+        reused, to_run = history.plan(identities, recorded)
+        # A mutant without an identity has no record to reuse: it runs (with its function).
+        to_run += [name for name in names if name not in identities]
+        if to_run:
+            # Each rerun mutant's earlier killer first (the plugin of its test runs reads the file).
+            first = {name: test for name, test in history.killers(identities, recorded).items() if name in to_run}
+            (project.root / "mutants").mkdir(exist_ok=True)
+            (project.root / "mutants" / FIRST).write_text(json.dumps(first), encoding="utf-8")
+            code = _run_mutmut(project, out, max_children, history.function_patterns(to_run))
     wall = round(time.monotonic() - start, 1)
-    results = select(project.results(), only)
+    every = {**project.results(), **reused} if code == 0 else {}
+    results = select(every, only)
     if code != 0 or not results:
         print(f"reports: error: mutmut run failed (exit {code}); see {out / 'mutmut-run.log'}", file=sys.stderr)
         return 1
-    # Only the entries of the mutants this run picked: the others are neither judged nor stale here.
-    asked = select(equivalents, only)
+    if identities is None:
+        identities = _identities(project, list(every))
+    # Every judgement is matched against every mutant mutmut made; a narrowed run judges and
+    # scores only the mutants it picked.
+    resolution = resolve(judgements, identities)
+    asked = select(resolution.judged, only)
     judged = judged_equivalent(results, asked)
     modules = score_modules(results, judged, lambda module: checkout.gate_for(module, scope))
     survivors = [s for module in modules.values() for s in module["survivors"]]
     diffs = project.diffs([s["mutant"] for s in survivors], source_of)
-    survivors = [{**s, "diff": diffs.get(s["mutant"], "")} for s in survivors]
+    survivors = [
+        {**s, "diff": diffs.get(s["mutant"], ""), "identity": dataclasses.asdict(identities[s["mutant"]])}
+        for s in survivors
+    ]
     scored = score(results, judged)
     marked = markings()
+    ran = len(results) - len(reused)
+    if not only:
+        # The killers of this run's mutants, and the recorded ones of the mutants it did not run.
+        found = recorded_killers(project.root / "mutants")
+        kept = {} if recorded is None else history.killers(identities, recorded)
+        history.save(store, every, identities, killers={**kept, **found}, **stamp)
     report: JSONObject = {
         "kind": "mutation",
         "scope": scope.name,
@@ -270,8 +337,12 @@ def run_scope(
         "wall_s": wall,
         "mutmut": version("mutmut"),
         "total": len(results),
+        "reused": len(reused),
+        "ran": ran,
         **score_fields(scored),
-        "passes": all(m["passes"] for m in modules.values()) and not any(e["problem"] for e in marked),
+        "passes": all(m["passes"] for m in modules.values())
+        and not any(e["problem"] for e in marked)
+        and not resolution.problems,
         "verdicts": verdicts(results),
         "only": only,
         "modules": modules,
@@ -279,11 +350,17 @@ def run_scope(
         "equivalents_files": list(scope.equivalents),
         "judged_equivalent": judged,
         "stale_equivalents": stale(results, asked),
+        "unmatched_equivalents": resolution.problems,
+        "review_equivalents": [
+            {"mutant": name, "entry": j.describe(), "function_hash": identities[name].function_hash}
+            for name, j in sorted(resolution.review.items())
+        ],
         "equivalents": marked,
     }
     page = write_report(out, "mutation", report, render_markdown(report, markings_section))
     print(
-        f"mutation ({scope.name}): {report['score']}% ({scored.killed}/{scored.counted} killed) in {wall} s; "
+        f"mutation ({scope.name}): {report['score']}% ({scored.killed}/{scored.counted} killed) in {wall} s "
+        f"({ran} run, {len(reused)} recorded results reused); "
         f"gate {'pass' if report['passes'] else 'FAIL'}; report {page}"
     )
     for module, m in modules.items():
@@ -292,6 +369,10 @@ def run_scope(
     for e in marked:
         if e["problem"]:
             print(f"  {e['where']}: {e['problem']}")
+    for line in resolution.problems:
+        print(f"  {line}")
+    for entry in report["review_equivalents"]:
+        print(f"  {REVIEW}: {entry['entry']} (now {entry['mutant']}, function_hash {entry['function_hash']})")
     for name in report["stale_equivalents"]:
         print(f"  {STALE}: {name}")
     return 0 if report["passes"] else 1

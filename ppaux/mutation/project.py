@@ -23,12 +23,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ppaux.isolation import signal_group
+from ppaux.isolation import MONOTONIC, Clock, signal_group
 from ppaux.mutation.score import SUSPICIOUS, crashed
 from ppaux.testing.progress import Progress
 
 __all__ = [
     "MUTANT_PYTEST_ARGS",
+    "UNREADABLE_MUTANTS",
     "MutmutProject",
     "changed_line",
     "crashes",
@@ -50,6 +51,8 @@ __all__ = [
 # in its own process, which a test run in a forked child (ppaux.isolation) would hide from it. A
 # mutant that crashes or loops is mutmut's to stop (its own timeout); the per-call limit stays.
 MUTANT_PYTEST_ARGS = ("-p", "ppaux.mutation.mutant_runs", "-p", "no:unraisableexception", "--ppaux-isolation=off")
+# A mutant's functions could not be read back from mutmut's mutated files (followed by its error).
+UNREADABLE_MUTANTS = "mutmut's mutated functions could not be read"
 _RESULT_LINE = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+?)\s*$")
 # How often, and how far apart, a .meta file that does not parse is read again (a fifth of a second in all).
 _META_READS = 10
@@ -263,13 +266,36 @@ class MutmutProject:
 
     def diffs(self, mutants: Iterable[str], source_of: Callable[[str], str]) -> dict[str, str]:
         """Each mutant's unified diff, in one process (``mutmut show`` costs ~0.5 s a mutant)."""
-        pairs = [(name, source_of(name)) for name in mutants]
+        pairs = [(name, self._module_file(source_of(name))) for name in mutants]
         if not pairs:
             return {}
         proc = subprocess.run(
             [sys.executable, "-c", _DIFF_SCRIPT], cwd=self.root, input=json.dumps(pairs), capture_output=True, text=True
         )
         return json.loads(proc.stdout) if proc.returncode == 0 else {}
+
+    def sources(self, mutants: Iterable[str], source_of: Callable[[str], str]) -> dict[str, tuple[str, str]]:
+        """Each mutant's function as it was and as the mutant has it, ``{name: (original, mutated)}``,
+        read from mutmut's mutated files in one process: what :mod:`ppaux.mutation.identity` reads.
+        A mutant whose functions cannot be read is left out (it gets no identity)."""
+        pairs = [(name, self._module_file(source_of(name))) for name in mutants]
+        if not pairs:
+            return {}
+        proc = subprocess.run(
+            [sys.executable, "-c", _SOURCES_SCRIPT],
+            cwd=self.root,
+            input=json.dumps(pairs),
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"{UNREADABLE_MUTANTS}: {proc.stderr.strip()[-2000:]}")
+        return {name: (functions[0], functions[1]) for name, functions in json.loads(proc.stdout).items() if functions}
+
+    def _module_file(self, path: str) -> str:
+        # mutmut names a package's own mutants after the package: pkg/sub.py is then pkg/sub/__init__.py.
+        package = path.removesuffix(".py") + "/__init__.py"
+        return package if not (self.root / path).is_file() and (self.root / package).is_file() else path
 
 
 # What `mutmut run` does before its first test run (mutmut 3.8's own steps, without its stats).
@@ -283,6 +309,27 @@ copy_src_dir()
 copy_also_copy_files()
 setup_source_paths()
 create_mutants(int(sys.argv[1]))
+"""
+
+# The two functions a mutant's diff compares (mutmut 3.8's own reading of its mutated files).
+_SOURCES_SCRIPT = """
+import json, sys
+import libcst as cst
+from mutmut.mutation import diff_apply as d
+out, modules = {}, {}
+for name, path in json.load(sys.stdin):
+    try:
+        functions = d.read_functions_from_index(name, path)
+        if functions is None:
+            if path not in modules:
+                modules[path] = d.read_mutants_module(path)
+            module = modules[path]
+            functions = (d.read_original_function(module, name), d.read_mutant_function(module, name))
+        out[name] = [cst.Module([f]).code for f in functions]
+    except Exception as exc:  # one unreadable mutant: no identity for it, the others still read
+        out[name] = None
+        print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+print(json.dumps(out))
 """
 
 _DIFF_SCRIPT = """
@@ -299,19 +346,24 @@ print(json.dumps(out))
 
 
 def run_with_mutant(
-    command: Sequence[str], *, pythonpath: Sequence[Path], timeout: float, mutant: str = ""
+    command: Sequence[str],
+    *,
+    pythonpath: Sequence[Path],
+    timeout: float,
+    mutant: str = "",
+    clock: Clock = MONOTONIC,
 ) -> tuple[str, float]:
     """Run ``command`` in the caller's directory with ``mutant`` active (mutmut's trampolines
-    read ``MUTANT_UNDER_TEST``): ``("survived" | "killed" | "timeout", seconds)``; without a
-    mutant it runs the unmutated code."""
+    read ``MUTANT_UNDER_TEST``): ``("survived" | "killed" | "timeout", seconds)``, the seconds read
+    on ``clock``; without a mutant it runs the unmutated code."""
     # The user's own PYTHONPATH after the copy; none when unset (an empty entry would add the cwd).
     paths = [*map(str, pythonpath), *([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])]
     env = dict(os.environ, MUTANT_UNDER_TEST=mutant, PYTHONPATH=os.pathsep.join(paths))
-    start = time.monotonic()
+    start = clock.monotonic()
     try:
         proc = subprocess.run(
             list(command), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout
         )
     except subprocess.TimeoutExpired:
-        return "timeout", time.monotonic() - start
-    return ("survived" if proc.returncode == 0 else "killed"), time.monotonic() - start
+        return "timeout", clock.monotonic() - start
+    return ("survived" if proc.returncode == 0 else "killed"), clock.monotonic() - start

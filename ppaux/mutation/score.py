@@ -1,5 +1,6 @@
 """What a mutation run scores: which of mutmut's verdicts count as killed, the mutants judged
-equivalent (a JSON file ``{mutant: one-line reason}``), and the one score formula that
+equivalent (here the older file of mutmut's names, ``{mutant: one-line reason}``; the file keyed by
+mutant identity is :mod:`ppaux.mutation.equivalents`), and the one score formula that
 ``ppaux mutate`` and ppaux's own runs (``python -m reports mutation``) both report."""
 
 from __future__ import annotations

@@ -22,10 +22,12 @@ from ppaux.regressions.render import (
     module_of,
     render,
 )
+from ppaux.report import ConformanceReport
+from ppaux.testing.impl import DEFAULT_IMPL
 from ppaux.testing.results import JSONObject
 from ppaux.testing.scenario import Unwritable
 
-__all__ = ["MARKER", "module_search_path", "stale_files", "write_regressions"]
+__all__ = ["MARKER", "module_search_path", "stale_files", "with_regressions", "write_regressions"]
 
 
 def module_search_path(spec: str, cwd: Path) -> list[str]:
@@ -134,3 +136,17 @@ def write_regressions(
             row["regression"] = {"path": str(path), "test": test, "code": code}
         files.append({"clause": clause, "path": str(path), "tests": [f.method for f, _ in kept]})
     return {"directory": str(directory), "files": files, "refused": refused, "removed": [str(p) for p in removed]}
+
+
+def with_regressions(report: ConformanceReport, spec: str, directory: Path, timeout: float) -> ConformanceReport:
+    """``report`` with the regression files of its broken clauses written into ``directory``
+    (:func:`write_regressions`; a passing report only clears an earlier run's files), each failing
+    test naming its file, and the summary of what was written, removed and refused."""
+    data = report.to_json()
+    if report.verdict == "pass":
+        summary = write_regressions({"clauses": []}, spec, directory, timeout, [])
+    else:
+        summary = write_regressions(
+            data, spec or DEFAULT_IMPL, directory, timeout, module_search_path(spec, Path.cwd())
+        )
+    return ConformanceReport.from_json({**data, "regressions": summary})

@@ -6,17 +6,32 @@ runs here), and the in-process run ``ppaux check`` makes.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
+import re
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
+from ppaux.report import TestOutcome
 from ppaux.testing.profiles import suite_run_args
+from ppaux.testing.results import read_jsonl
 
-__all__ = ["DEFAULT_MARKS", "ROOT", "SUITE", "SuiteRun", "installed_suite", "run_in_process", "suite_files"]
+__all__ = [
+    "DEFAULT_MARKS",
+    "ROOT",
+    "SUITE",
+    "SuiteNotRun",
+    "SuiteRun",
+    "installed_suite",
+    "run_installed",
+    "run_in_process",
+    "suite_files",
+]
 
 SUITE = "ppaux.conformance"
 # The suite's tests of the contract: the ones every check and mutation run selects unless told otherwise.
@@ -109,3 +124,42 @@ def run_in_process(argv: list[str]) -> tuple[int, str]:
         sys.modules.update(callers)
         package.update({name[len(SUITE) + 1 :]: module for name, module in callers.items()})
     return int(status), printed.getvalue()
+
+
+# pytest's words for a -m or -k expression it cannot parse (stable since pytest 6).
+_WRONG_EXPRESSION = re.compile(r"ERROR: Wrong expression passed to '-([mk])': (.*)")
+# This process imported Hypothesis (and ppaux) before pytest could rewrite their asserts; the
+# suite's own modules it imports afresh and rewrites, so the warning says nothing about the run.
+_QUIET = ["-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+
+
+class SuiteNotRun(Exception):
+    """The suite's run ended before its tests ran: one line; ``option`` names the bad selection
+    (``marks`` or ``tests``) where that was the cause; ``printed``: pytest's own words."""
+
+    def __init__(self, line: str, option: str | None = None, printed: str = "") -> None:
+        super().__init__(line)
+        self.option, self.printed = option, printed
+
+
+def installed_args(run: SuiteRun, ini: Path) -> list[str]:
+    """pytest's arguments for ``run`` of the installed suite under the empty config ``ini``."""
+    return installed_suite(ini) + _QUIET + run.options()
+
+
+def run_installed(run: SuiteRun) -> list[TestOutcome]:
+    """Run the installed suite in this process (:func:`run_in_process`) under an empty config of
+    its own and return each test's outcome, as recorded where the test ran. :class:`SuiteNotRun`
+    when no test could run (a bad expression, a collection or usage error)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        results, ini = Path(tmp) / "results.jsonl", Path(tmp) / "pytest.ini"
+        ini.write_bytes(b"[pytest]\n")
+        status, printed = run_in_process(installed_args(dataclasses.replace(run, results=str(results)), ini))
+        rows = read_jsonl(results)
+    if status not in (0, 1):
+        wrong = _WRONG_EXPRESSION.search(printed)
+        if wrong:
+            option = "marks" if wrong.group(1) == "m" else "tests"
+            raise SuiteNotRun(f"not a valid pytest -{wrong.group(1)} expression: {wrong.group(2)}", option, printed)
+        raise SuiteNotRun(f"the suite did not run (pytest exit {status})", None, printed)
+    return [TestOutcome.from_json(row) for row in rows]
