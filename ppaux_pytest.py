@@ -102,8 +102,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--ppaux-isolation",
         default=None,
         choices=("test", "off"),
-        help="'test' (default): each test of ppaux.conformance runs in a forked child, so that a crash or a hang "
-        "signals cannot reach is a finding; 'off': in this process (for a debugger)",
+        help="'test' (default): the tests of ppaux.conformance run in a supervised forked worker (a fresh one "
+        "after a crash), so that a crash or a hang signals cannot reach is a finding; 'off': in this process "
+        "(for a debugger)",
     )
     group.addoption(
         "--ppaux-record-calls",

@@ -37,6 +37,9 @@ def test_check_help_names_every_option_with_its_metavar(capsys):
         " fail against the implementation and to pass against ppaux's "
         "reference; files of an earlier run there are replaced"
         " --timeout SECONDS per-call time limit: a call into the implementation past it fails as a hang (default: 10)"
+        " --isolation {test,off} test (default): the tests run in a supervised forked worker, so that a crash or a"
+        " hang no signal reaches is a finding; off: in this process (for a debugger, or to measure what"
+        " containment costs)"
     )
 
 
@@ -52,6 +55,7 @@ def test_check_defaults_are_the_ones_its_help_states():
         "junit": None,
         "timeout": 10.0,
         "regressions": None,
+        "isolation": "test",
     }
 
 

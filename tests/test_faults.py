@@ -276,7 +276,7 @@ def test_cli_passes_its_options_to_the_matrix_and_names_the_report_by_mode(tmp_p
     cells = {n: {**v.as_dict(), "expected": _EXPECTED[n]} for n, v in _CELLS.items()}
     assert (tmp_path / "faults-gloo-integrity.json").read_text() == json.dumps(
         {"channel": "gloo", "integrity": True, "cells": cells}, indent=2
-    )
+    ) + "\n"
 
 
 def test_without_report_the_matrix_goes_to_a_dot_directory_that_git_ignores(tmp_path, capsys, monkeypatch):

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.errors import Flaky, InvalidArgument
 
-from ppaux.isolation import Crash, Guard, Hang
 from ppaux.isolation.status import Frame
 from ppaux.relay.hop import relay as hop_relay
 from ppaux.testing import Implementation, KitFailure, check_observer, load
 from ppaux.testing import kit as testing
+from ppaux.testing.calls import Crash, Hang, SuiteGuard
 from ppaux.testing.findings import message
 from ppaux.testing.hypothesis_api import replace_seed_generator
 from tests import kit_planted as planted
@@ -75,7 +75,7 @@ def kit_failure(factory: Any, strategy: Any, **kwargs: Any) -> KitFailure:
 def in_process():
     """The check runs in this process, as under a supervisor (a guard installed for the test).
     Unsupervised, a passing check runs only in a forked child: what its observer records stays there."""
-    with Guard().installed():
+    with SuiteGuard().installed():
         yield
 
 
@@ -489,7 +489,7 @@ def test_a_step_that_does_not_return_is_k14_with_the_minimal_output(harm, statem
 @pytest.mark.parametrize("step", list(planted.SLOW_STEPS))
 def test_every_step_that_runs_the_plugins_code_runs_under_the_limit(step):
     factory, outputs, kwargs, call = planted.SLOW_STEPS[step]
-    with Guard(0.2).installed():
+    with SuiteGuard(0.2).installed():
         failure = kit_failure(factory, outputs, settings=settings(database=None, max_examples=1), **kwargs)
     hang = hang_of(failure, call)
     assert frames(hang.stack)[-1] == frame_of(planted.dawdle, "while")
@@ -555,7 +555,7 @@ def test_a_passing_check_runs_in_a_forked_child_unless_a_supervisor_watches_this
     factory = lambda: pids.append(os.getpid()) or Obs()  # noqa: E731
     check_observer(factory, good(), settings=QUICK)
     assert pids == []
-    with Guard().installed():
+    with SuiteGuard().installed():
         check_observer(factory, good(), settings=QUICK)
     assert pids and set(pids) == {os.getpid()}
 
@@ -598,7 +598,7 @@ def test_once_cuda_is_initialized_the_check_forks_nothing(monkeypatch):
 
 
 def test_under_a_supervisor_the_check_runs_in_this_process_with_its_steps_isolated_as_the_supervisor_says():
-    supervisor = Guard()
+    supervisor = SuiteGuard()
     supervisor.isolated = True
     with supervisor.installed():
         failure = kit_failure(planted.Obs, planted.outputs("exit_3"), timeout=0.5, settings=QUICK)
@@ -632,7 +632,7 @@ def test_an_explicit_timeout_replaces_the_limit_of_the_implementations_guard(ppa
 
 
 def test_an_implementations_guard_is_taken_off_add_and_pop_only():
-    guard = Guard()
+    guard = SuiteGuard()
     ours = load()
     assert testing._unguarded(ours) is ours
     bare = testing._unguarded(ours.guarded(guard))

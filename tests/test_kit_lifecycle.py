@@ -15,8 +15,8 @@ import torch
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from ppaux.isolation import Guard
 from ppaux.testing import KitFailure, check_observer
+from ppaux.testing.calls import SuiteGuard
 from ppaux.testing.findings import message
 from ppaux.testing.lifecycle import difference, to_host
 
@@ -161,7 +161,7 @@ def test_received_tensors_held_only_by_a_reference_cycle_are_released():
     # Under a supervisor (a guard installed, as in the shipped suite's run) the check runs in this process.
     gc.disable()
     try:
-        with Guard().installed():
+        with SuiteGuard().installed():
             check(Output, InACycle)
     finally:
         gc.enable()

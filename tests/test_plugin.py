@@ -149,7 +149,7 @@ def test_header_names_the_implementation_its_limit_its_isolation_and_its_setting
         [
             "collected 1 item",
             "ppaux: implementation under test <ppaux prefix='__sampling_observer_output__.'>; "
-            "per-call limit 10 s; isolation: each test of ppaux.conformance in a forked child; "
+            "per-call limit 10 s; isolation: the tests of ppaux.conformance in a supervised forked worker; "
             "Hypothesis: ppaux's 'ci' tuning over profile 'ci' (40 examples, derandomized); scope small",
         ]
     )
@@ -169,7 +169,7 @@ def test_header_names_the_implementation_its_limit_its_isolation_and_its_setting
     )
     result.stdout.fnmatch_lines(
         [
-            "ppaux: * per-call limit 4 s; isolation: each test of ppaux.conformance in a forked child; "
+            "ppaux: * per-call limit 4 s; isolation: the tests of ppaux.conformance in a supervised forked worker; "
             "Hypothesis: profile 'default' (7 examples, --ppaux-max-examples); scope small",
             "collected 1 item",
         ]

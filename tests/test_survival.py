@@ -128,7 +128,7 @@ def test_pytest_on_the_installed_suite_fails_on_a_crash(pytester):
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*ppaux.isolation.Crash: pop killed the process with SIGSEGV (signal 11)"])
+    result.stdout.fnmatch_lines(["*ppaux.testing.calls.Crash: pop killed the process with SIGSEGV (signal 11)"])
 
 
 CRASHES_OUTSIDE_CALLS = """
@@ -227,7 +227,7 @@ def test_the_fuzz_job_finds_and_replays_a_crash(tmp_path):
     )
     assert run.returncode == 1, run.stderr
     [failure] = json.loads((out / "fuzz.json").read_text())["failures"]
-    assert failure["error"].startswith("ppaux.isolation.Crash: pop killed the process with SIGSEGV (signal 11)")
+    assert failure["error"].startswith("ppaux.testing.calls.Crash: pop killed the process with SIGSEGV (signal 11)")
     replay = fuzz("replay", "--db", db, "--report", str(out), *planted)
     assert replay.returncode == 1, replay.stderr
     [still] = json.loads((out / "replay.json").read_text())["still_failing"]

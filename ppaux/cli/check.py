@@ -5,7 +5,6 @@ clause's statement, verdict, minimal example and reproduce blob."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 from ppaux.cli.usage import UsageError, example_count, timeout_seconds
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.regressions import with_regressions
-from ppaux.report import ConformanceReport, write_atomic
+from ppaux.report import ConformanceReport, write_report
 from ppaux.report.render import conformance_markdown
 from ppaux.testing.advice import rerun_command
 from ppaux.testing.impl import DEFAULT_IMPL, load
@@ -38,6 +37,9 @@ OPTIONS: list[tuple[str, dict[str, Any]]] = [
         "of an earlier run there are replaced")),
     ("--timeout", dict(metavar="SECONDS", type=timeout_seconds, default=DEFAULT_TIMEOUT, help="per-call time limit: a "
         f"call into the implementation past it fails as a hang (default: {DEFAULT_TIMEOUT:g})")),
+    ("--isolation", dict(choices=("test", "off"), default="test", help="test (default): the tests run in a "
+        "supervised forked worker, so that a crash or a hang no signal reaches is a finding; off: in this process "
+        "(for a debugger, or to measure what containment costs)")),
 ]  # fmt: skip
 
 
@@ -90,10 +92,10 @@ def run(args: argparse.Namespace) -> int:
     out = report_directory(args.report, "check")
     _check_outputs(args, out)
     junit = str(Path(args.junit).resolve()) if args.junit else None
-    calls = bool(args.regressions)  # the regression files are written from the failing tests' calls
-    suite = SuiteRun(
-        spec or None, args.marks, args.tests, args.timeout, args.profile, args.max_examples, calls, junit=junit
-    )
+    isolation = None if args.isolation == "test" else args.isolation
+    # With --regressions the run records the failing tests' calls: the files are written from them.
+    suite = SuiteRun(spec or None, args.marks, args.tests, args.timeout, args.profile, args.max_examples,
+                     bool(args.regressions), junit=junit, isolation=isolation)  # fmt: skip
     try:
         outcomes = run_installed(suite)
     except SuiteNotRun as exc:
@@ -106,11 +108,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.regressions:
         report = with_regressions(report, spec, Path(args.regressions), args.timeout)
-    write_atomic(out / "conformance.json", json.dumps(report.to_json(), indent=2) + "\n")
     markdown = conformance_markdown(report)
-    write_atomic(out / "conformance.md", markdown)
+    written = write_report(out, "conformance", report.to_json(), markdown) + ((Path(args.junit),) if args.junit else ())
     print(markdown)
-    written = [out / "conformance.md", out / "conformance.json"] + ([Path(args.junit)] if args.junit else [])
     print("report written to " + ", ".join(str(p) for p in written))
     if report.regressions is not None:
         files = [f["path"] for f in report.regressions.files]

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-from pathlib import Path
 
 from ppaux.cli.usage import UsageError
 from ppaux.relay.hop import CHANNELS
 from ppaux.relay.matrix import EXPECTED, markdown, matrix
+from ppaux.report import write_report
 from ppaux.testing.state import STATE, report_directory
 
 
@@ -44,10 +42,7 @@ def run(args: argparse.Namespace) -> int:
     # Over SGLang's own code, ppaux's model of it (on gloo) stands beside it, fault by fault.
     model = matrix(channel="gloo", integrity=args.integrity, timeout=args.timeout) if args.channel == "sglang" else None
     text = markdown(cells, channel=args.channel, integrity=args.integrity, expected=expected, model=model)
-    report.mkdir(parents=True, exist_ok=True)
-    stem = os.path.join(report, f"faults-{args.channel}" + ("-integrity" if args.integrity else ""))
-    # Bytes, UTF-8 encoded here: the files do not depend on the locale.
-    Path(stem + ".md").write_bytes(text.encode())
+    stem = f"faults-{args.channel}" + ("-integrity" if args.integrity else "")
     data = {
         "channel": args.channel,
         "integrity": args.integrity,
@@ -56,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             for n, v in cells.items()
         },
     }
-    Path(stem + ".json").write_bytes(json.dumps(data, indent=2).encode())
+    write_report(report, stem, data, text)
     print(text, end="")
     differs = [
         n for n, v in cells.items() if v.outcome != expected[n] or (model is not None and model[n].outcome != v.outcome)

@@ -200,6 +200,12 @@ class FuzzRound:
             self.emit({"kind": "interrupted", "nodeid": item.nodeid})
         self.running = None
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        # Where the test runs: a contained test runs in ppaux's forked worker, which runs one test after
+        # another under a single protocol hook of this process's (ppaux.testing.containment).
+        self.running = item.nodeid
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]

@@ -9,6 +9,7 @@ from pathlib import Path
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.timeline import add_up, thin
 from ppaux.isolation import DEFAULT_TIMEOUT
+from ppaux.report import write_atomic
 from ppaux.testing.advice import rerun_command
 from ppaux.testing.impl import DEFAULT_IMPL
 from ppaux.testing.results import JSONObject
@@ -21,13 +22,6 @@ def check_report_dir(path: Path, option: str = "--report") -> Path:
     if path.exists() and not path.is_dir():
         raise FuzzUsageError(f"{option} {str(path)!r} is a file; expected a directory")
     return path.resolve()
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def _failure_md(f: JSONObject) -> list[str]:
@@ -96,7 +90,7 @@ def _dead_md(s: JSONObject) -> list[str]:
 
 
 def write_run(summary: JSONObject, report_dir: Path) -> Path:
-    _write(report_dir / "fuzz.json", json.dumps(summary, indent=2))
+    write_atomic(report_dir / "fuzz.json", json.dumps(summary, indent=2))
     s = summary
     shards = s.get("shards")
     lines = [
@@ -156,7 +150,7 @@ def write_run(summary: JSONObject, report_dir: Path) -> Path:
     for f in s["failures"]:
         lines += _failure_md(f)
     lines += _replay_lines(s.get("shards") or [s])
-    _write(report_dir / "fuzz.md", "\n".join(lines))
+    write_atomic(report_dir / "fuzz.md", "\n".join(lines))
     return report_dir / "fuzz.md"
 
 
@@ -182,7 +176,7 @@ def _replay_lines(runs: Sequence[JSONObject]) -> list[str]:
 
 
 def write_replay(summary: JSONObject, report_dir: Path) -> Path:
-    _write(report_dir / "replay.json", json.dumps(summary, indent=2))
+    write_atomic(report_dir / "replay.json", json.dumps(summary, indent=2))
     s = summary
     lines = [
         "# Replay of saved fuzz failures",
@@ -203,7 +197,7 @@ def write_replay(summary: JSONObject, report_dir: Path) -> Path:
         lines += ["None.", ""]
     for f in s["still_failing"]:
         lines += _failure_md(f)
-    _write(report_dir / "replay.md", "\n".join(lines))
+    write_atomic(report_dir / "replay.md", "\n".join(lines))
     return report_dir / "replay.md"
 
 

@@ -11,11 +11,11 @@ import signal
 import struct
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Protocol
 
+from ppaux.isolation.clock import MONOTONIC, Clock
 from ppaux.isolation.status import describe_status
 
 # How often a supervisor reads its deadline again: the deadline moves as the child starts calls.
@@ -26,6 +26,7 @@ _WORK_RAISED = 70
 # A child asked for a hang's stack is given this much longer past its deadline to write it (a
 # loaded machine starts the child, and its faulthandler timer, late).
 _DUMP_WAIT = 1.0
+_DUMP_RECHECK = 0.01
 
 
 def can_fork() -> bool:
@@ -57,33 +58,41 @@ class ChildOutcome:
 
 
 def run_forked(
-    work: Callable[[], bytes], *, deadline: Callable[[], float | None], dump_after: float | None = None
+    work: Callable[[], bytes],
+    *,
+    deadline: Callable[[], float | None],
+    dump_after: float | None = None,
+    clock: Clock = MONOTONIC,
 ) -> ChildOutcome:
     """``work()`` in a forked child, in a process group of its own; its return value comes back.
 
-    ``deadline()`` is read again every quarter second: the :func:`time.monotonic` time at which
+    ``deadline()`` is read again every quarter second: the ``clock.monotonic()`` time at which
     the child's group is killed, or ``None`` for none yet. faulthandler writes a fatal signal's
     stack, and, with ``dump_after``, every thread's stack after that many seconds (a hang's).
     A KeyboardInterrupt in the parent kills the child and propagates.
     """
     read_end, write_end = os.pipe()
     with tempfile.TemporaryFile() as dump:
-        start = time.monotonic()
+        start = clock.monotonic()
         pid = _fork()
         if pid == 0:  # pragma: no cover - the child's side: coverage traces the child's new frames only
             _child(work, read_end, write_end, dump, dump_after)
         os.close(write_end)
         with _owned(pid):
-            _set_group(pid)
+            set_group(pid)
             wants_dump = dump_after is not None
-            stopped, received, status = _supervise(
-                read_end, deadline, pid, lambda: not wants_dump or os.fstat(dump.fileno()).st_size > 0
+            seen = supervise(
+                PipeChild(pid, read_end),
+                deadline,
+                clock,
+                dumped=lambda: not wants_dump or os.fstat(dump.fileno()).st_size > 0,
             )
-        seconds = time.monotonic() - start
+        seconds = clock.monotonic() - start
         dump.seek(0)
         text = dump.read().decode("utf-8", "replace")
     os.close(read_end)
-    return ChildOutcome(_answer(received), status, stopped, text, seconds)
+    assert seen.status is not None  # a child that does not stay is reaped
+    return ChildOutcome(framed(seen.received), seen.status, seen.stopped, text, seconds)
 
 
 def _fork() -> int:
@@ -106,22 +115,12 @@ def _child(work: Callable[[], bytes], read_end: int, write_end: int, dump: IO[by
     status = _WORK_RAISED
     try:
         os.close(read_end)
-        _set_group(0)
-        # The parent's handlers (pytest's, a fuzz round's SIGINT) are not this child's: it is stopped by a kill.
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        # torch's OpenMP pool does not survive fork: a parallel region the parent has used waits
-        # for ever for threads the child does not have (torch's DataLoader workers do the same).
-        torch = sys.modules.get("torch")
-        if torch is not None:  # pragma: no branch - ppaux imports torch wherever it forks a child
-            torch.set_num_threads(1)
-        faulthandler.enable(file=dump, all_threads=True)
+        settle_child(dump)
         if dump_after is not None:
             faulthandler.dump_traceback_later(dump_after, file=dump)
         answer = work()
         faulthandler.cancel_dump_traceback_later()
-        data = _LENGTH.pack(len(answer)) + answer
-        while data:
-            data = data[os.write(write_end, data) :]
+        send(write_end, answer)
         status = 0
     except BaseException:
         import traceback
@@ -131,7 +130,21 @@ def _child(work: Callable[[], bytes], read_end: int, write_end: int, dump: IO[by
         os._exit(status)
 
 
-def _set_group(pid: int) -> None:
+def settle_child(dump: IO[bytes]) -> None:
+    """What a forked child does first: a process group of its own, the default SIGINT, one torch
+    thread, and faulthandler writing a fatal signal's stack into ``dump``."""
+    set_group(0)
+    # The parent's handlers (pytest's, a fuzz round's SIGINT) are not this child's: it is stopped by a kill.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # torch's OpenMP pool does not survive fork: a parallel region the parent has used waits
+    # for ever for threads the child does not have (torch's DataLoader workers do the same).
+    torch = sys.modules.get("torch")
+    if torch is not None:  # pragma: no branch - ppaux imports torch wherever it forks a child
+        torch.set_num_threads(1)
+    faulthandler.enable(file=dump, all_threads=True)
+
+
+def set_group(pid: int) -> None:
     # Both sides set it, so that the parent can kill the group before the child has run a line.
     try:
         os.setpgid(pid, pid if pid else 0)
@@ -160,34 +173,110 @@ class _owned:
                 pass
 
 
-def _supervise(
-    read_end: int, deadline: Callable[[], float | None], pid: int, dumped: Callable[[], bool]
-) -> tuple[bool, bytes, int]:
+class Child(Protocol):
+    """What a supervisor sees of a child: the pipe it answers on, whether it has ended, its group."""
+
+    def read(self, timeout: float) -> bytes | None:
+        """What the child wrote within ``timeout`` seconds: ``None`` for nothing yet, ``b""`` once
+        the pipe is closed."""
+        ...
+
+    def exited(self) -> int | None:
+        """The child's status if it has ended (reaped), else ``None``."""
+        ...
+
+    def reap(self) -> int:
+        """Wait for the child to end; its status."""
+        ...
+
+    def kill(self) -> int:
+        """Kill the child's whole group; its status."""
+        ...
+
+
+class PipeChild:
+    """A forked child as the operating system shows it: its pid (and group) and the read end of its pipe."""
+
+    def __init__(self, pid: int, read_end: int) -> None:
+        self.pid, self.read_end = pid, read_end
+
+    def read(self, timeout: float) -> bytes | None:
+        ready, _, _ = select.select([self.read_end], [], [], timeout)
+        return os.read(self.read_end, 1 << 16) if ready else None
+
+    def exited(self) -> int | None:
+        done, status = os.waitpid(self.pid, os.WNOHANG)
+        return status if done else None
+
+    def reap(self) -> int:
+        return os.waitpid(self.pid, 0)[1]
+
+    def kill(self) -> int:
+        os.killpg(self.pid, signal.SIGKILL)
+        return self.reap()
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a supervisor saw: whether it stopped the child, what the child wrote, and its status
+    (``None``: a worker that answered and goes on)."""
+
+    stopped: bool
+    received: bytes
+    status: int | None
+
+
+def next_wait(now: float, due: float | None, dumped: Callable[[], bool]) -> float | None:
+    """The supervisor's decision at ``now`` for a child due to be killed at ``due``: how long to wait
+    for it, or ``None`` to kill it now. A child asked for its stack is given _DUMP_WAIT s past its
+    deadline to write it."""
+    if due is None:
+        return _RECHECK
+    if now < due:
+        return min(_RECHECK, due - now)
+    if now < due + _DUMP_WAIT and not dumped():
+        return _DUMP_RECHECK
+    return None
+
+
+def supervise(
+    child: Child,
+    deadline: Callable[[], float | None],
+    clock: Clock,
+    *,
+    dumped: Callable[[], bool] = lambda: True,
+    stays: bool = False,
+) -> Seen:
     """Read the child's answer until it has all of it or the child is gone (a process it started
-    may hold the pipe open), or kill the group at the deadline (once it wrote its stack, if asked)."""
+    may hold the pipe open), or kill the group at the deadline (once it wrote its stack, if asked).
+    A child that ``stays`` (a worker) is left running once it has answered."""
     received = b""
     while True:
-        due = deadline()
-        now = time.monotonic()
-        if due is not None and now >= due and not dumped() and now < due + _DUMP_WAIT:
-            due = now + 0.01
-        elif due is not None and now >= due:
-            os.killpg(pid, signal.SIGKILL)
-            return True, received, os.waitpid(pid, 0)[1]
-        ready, _, _ = select.select([read_end], [], [], _RECHECK if due is None else min(_RECHECK, due - now))
-        data = os.read(read_end, 1 << 16) if ready else b""
+        wait = next_wait(clock.monotonic(), deadline(), dumped)
+        if wait is None:
+            return Seen(True, received, child.kill())
+        data = child.read(wait)
+        if data is None:
+            status = child.exited()
+            if status is not None:
+                return Seen(False, received, status)
+            continue
         received += data
-        if (ready and not data) or _answer(received) is not None:
-            return False, received, os.waitpid(pid, 0)[1]
-        if ready:
-            continue
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if not done:
-            continue
-        return False, received, status
+        if not data:
+            return Seen(False, received, child.reap())
+        if framed(received) is not None:
+            return Seen(False, received, None if stays else child.reap())
 
 
-def _answer(received: bytes) -> bytes | None:
+def send(fd: int, message: bytes) -> None:
+    """``message`` down a pipe, framed with its length (:func:`framed` reads it back)."""
+    data = _LENGTH.pack(len(message)) + message
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def framed(received: bytes) -> bytes | None:
+    """The message :func:`send` framed, once all of it has been ``received``; else ``None``."""
     if len(received) < _LENGTH.size:
         return None
     (length,) = _LENGTH.unpack_from(received)

@@ -1,4 +1,4 @@
-"""Time limits on the calls into the code under test, and where each call runs.
+r"""Time limits on the calls into the code under test, and where each call runs.
 
 In process (the default), a timer signal interrupts a call that runs past its limit where it is
 stuck, a pure-Python loop or a wait: :class:`Hang` is raised there, with that stack. A call that
@@ -6,8 +6,10 @@ no signal handler can reach (native code, signals blocked) is left to the superv
 which reads the call's deadline from memory shared across fork and kills the process; from then
 on ``guard.isolated`` runs every call first in a forked child of its own (:func:`run_forked`): a
 child that dies or hangs is raised as :class:`Crash` or :class:`Hang`, one that returns is run
-again in process for its effects. Both findings are pytest failures (``pytest.fail.Exception``):
-an implementation's ``except Exception`` cannot swallow them, and Hypothesis shrinks them.
+again in process for its effects. Both findings subclass ``BaseException``, so that an implementation's
+``except Exception`` cannot swallow them; a layer above gives a guard its own subclasses of them and
+its own names for the calls (:attr:`Guard.hang`, :attr:`Guard.crash`, :meth:`Guard.name`): ppaux's
+testing layer makes them pytest failures, which Hypothesis shrinks, named by the contract's calls.
 """
 
 from __future__ import annotations
@@ -18,15 +20,14 @@ import mmap
 import signal
 import struct
 import threading
-import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-import pytest
-
+from ppaux.isolation.clock import MONOTONIC, Clock
 from ppaux.isolation.forked import ChildOutcome, can_fork, run_forked
-from ppaux.isolation.status import Frame, call_name, frames_in_dump, frames_of, render, under_guard
+from ppaux.isolation.status import Frame, frames_in_dump, frames_of, render, under_guard
 
 DEFAULT_TIMEOUT = 10.0
 # Once a call has hung, the calls after it (Hypothesis shrinking that hang) are judged against
@@ -50,8 +51,6 @@ IDLE_FLOOR = 60.0
 _REFIRE = 0.1
 _MARK = struct.Struct("<dd")
 
-_Failed: Any = pytest.fail.Exception  # pytest's Failed, which pytest does not export as a type
-
 
 def parse_timeout(value: Any) -> float:  # Any: float() is tried on whatever was given
     """A per-call limit in seconds: a positive finite number (or its text). ``ValueError`` with
@@ -65,26 +64,47 @@ def parse_timeout(value: Any) -> float:  # Any: float() is tried on whatever was
     return seconds
 
 
-class Hang(_Failed):  # type: ignore[misc]
-    """A call into the code under test did not return within its limit."""
+class Hang(BaseException):
+    """A call into the code under test did not return within its limit. ``msg``: the message."""
 
     __module__ = "ppaux.isolation"
 
     def __init__(self, call: str, limit: float, why: str, stack: str) -> None:
         self.call, self.limit, self.why, self.stack = call, limit, why, stack
         text = f"{call} did not return within {limit:g} s ({why})"
-        super().__init__(text + (f"\nstuck at (most recent call last):\n{stack}" if stack else ""))
+        self.msg = text + (f"\nstuck at (most recent call last):\n{stack}" if stack else "")
+        super().__init__(self.msg)
 
 
-class Crash(_Failed):  # type: ignore[misc]
-    """A call into the code under test ended its process."""
+class Crash(BaseException):
+    """A call into the code under test ended its process. ``msg``: the message."""
 
     __module__ = "ppaux.isolation"
 
     def __init__(self, call: str, how: str, stack: str) -> None:
         self.call, self.how, self.stack = call, how, stack
         text = f"{call} {how}"
-        super().__init__(text + (f"\nwhere (most recent call last):\n{stack}" if stack else ""))
+        self.msg = text + (f"\nwhere (most recent call last):\n{stack}" if stack else "")
+        super().__init__(self.msg)
+
+
+@dataclass(frozen=True)
+class Contained:
+    """One contained run (:meth:`Guard.contain`): how it ended, what its work answered (``value``) and the
+    error it reported in one line (``error``; ``None``: it passed)."""
+
+    outcome: ChildOutcome
+    value: Any  # Any: the work's own JSON value
+    error: str | None
+
+    @property
+    def kind(self) -> str:
+        """``passed``, ``failed``, ``crash`` (the process ended) or ``hang`` (stopped at its deadline)."""
+        if self.outcome.stopped:
+            return "hang"
+        if not self.outcome.finished:
+            return "crash"
+        return "passed" if self.error is None else "failed"
 
 
 _current: list[Guard] = []
@@ -98,8 +118,18 @@ def current() -> Guard | None:
 class Guard:
     """The per-call limit of one run (``timeout`` seconds) and what it has seen so far."""
 
-    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+    # What a hang and a crash raise: a layer above gives its own subclasses (see the module's doc).
+    hang: type[Hang] = Hang
+    crash: type[Crash] = Crash
+
+    def name(self, frames: list[Frame], call: str) -> str:
+        """The name a finding gives the call that hung or crashed, from the frames of the code under
+        test (innermost first): here, the name it was guarded under."""
+        return call
+
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT, *, clock: Clock = MONOTONIC) -> None:
         self.timeout = parse_timeout(timeout)
+        self.clock = clock
         self.isolated = False
         self.hangs = 0
         self.slowest: dict[str, float] = {}
@@ -165,7 +195,9 @@ class Guard:
         limits here), and a child stopped at its deadline counts as a hang."""
         self.idle()
         outcome = run_forked(
-            lambda: json.dumps({"value": work(), "guard": self.state()}).encode(), deadline=self.kill_deadline
+            lambda: json.dumps({"value": work(), "guard": self.state()}).encode(),
+            deadline=self.kill_deadline,
+            clock=self.clock,
         )
         if outcome.finished:
             answer = json.loads(outcome.answer or b"")
@@ -174,6 +206,13 @@ class Guard:
         if outcome.stopped:
             self.hangs += 1
         return outcome, None
+
+    def contain(self, work: Callable[[], tuple[object, str | None]]) -> Contained:
+        """``work()`` in a forked child as :meth:`supervised` runs it: it answers a JSON value and the
+        error it met in one line (``None``: none); passed, failed, crash or hang."""
+        outcome, answer = self.supervised(lambda: list(work()))
+        value, error = answer if outcome.finished else (None, None)
+        return Contained(outcome, value, error)
 
     def call(self, call: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:  # Any: fn's own
         """``fn(*args, **kwargs)`` within the limit for ``call`` ("add", "pop", ...)."""
@@ -189,7 +228,7 @@ class Guard:
             self._depth -= 1
 
     def _write_mark(self, deadline: float) -> None:
-        self._mark[:] = _MARK.pack(deadline, time.monotonic())
+        self._mark[:] = _MARK.pack(deadline, self.clock.monotonic())
 
     def _rehearse(
         self, call: str, fn: Callable[..., object], args: tuple[object, ...], kwargs: dict[str, object]
@@ -205,26 +244,28 @@ class Guard:
                 pass  # raising is an answer; the run in process raises it for real
             return b"returned"
 
-        start = time.monotonic()
+        start = self.clock.monotonic()
         # This process waits on its child: a supervisor of its own must not kill it meanwhile.
         self._write_mark(start + limit + KILL_GRACE)
         try:
-            outcome = run_forked(work, deadline=lambda: start + limit + REHEARSAL_GRACE, dump_after=limit)
+            outcome = run_forked(
+                work, deadline=lambda: start + limit + REHEARSAL_GRACE, dump_after=limit, clock=self.clock
+            )
         finally:
             self._write_mark(0.0)
         frames = under_guard(frames_in_dump(outcome.dump))
         if outcome.stopped:
             self.hangs += 1
-            raise Hang(call_name(frames, call), limit, why, render(frames))
+            raise self.hang(self.name(frames, call), limit, why, render(frames))
         if not outcome.finished:
-            raise Crash(call_name(frames, call), outcome.describe(), render(frames))
+            raise self.crash(self.name(frames, call), outcome.describe(), render(frames))
 
     def _in_process(
         self, call: str, fn: Callable[..., object], args: tuple[object, ...], kwargs: dict[str, object]
     ) -> object:
         limit, why = self.limit(call)
-        alarm = _Alarm(call, limit, why) if threading.current_thread() is threading.main_thread() else None
-        start = time.monotonic()
+        alarm = _Alarm(self, call, limit, why) if threading.current_thread() is threading.main_thread() else None
+        start = self.clock.monotonic()
         self._write_mark(start + limit)
         if alarm:
             alarm.start()
@@ -251,14 +292,14 @@ class Guard:
         return result
 
     def _completed(self, call: str, start: float) -> None:
-        self.slowest[call] = max(self.slowest.get(call, 0.0), time.monotonic() - start)
+        self.slowest[call] = max(self.slowest.get(call, 0.0), self.clock.monotonic() - start)
 
 
 class _Alarm:
     """SIGALRM at the limit, then every _REFIRE s: each raises :class:`Hang` where the call is."""
 
-    def __init__(self, call: str, limit: float, why: str) -> None:
-        self.call, self.limit, self.why = call, limit, why
+    def __init__(self, guard: Guard, call: str, limit: float, why: str) -> None:
+        self.guard, self.call, self.limit, self.why = guard, call, limit, why
         self.fired: list[Frame] | None = None
         self._active = False
         self._previous: Callable[[int, FrameType | None], object] | int | signal.Handlers | None = None
@@ -278,7 +319,7 @@ class _Alarm:
 
     def hang(self) -> Hang:
         frames = under_guard(self.fired or [])
-        return Hang(call_name(frames, self.call), self.limit, self.why, render(frames))
+        return self.guard.hang(self.guard.name(frames, self.call), self.limit, self.why, render(frames))
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
         if not self._active:  # pragma: no cover - a signal already pending when the timer was cancelled

@@ -11,15 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from types import FrameType
 
-# The calls of the contract and of an observer plugin a finding names, by function name.
-KNOWN_CALLS = {
-    "add_auxiliary_output_to_pp_tensors": "add",
-    "pop_auxiliary_output_from_pp_tensors": "pop",
-    "to_pp_tensors": "to_pp_tensors",
-    "from_pp_tensors": "from_pp_tensors",
-    "copy_to_host": "copy_to_host",
-    "consume": "consume",
-}
 # Frames of this package end the stack a finding shows: what lies above them is ppaux's own.
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _DUMP_FRAME = re.compile(r'^\s*File "(?P<path>.*)", line (?P<line>\d+) in (?P<function>\S+)')
@@ -95,14 +86,6 @@ def under_guard(frames: Sequence[Frame]) -> list[Frame]:
             break
         out.append(frame)
     return out
-
-
-def call_name(frames: Sequence[Frame], default: str) -> str:
-    """The innermost contract or observer call among ``frames``; ``default`` when none is."""
-    for frame in frames:
-        if frame.function in KNOWN_CALLS:
-            return KNOWN_CALLS[frame.function]
-    return default
 
 
 def render(frames: Sequence[Frame]) -> str:

@@ -4,11 +4,11 @@ verdicts, each shown mutant with its diff, the judged-equivalent and stale entri
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ppaux.mutation.score import Score
+from ppaux.report import write_report as write_both
 
 __all__ = [
     "STALE",
@@ -62,9 +62,5 @@ def stale_lines(stale: Sequence[str]) -> list[str]:
 
 def write_report(out: Path, stem: str, report: Mapping[str, object], markdown: Sequence[str]) -> Path:
     """``out/stem.json`` (indented, one entry a line) and ``out/stem.md`` (the ``markdown`` lines,
-    ending with one newline), UTF-8 both; the Markdown's path."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    page = out / f"{stem}.md"
-    page.write_text("\n".join(markdown).rstrip() + "\n", encoding="utf-8")
-    return page
+    ending with one newline), UTF-8 both, each written whole; the Markdown's path."""
+    return write_both(out, stem, report, "\n".join(markdown).rstrip() + "\n")[0]

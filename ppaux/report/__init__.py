@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Any
 
 from ppaux.report.conformance import ClauseResult, ConformanceReport, RegressionFile, RegressionSummary, TestOutcome
-from ppaux.report.files import write_atomic
+from ppaux.report.files import write_atomic, write_report
 from ppaux.report.versions import SCHEMA_VERSIONS, ReportFormatError, check_version
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "check_version",
     "schema",
     "write_atomic",
+    "write_report",
 ]
 
 

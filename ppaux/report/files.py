@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -20,3 +21,9 @@ def write_atomic(path: Path, text: str) -> Path:
         os.unlink(tmp)
         raise
     return path
+
+
+def write_report(out: Path, stem: str, data: object, markdown: str) -> tuple[Path, Path]:
+    """A report's two files, ``out/stem.md`` and ``out/stem.json`` (indented), each written whole."""
+    page = write_atomic(out / f"{stem}.md", markdown)
+    return page, write_atomic(out / f"{stem}.json", json.dumps(data, indent=2) + "\n")

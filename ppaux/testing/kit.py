@@ -25,7 +25,7 @@ import functools
 import gc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeAlias, TypedDict
+from typing import Any, TypeAlias
 
 import torch
 from hypothesis import given
@@ -41,6 +41,7 @@ from ppaux.core.transport import PipelineParallelAuxiliaryOutput
 from ppaux.isolation import ChildOutcome, Crash, Guard, Hang, can_fork, current, parse_timeout
 from ppaux.relay.hop import channel_kind, relay
 from ppaux.relay.wire import TensorDict
+from ppaux.testing.calls import SuiteGuard
 from ppaux.testing.containment import prime_seed
 from ppaux.testing.findings import GLOO_REJECTED_DTYPES, collision, message
 from ppaux.testing.hypothesis_api import add_to_database_key
@@ -145,7 +146,7 @@ def check_observer(
     targets = _receiving_devices(devices)
     impl = _implementation(impl)
     supervisor = current()
-    guard = Guard(timeout) if timeout is not None else impl.guard or supervisor or Guard()
+    guard = SuiteGuard(timeout) if timeout is not None else impl.guard or supervisor or SuiteGuard()
     if impl.guard is not guard:
         impl = _unguarded(impl).guarded(guard)
 
@@ -205,40 +206,33 @@ def _execute(
 
 
 def _contained(run: Callable[[], None], guard: Guard, result: KitResult) -> None:
-    """``run()`` first in a forked child; again here only if it did not pass there."""
+    """``run()`` first in a contained run (a forked child); again here only if it did not pass there."""
     prime_seed()
-    outcome, first = guard.supervised(functools.partial(_first_run, run, result))
-    error = first["error"] if outcome.finished else None
-    if outcome.finished:
-        if error is None:
-            # The child counted the outputs it drew; this process drew none.
-            result.outputs = first["outputs"]
-            return
-    else:
+    first = guard.contain(functools.partial(_first_run, run, result))
+    if first.kind == "passed":
+        # The child counted the outputs it drew; this process drew none.
+        result.outputs = first.value
+        return
+    if first.kind != "failed":
         # A crash, or a hang no timer signal could interrupt: each step in a child of its own.
         guard.isolated = True
     run()
     # The same examples passed here: what failed there depends on more than the drawn output.
-    if error is not None:
+    if first.kind == "failed":
         raise Flaky(
-            f"the check failed in a forked child ({error}) but passed when run again in this process, on the same "
-            "examples: it depends on state outside the drawn output (an earlier example, a file, the clock)"
+            f"the check failed in a forked child ({first.error}) but passed when run again in this process, on the "
+            "same examples: it depends on state outside the drawn output (an earlier example, a file, the clock)"
         )
-    raise KitFailure("K14" if outcome.stopped else "K15", detail=_unrepeated(outcome))
+    raise KitFailure("K14" if first.kind == "hang" else "K15", detail=_unrepeated(first.outcome))
 
 
-class _FirstRun(TypedDict):
-    error: str | None
-    outputs: int
-
-
-def _first_run(run: Callable[[], None], result: KitResult) -> _FirstRun:
-    """What the check raised, in one line (``None`` when it passed), and how many outputs it drew."""
+def _first_run(run: Callable[[], None], result: KitResult) -> tuple[int, str | None]:
+    """How many outputs the check drew, and what it raised, in one line (``None`` when it passed)."""
     try:
         run()
     except BaseException as exc:
-        return {"error": f"{type(exc).__name__}: {exc}".splitlines()[0], "outputs": result.outputs}
-    return {"error": None, "outputs": result.outputs}
+        return result.outputs, f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return result.outputs, None
 
 
 def _unrepeated(outcome: ChildOutcome) -> str:

@@ -19,7 +19,8 @@ from hypothesis import settings
 from ppaux_strategies.scope import Scope, Swarm, use_scope
 
 from ppaux.isolation import DEFAULT_TIMEOUT, Guard, can_fork, parse_timeout
-from ppaux.testing.containment import is_contained, is_suite_test, run_contained
+from ppaux.testing.calls import SuiteGuard
+from ppaux.testing.containment import ForkServer, is_contained, is_suite_test
 from ppaux.testing.depth import DepthError, read_depth
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.kit import KitResult, check_observer
@@ -40,6 +41,8 @@ ASKED_DEPTH_KEY = pytest.StashKey[tuple[str | None, str | None]]()
 DEPTH_KEY = pytest.StashKey[tuple[Scope, Swarm | None]]()
 # Whether the run's header line was shown at the session's start (activated by an option), or is still to show.
 HEADER_KEY = pytest.StashKey[bool]()
+# The worker that runs this process's contained tests, started at the first of them.
+SERVER_KEY = pytest.StashKey[ForkServer]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,7 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     timeout = config.getoption("--ppaux-timeout") or config.getini("ppaux_timeout") or DEFAULT_TIMEOUT
     try:
-        config.stash[GUARD_KEY] = Guard(parse_timeout(timeout))
+        config.stash[GUARD_KEY] = SuiteGuard(parse_timeout(timeout))
     except ValueError as exc:
         raise pytest.UsageError(f"--ppaux-timeout: {exc}") from None
     isolation = config.getoption("--ppaux-isolation") or config.getini("ppaux_isolation") or "test"
@@ -122,7 +125,9 @@ def collected(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 
 def _header(config: pytest.Config) -> str:
-    isolation = "each test of ppaux.conformance in a forked child" if config.stash[ISOLATION_KEY] else "in process"
+    isolation = (
+        "the tests of ppaux.conformance in a supervised forked worker" if config.stash[ISOLATION_KEY] else "in process"
+    )
     return (
         f"ppaux: implementation under test {implementation(config)!r}; per-call limit {guard(config).timeout:g} s; "
         f"isolation: {isolation}; Hypothesis: {suite_settings(config).describe()}; scope {suite_depth(config)[0].name}"
@@ -144,14 +149,24 @@ def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
     if not (item.config.stash[ISOLATION_KEY] and is_contained(item)):
         return None
+    server = item.config.stash.get(SERVER_KEY, None)
+    if server is None:
+        server = item.config.stash[SERVER_KEY] = ForkServer(item.session, guard(item.config))
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    for report in run_contained(item, nextitem, guard(item.config)):
+    for report in server.run(item, nextitem):
         item.ihook.pytest_runtest_logreport(report=report)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     return True
 
 
-@pytest.hookimpl(hookwrapper=True)
+@pytest.hookimpl(tryfirst=True)  # the worker's fixtures end before those of this process
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    server = session.config.stash.get(SERVER_KEY, None)
+    if server is not None:
+        server.close()
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, None]:
     recorder = item.config.stash[RECORDER_KEY]
     if recorder is not None:

@@ -59,7 +59,8 @@ class SuiteRun:
 
     ``tuning`` names ppaux's tuning of the suite's Hypothesis settings (over Hypothesis's ``default``
     profile); ``None`` leaves them to a profile the run loads itself (the fuzz rounds' own).
-    ``marks=None`` selects every test of the suite.
+    ``marks=None`` selects every test of the suite. ``isolation``: ``--ppaux-isolation`` ("test", the
+    default, or "off").
     """
 
     impl: str | None = None
@@ -71,6 +72,7 @@ class SuiteRun:
     record_calls: bool = False
     results: str | None = None
     junit: str | None = None
+    isolation: str | None = None
 
     def options(self) -> list[str]:
         """The pytest options of this run, wherever the suite lies."""
@@ -89,6 +91,8 @@ class SuiteRun:
             options += ["-k", self.tests]
         if self.junit:
             options += ["--junitxml", self.junit]
+        if self.isolation is not None:
+            options += ["--ppaux-isolation", self.isolation]
         return options
 
 
