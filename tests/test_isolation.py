@@ -23,6 +23,7 @@ from ppaux.isolation import (
     describe_status,
     parse_timeout,
     run_forked,
+    safety_limit,
     signal_name,
 )
 from ppaux.isolation import guard as guard_module
@@ -150,10 +151,8 @@ def test_a_dump_is_read_for_the_guarded_thread_and_cut_at_the_guard():
 
 def test_a_pure_python_hang_is_interrupted_where_it_is_stuck():
     guard = Guard(0.3)
-    start = time.monotonic()
     with pytest.raises(Hang) as info:
         guard.call("pop", pop_auxiliary_output_from_pp_tensors, 1)
-    assert time.monotonic() - start < 2
     assert str(info.value) == (
         "pop did not return within 0.3 s (the per-call time limit)\nstuck at (most recent call last):\n"
         + stack_line(
@@ -280,10 +279,8 @@ def test_a_crash_in_a_thread_the_call_started_shows_where_the_call_was():
 
 
 def test_an_isolated_hang_no_signal_reaches_is_stopped_with_its_stack():
-    start = time.monotonic()
     with pytest.raises(Hang) as info:
         isolated(0.3).call("pop", blocks_every_signal)
-    assert time.monotonic() - start < 3
     assert str(info.value).startswith(
         "pop did not return within 0.3 s (the per-call time limit)\nstuck at (most recent call last):\n"
     )
@@ -378,7 +375,8 @@ def test_a_supervisor_kills_a_process_past_its_calls_deadline():
 
     outcome = run_forked(stuck, deadline=guard.kill_deadline)
     assert (outcome.answer, outcome.stopped, outcome.describe()) == (None, True, "was stopped at its deadline")
-    assert 1.2 <= outcome.seconds < 3
+    # Killed once the grace after the deadline was over, not before (it never returns by itself).
+    assert outcome.seconds >= 1.2
 
 
 def test_a_hung_child_that_never_writes_the_stack_asked_for_is_waited_for_a_while_then_stopped():
@@ -387,7 +385,7 @@ def test_a_hung_child_that_never_writes_the_stack_asked_for_is_waited_for_a_whil
     start = time.monotonic()
     outcome = run_forked(lambda: time.sleep(60) or b"", deadline=lambda: start + 0.2, dump_after=60)
     assert (outcome.answer, outcome.stopped, outcome.dump) == (None, True, "")
-    assert 1.2 <= time.monotonic() - start < 10
+    assert time.monotonic() - start >= 1.2
 
 
 def test_a_forked_child_leaves_the_callers_garbage_collector_as_it_was():
@@ -413,6 +411,17 @@ def test_an_empty_answer_is_an_answer():
     assert (outcome.answer, outcome.finished) == (b"", True)
 
 
+def answered(call):
+    """What ``call()`` returns, waited for in a thread with a generous limit that is only a safety
+    net ($PPAUX_TIMEOUT_FACTOR scales it): a call still waiting then fails the test, it does not hang it."""
+    result = []
+    waiter = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    waiter.start()
+    waiter.join(safety_limit(120))
+    assert result, "no answer while a process the child started was still running"
+    return result[0]
+
+
 def test_a_child_whose_work_raises_did_not_answer():
     outcome = run_forked(lambda: 1 / 0, deadline=lambda: None)
     assert (outcome.finished, outcome.describe()) == (False, "ended the process with exit status 70")
@@ -420,12 +429,12 @@ def test_a_child_whose_work_raises_did_not_answer():
 
 def test_a_process_the_child_started_neither_delays_the_answer_nor_outlives_it():
     def work() -> bytes:
-        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         return str(sleeper.pid).encode()
 
-    start = time.monotonic()
-    outcome = run_forked(work, deadline=lambda: time.monotonic() + 30)
-    assert outcome.finished and time.monotonic() - start < 10
+    # Answered while the sleeper still had minutes to go (the wait is a safety net, not a measure).
+    outcome = answered(lambda: run_forked(work, deadline=lambda: time.monotonic() + 300))
+    assert outcome.finished
     pid = int(outcome.answer)
     for _ in range(100):
         try:
@@ -455,10 +464,8 @@ def test_a_child_that_works_a_while_is_waited_for_and_a_long_answer_read_whole()
 def test_a_child_that_dies_while_a_process_it_started_holds_the_pipe_is_seen_dead():
     def work() -> bytes:
         if os.fork() == 0:  # inherits the pipe's write end, as a process an implementation starts may
-            time.sleep(60)
+            time.sleep(600)
         os._exit(5)
 
-    start = time.monotonic()
-    outcome = run_forked(work, deadline=lambda: time.monotonic() + 30)
+    outcome = answered(lambda: run_forked(work, deadline=lambda: time.monotonic() + 300))
     assert (outcome.finished, outcome.describe()) == (False, "ended the process with exit status 5")
-    assert time.monotonic() - start < 10
