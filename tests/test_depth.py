@@ -190,8 +190,11 @@ def _fuzz(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=dict(os.environ), timeout=600)
 
 
+# A real fuzz run that must find, shrink and replay (a minute on 2 cores): nightly, with the longest
+# end-to-end runs; CI checks the scope's bounds and shrinking in this process (above).
 @pytest.mark.slow
 @pytest.mark.subprocess
+@pytest.mark.thorough
 def test_a_deep_bug_is_found_shrunk_to_its_threshold_and_replayed(tmp_path):
     """The loop bound (pop deletes only 4 aux keys): a short fuzz run with a fixed seed finds it, shrinks it to
     exactly five aux keys, records the scope that found it, and the replay reproduces it."""

@@ -271,8 +271,10 @@ def test_inserting_a_function_at_the_top_leaves_every_judgement_on_the_mutant_it
     assert {after[n].function for n in resolution.review} == {"is_small"}
 
 
-# mutmut runs for real on a small checkout, three times (tens of seconds): with the slow end-to-end runs.
+# mutmut runs for real on a small checkout, three times (over a minute on 2 cores): nightly, with the
+# longest end-to-end runs; CI tests the reuse decisions on scripted runs (tests/test_mutation_runs.py).
 @pytest.mark.slow
+@pytest.mark.thorough
 def test_an_incremental_run_after_a_one_function_change_runs_only_that_functions_mutants(tmp_path):
     from ppaux.mutation import own
     from tests.fake_mutmut import ARITH, small_checkout
