@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import os
 import runpy
 import subprocess
 import sys
@@ -258,6 +260,34 @@ def test_check_fails_on_a_broken_implementation_with_its_counterexample(capsys, 
     assert EXAMPLE_HEADER.match(test["example"]) and "test_round_trip(" in test["example"].splitlines()[0]
     assert test["blob"].startswith("@reproduce_failure(")
     assert "## Counterexamples" in out and test["blob"] in out
+
+
+DESELECTING_PLUGIN = """
+def pytest_collection_modifyitems(config, items):
+    config.hook.pytest_deselected(items=list(items))
+    items.clear()
+"""
+
+
+def test_a_plugin_installed_beside_ppaux_takes_no_part_in_the_check(capsys, tmp_path, monkeypatch):
+    """A pytest plugin of the caller's environment (here one that deselects every test) is loaded
+    by their own pytest runs, not by ppaux check's run of the suite; their environment is left as it was."""
+    site = tmp_path / "site"
+    (site / "deselect_all-1.0.dist-info").mkdir(parents=True)
+    (site / "deselect_all-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: deselect-all\nVersion: 1.0\n"
+    )
+    (site / "deselect_all-1.0.dist-info" / "entry_points.txt").write_text("[pytest11]\ndeselect_all = deselect_all\n")
+    (site / "deselect_all.py").write_text(DESELECTING_PLUGIN)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    # Installed as pytest finds plugins: by its entry point.
+    assert "deselect_all" in {e.value for e in importlib.metadata.entry_points(group="pytest11")}
+    assert main(["check", "--tests", "round_trip", "--report", str(tmp_path / "out")]) == 0
+    report = json.loads((tmp_path / "out" / "conformance.json").read_text(encoding="utf-8"))
+    assert (report["verdict"], report["counts"]["passed"] > 0) == ("pass", True)
+    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ
+    capsys.readouterr()
 
 
 def test_each_check_in_one_process_runs_under_its_own_profile_and_leaves_the_callers(capsys, tmp_path, monkeypatch):

@@ -452,6 +452,7 @@ def test_a_round_reports_what_it_runs_and_finds_and_a_replay_round_how_many_exam
         "example": "Failing test case: test_small(\n    n=5,\n)",
         "blob": failure["blob"],
         "error": "AssertionError: too big",
+        "finding": None,
         "text": failure["text"],
     }
     assert (status, events) == (
@@ -521,6 +522,10 @@ def test_set_up_broken(broken, n):
 @given(n=st.just(1))
 def test_fails(n):
     assert n == 2, "one is not two"
+
+@given(n=st.sampled_from([0, 1]))
+def test_two_bugs(n):
+    raise (ValueError("zero") if n == 0 else KeyError("one"))
 """
 
 
@@ -549,12 +554,15 @@ def test_a_round_reports_a_test_whose_set_up_failed_and_why_a_failure_s_calls_ar
     pytester, monkeypatch, tmp_path
 ):
     """A failure in a test's set-up is a failure too (it has no calls to write); with
-    --ppaux-record-calls, a failing test that made no call says so. Without a max_examples
-    from the parent, the round runs the nightly profile's."""
+    --ppaux-record-calls, a failing test that made no call says so. A failure's error is its
+    exception's first line, a test with two distinct bugs says so (the nightly profile reports both).
+    Without a max_examples from the parent, the round runs the nightly profile's."""
     pytester.makepyfile(test_broken=BROKEN_ROUND_TESTS)
     status, events = _round_events(pytester, monkeypatch, tmp_path, {"PPAUX_FUZZ_MODE": "run"}, "--ppaux-record-calls")
     failures = [event for event in events if event["kind"] == "failure"]
     assert all(isinstance(failure.pop("text"), str) for failure in failures)
+    # Of two distinct bugs, the example is the first one Hypothesis printed.
+    assert failures[2]["example"] in (f"Failing test case: test_two_bugs(\n    n={n},\n)" for n in (0, 1))
     assert (status, failures) == (
         1,
         [
@@ -565,6 +573,7 @@ def test_a_round_reports_a_test_whose_set_up_failed_and_why_a_failure_s_calls_ar
                 "example": None,
                 "blob": None,
                 "error": "RuntimeError: the fixture broke",
+                "finding": None,
             },
             {
                 "kind": "failure",
@@ -573,6 +582,17 @@ def test_a_round_reports_a_test_whose_set_up_failed_and_why_a_failure_s_calls_ar
                 "example": failures[1]["example"],
                 "blob": failures[1]["blob"],
                 "error": "AssertionError: one is not two",
+                "finding": None,
+                "scenario_error": "the test made no call into the implementation",
+            },
+            {
+                "kind": "failure",
+                "nodeid": "test_broken.py::test_two_bugs",
+                "clause": None,
+                "example": failures[2]["example"],
+                "blob": failures[2]["blob"],
+                "error": "ExceptionGroup: Hypothesis found 2 distinct failures. (2 sub-exceptions)",
+                "finding": None,
                 "scenario_error": "the test made no call into the implementation",
             },
         ],
@@ -651,12 +671,21 @@ def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_ro
         str(ROOT),
         "--confcutdir",
         str(ROOT / "ppaux" / "conformance"),
+        # The plugins it needs by name, none of the environment's (as ppaux check runs it).
+        "-p",
+        "_hypothesis_pytestplugin",
+        "-p",
+        "ppaux_pytest",
     ]
     assert (tmp_path / "pytest.ini").read_text() == "[pytest]\n"
     assert installed.what == "ppaux.conformance" and from_checkout()
     checkout = Suite(db="d", workdir=tmp_path)
     assert checkout.command()[-6:] == ["-m", "not sglang", "-o", "addopts=", "ppaux/conformance", "tests"]
     assert checkout.what == "ppaux.conformance and ppaux's tests/"
+    # ppaux's own tests take this checkout's plugins (pytester, xdist's): autoloaded as in its own runs.
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    checkout_env = checkout.env(mode="run", events=tmp_path / "e", placement="cpu", max_examples=None, worker=(1, 1))
+    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in checkout_env
     env = installed.env(mode="run", events=tmp_path / "e", placement="cuda:2,0", max_examples=50, worker=(2, 4), seed=9)
     assert {k: env[k] for k in env if k.startswith(("PPAUX_FUZZ_", "CUDA_"))} == {
         "PPAUX_FUZZ_SEED": "9",
@@ -668,6 +697,7 @@ def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_ro
         "PPAUX_FUZZ_MAX_EXAMPLES": "50",
         "CUDA_VISIBLE_DEVICES": "2,0",
     }
+    assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
     # A replay replays every shard's failures; a cpu round sees no GPU.
     env = installed.env(mode="replay", events=tmp_path / "e", placement="cpu", max_examples=None, worker=(1, 1))
     assert "PPAUX_FUZZ_SHARD" not in env and "PPAUX_FUZZ_SEED" not in env and env["CUDA_VISIBLE_DEVICES"] == ""
@@ -1705,22 +1735,6 @@ def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tm
         "",
     )
     assert (report / "replay.md").read_text().endswith("## Still failing\n\nNone.\n")
-
-
-def test_a_failure_s_error_is_pytest_s_first_e_line_else_its_exception_group_s():
-    from ppaux.fuzz.pytest_plugin import error_line
-
-    assert (
-        error_line("    def t():\n>       assert x\nE       AssertionError: keys changed\nE       more")
-        == "AssertionError: keys changed"
-    )
-    grouped = (
-        '+ Exception Group Traceback (most recent call last):\n  |   File "t.py", line 27, in t\n'
-        "  | ExceptionGroup: Hypothesis found 2 distinct failures. (2 sub-exceptions)\n"
-        "  +-+---------------- 1 ----------------\n    | ppaux.core.errors.AuxiliaryPPError: A4\n"
-    )
-    assert error_line(grouped) == "ExceptionGroup: Hypothesis found 2 distinct failures. (2 sub-exceptions)"
-    assert error_line("no error here") is None
 
 
 def test_progress_redraws_one_line_on_a_terminal_and_prints_lines_otherwise():

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.errors import Flaky, InvalidArgument
 
+from ppaux.isolation.clock import safety_limit
 from ppaux.isolation.status import Frame
 from ppaux.relay.hop import relay as hop_relay
 from ppaux.testing import Implementation, KitFailure, check_observer, load
@@ -445,6 +446,9 @@ def test_observer_keeping_copies_passes():
 
 # The tests read the minimal output: shrinking on whatever the profile (the mutation profile has none,
 # and its first failing draw depends on the check's source).
+# A crash ends its step at once: the per-call limit of a crash test is only a safety net, wide
+# enough that a busy machine never makes a slow step a hang (and the rest of the check a 0.1 s one).
+CRASH_LIMIT = safety_limit(10)
 QUICK = settings(database=None, max_examples=10, phases=[Phase.explicit, Phase.generate, Phase.shrink])
 
 
@@ -496,19 +500,19 @@ def test_every_step_that_runs_the_plugins_code_runs_under_the_limit(step):
 
 
 def test_a_step_that_exits_is_k15_with_its_exit_status():
-    failure = kit_failure(planted.Obs, planted.outputs("exit_3"), timeout=0.5, settings=QUICK)
+    failure = kit_failure(planted.Obs, planted.outputs("exit_3"), timeout=CRASH_LIMIT, settings=QUICK)
     assert str(failure) == message("K15", detail="add ended the process with exit status 3")
     assert shows_the_minimal_output(failure)
 
 
 def test_an_output_that_ends_the_process_when_compared_after_the_relay_is_k15_naming_its_to_pp_tensors():
     # os._exit leaves no stack to name the call by: the kit's own name for the step is the finding's.
-    failure = kit_failure(planted.Obs, st.builds(planted.ExitsWhenCompared), timeout=0.5, settings=QUICK)
+    failure = kit_failure(planted.Obs, st.builds(planted.ExitsWhenCompared), timeout=CRASH_LIMIT, settings=QUICK)
     assert str(failure) == message("K15", detail="to_pp_tensors ended the process with exit status 3")
 
 
 def test_a_step_that_segfaults_is_k15_with_the_signal_and_where_it_struck():
-    failure = kit_failure(planted.Obs, planted.outputs("segfault"), timeout=0.5, settings=QUICK)
+    failure = kit_failure(planted.Obs, planted.outputs("segfault"), timeout=CRASH_LIMIT, settings=QUICK)
     crash = failure.__cause__
     assert type(crash) is Crash and crash.call == "to_pp_tensors"
     assert str(failure) == message(
@@ -522,16 +526,16 @@ def test_a_step_that_segfaults_is_k15_with_the_signal_and_where_it_struck():
 
 
 @pytest.mark.parametrize(
-    "harm, code, how",
+    "harm, code, how, limit",
     [
-        ("exit_3", "K15", "ended the process with exit status 3"),
-        ("wait_unreachable", "K14", "was stopped at its deadline"),
+        ("exit_3", "K15", "ended the process with exit status 3", CRASH_LIMIT),
+        ("wait_unreachable", "K14", "was stopped at its deadline", 0.5),
     ],
 )
-def test_a_crash_or_hang_that_does_not_come_back_is_still_reported(tmp_path, harm, code, how):
+def test_a_crash_or_hang_that_does_not_come_back_is_still_reported(tmp_path, harm, code, how, limit):
     """The first run, in a forked child, dies; every step passes when run again: the harm came from
     state outside the drawn output (here a marker file), and is reported all the same."""
-    failure = kit_failure(Obs, st.just(planted.Once(tmp_path / "harmed", harm)), timeout=0.5, settings=QUICK)
+    failure = kit_failure(Obs, st.just(planted.Once(tmp_path / "harmed", harm)), timeout=limit, settings=QUICK)
     assert str(failure) == message(
         code,
         detail=f"the check's first run, in a forked child, {how}; run again with each step "
@@ -601,7 +605,7 @@ def test_under_a_supervisor_the_check_runs_in_this_process_with_its_steps_isolat
     supervisor = SuiteGuard()
     supervisor.isolated = True
     with supervisor.installed():
-        failure = kit_failure(planted.Obs, planted.outputs("exit_3"), timeout=0.5, settings=QUICK)
+        failure = kit_failure(planted.Obs, planted.outputs("exit_3"), timeout=CRASH_LIMIT, settings=QUICK)
     assert str(failure) == message("K15", detail="add ended the process with exit status 3")
     assert shows_the_minimal_output(failure)
 
@@ -609,7 +613,7 @@ def test_under_a_supervisor_the_check_runs_in_this_process_with_its_steps_isolat
 def test_over_a_channel_of_worker_processes_each_step_runs_in_a_child_of_its_own(monkeypatch):
     """A forked copy of the whole check would share the gloo workers: each step is isolated instead."""
     monkeypatch.setattr(testing, "relay", lambda d, **kw: hop_relay(d, channel="loopback", device=kw["device"]))
-    failure = kit_failure(planted.Obs, planted.outputs("exit_3"), channel="gloo", timeout=0.5, settings=QUICK)
+    failure = kit_failure(planted.Obs, planted.outputs("exit_3"), channel="gloo", timeout=CRASH_LIMIT, settings=QUICK)
     assert str(failure) == message("K15", detail="add ended the process with exit status 3")
     pids: list = []
     check_observer(

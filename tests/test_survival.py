@@ -227,7 +227,8 @@ def test_the_fuzz_job_finds_and_replays_a_crash(tmp_path):
     )
     assert run.returncode == 1, run.stderr
     [failure] = json.loads((out / "fuzz.json").read_text())["failures"]
-    assert failure["error"].startswith("ppaux.testing.calls.Crash: pop killed the process with SIGSEGV (signal 11)")
+    # Worded as ppaux check words it: the finding's kind, then what happened.
+    assert failure["error"] == "Crash: pop killed the process with SIGSEGV (signal 11)"
     replay = fuzz("replay", "--db", db, "--report", str(out), *planted)
     assert replay.returncode == 1, replay.stderr
     [still] = json.loads((out / "replay.json").read_text())["still_failing"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import signal
 import time
 import types
@@ -33,7 +32,7 @@ from ppaux.testing.hypothesis_api import (
 )
 from ppaux.testing.plugin import recorded_calls
 from ppaux.testing.profiles import tuned
-from ppaux.testing.results import JSONObject, failure_details
+from ppaux.testing.results import JSONObject, carried, carry, row
 
 PROFILE = "ppaux-fuzz"
 # Failure text kept per failure: Hypothesis puts the example and the blob at the end.
@@ -69,20 +68,6 @@ class _RecordingDatabase(ExampleDatabase):
 
     def _stop_listening(self) -> None:  # pragma: no cover
         pass
-
-
-# An exception line inside an exception group's box: "  | ExceptionGroup: Hypothesis found 2 ...".
-_GROUPED_ERROR = re.compile(r"^[ +|-]*\|\s*([A-Za-z_][\w.]*(?:Error|Exception|Group|Crash|Hang)\b:.*)$")
-
-
-def error_line(text: str) -> str | None:
-    """The failure's one-line error: pytest's first ``E`` line, else (several distinct bugs in one
-    test, as the nightly profile reports them) the exception group's own line."""
-    lines = text.splitlines()
-    found = next((line[1:].strip() for line in lines if line.startswith("E ") and line[1:].strip()), None)
-    if found is None:
-        found = next((m.group(1).strip() for m in map(_GROUPED_ERROR.match, lines) if m), None)
-    return found
 
 
 def _runs_hypothesis(item: pytest.Item) -> bool:
@@ -214,18 +199,17 @@ class FuzzRound:
         # A test of the shipped suite runs in a forked child (ppaux.testing.containment): what it
         # counted there comes back on its reports.
         report = outcome.get_result()
-        clause = item.get_closest_marker("clause")
-        report.ppaux_fuzz = {  # type: ignore[attr-defined]  # rides on the report out of a forked child
-            "examples": self.examples,
-            "saved": self.saved(item.nodeid),
-            "clause": clause.args[0] if clause else None,
-        }
-        if report.failed and report.when == "call":
-            # Made where the test ran (its forked child): the calls of its minimal example, as code.
-            report.ppaux_fuzz["calls"] = recorded_calls(item) or {}
+        carry(report, "round", {"examples": self.examples, "saved": self.saved(item.nodeid)})
+        if report.failed and not carried(report, "outcome"):
+            # The failure's record, made where the test ran (its forked child): its clause, its error
+            # from the exception itself, its minimal example and blob, and the calls of that example as code.
+            made = row(item, report, call.excinfo)
+            if report.when == "call":
+                made.update(recorded_calls(item) or {})
+            carry(report, "outcome", made)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        counted = getattr(report, "ppaux_fuzz", None) or {}
+        counted = carried(report, "round")
         self.examples = max(self.examples, counted.get("examples", 0))
         if counted.get("saved") is not None and self.database is not None:
             self.database.saved.setdefault(report.nodeid, counted["saved"])
@@ -240,20 +224,20 @@ class FuzzRound:
             event["saved"] = self.saved(report.nodeid) or 0
         self.emit(event)
         if report.failed:
-            text = report.longreprtext
-            details = failure_details(text)
-            # A failure made in this process for a forked child that could not report one (it died
-            # in both forks, or passed only with each call isolated) carries its clause and error in its row.
-            made_here = getattr(report, "ppaux_row", {})
-            details["error"] = made_here.get("error") or error_line(text)
+            # Made where the test ran, or here for a forked child that could not report one (it died in
+            # both forks, or passed only with each call isolated).
+            made = carried(report, "outcome")
             self.emit(
                 {
                     "kind": "failure",
                     "nodeid": report.nodeid,
-                    "clause": counted.get("clause") or made_here.get("clause"),
-                    **details,
-                    "text": text[-TEXT_LIMIT:],
-                    **counted.get("calls", {}),
+                    "clause": made.get("clause"),
+                    "error": made.get("error"),
+                    "finding": made.get("finding"),
+                    "example": made.get("example"),
+                    "blob": made.get("blob"),
+                    "text": report.longreprtext[-TEXT_LIMIT:],
+                    **{k: made[k] for k in ("scenario", "scenario_error") if k in made},
                 }
             )
         self.emit({"kind": "progress", "examples": self.examples})

@@ -24,7 +24,7 @@ from _pytest.runner import runtestprotocol
 
 from ppaux.isolation import ChildOutcome, Contained, Guard, Worker, resident_bytes
 from ppaux.testing.hypothesis_api import replace_seed_generator
-from ppaux.testing.results import JSONObject, row
+from ppaux.testing.results import JSONObject, carry, row
 from ppaux.testing.suite import SUITE
 
 # A worker runs this many tests at most, or until its resident memory has grown this much past what
@@ -185,11 +185,8 @@ def run_alone(
                 f"the test's process {first.outcome.describe()}, but it passed when run again with each call "
                 "isolated: the crash or hang depends on state outside the drawn example"
             )
-            report.ppaux_row = dict(  # type: ignore[attr-defined]  # see ResultRecorder
-                row(item, report),
-                error=f"{first.kind}: the test's process {first.outcome.describe()}",
-                finding=first.kind,
-            )
+            made = dict(row(item, report), error=f"{first.kind}: the test's process {first.outcome.describe()}")
+            carry(report, "outcome", dict(made, finding=first.kind))
     return reports
 
 
@@ -230,5 +227,5 @@ def _died(item: pytest.Item, first: Contained, second: Contained) -> pytest.Test
         duration=first.outcome.seconds + outcome.seconds,
     )
     head, _, detail = text.partition("\n")
-    report.ppaux_row = dict(row(item, report), error=head, finding=second.kind, detail=detail)  # type: ignore[attr-defined]
+    carry(report, "outcome", dict(row(item, report), error=head, finding=second.kind, detail=detail))
     return report

@@ -8,11 +8,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import os
 import re
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import settings
@@ -23,6 +25,7 @@ from ppaux.testing.results import read_jsonl
 
 __all__ = [
     "DEFAULT_MARKS",
+    "OWN_PLUGINS_ONLY",
     "ROOT",
     "SUITE",
     "SuiteNotRun",
@@ -47,10 +50,18 @@ def suite_files() -> list[Path]:
     return sorted(_SUITE_DIR.glob("test_*.py"))
 
 
+# The suite's runs load the two plugins they need, not every plugin of the caller's environment
+# (pytest-randomly would reorder and reseed them, pytest-cov measure them; loading them all is a
+# sixth of a check). The variable, not --disable-plugin-autoload: pytest 8.0 to 8.3 have no flag.
+OWN_PLUGINS_ONLY = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+_OWN_PLUGINS = ["-p", "_hypothesis_pytestplugin", "-p", "ppaux_pytest"]
+
+
 def installed_suite(ini: Path) -> list[str]:
     """pytest's arguments that select the installed suite, under ``ini`` (an empty config of ppaux's own:
-    the caller's ``addopts`` and ``conftest.py`` are theirs, not the suite's)."""
-    return ["--pyargs", SUITE, "-c", str(ini), "--rootdir", str(ROOT), "--confcutdir", str(_SUITE_DIR)]
+    the caller's ``addopts`` and ``conftest.py`` are theirs, not the suite's), naming the plugins it
+    needs: run it with :data:`OWN_PLUGINS_ONLY` in its environment."""
+    return ["--pyargs", SUITE, "-c", str(ini), "--rootdir", str(ROOT), "--confcutdir", str(_SUITE_DIR), *_OWN_PLUGINS]
 
 
 @dataclass(frozen=True)
@@ -154,7 +165,8 @@ def run_installed(run: SuiteRun) -> list[TestOutcome]:
     with tempfile.TemporaryDirectory() as tmp:
         results, ini = Path(tmp) / "results.jsonl", Path(tmp) / "pytest.ini"
         ini.write_bytes(b"[pytest]\n")
-        status, printed = run_in_process(installed_args(dataclasses.replace(run, results=str(results)), ini))
+        with mock.patch.dict(os.environ, OWN_PLUGINS_ONLY):  # and the caller's environment back after
+            status, printed = run_in_process(installed_args(dataclasses.replace(run, results=str(results)), ini))
         rows = read_jsonl(results)
     if status not in (0, 1):
         wrong = _WRONG_EXPRESSION.search(printed)
