@@ -35,7 +35,7 @@ from ppaux.core.clauses import statement
 from ppaux.regressions import MARKER, driver, module_search_path, write_regressions
 from ppaux.regressions.expect import expected_steps
 from ppaux.regressions.layout import wrap
-from ppaux.regressions.render import STANDARD, Finding, imported_roots, method_name, render
+from ppaux.regressions.render import STANDARD, RegressionCase, imported_roots, method_name, render
 from ppaux.testing import results, scenario
 from ppaux.testing.scenario import Call, CallRecorder, Unwritable, describe, tensor_expr
 from tests.fake_pytest import FakePytest
@@ -828,8 +828,8 @@ def test_a_hang_and_an_assertion_of_one_clause_share_a_file():
             "steps": [{"op": "pop", "dict": "tensors", "arg": "None", "setup": ["tensors = {}"]}],
         }
     )
-    hang = Finding("t.py::test_a", "pop.2", "hang", steps, [], method="test_a")
-    plain = Finding("t.py::test_b", "pop.2", None, steps, [], method="test_b")
+    hang = RegressionCase("t.py::test_a", "pop.2", "hang", steps, [], method="test_a")
+    plain = RegressionCase("t.py::test_b", "pop.2", None, steps, [], method="test_b")
     source = render("pop.2", [hang, plain], "m", 1.0)
     assert "def a_calls():" in source and "def b_calls():" not in source
     assert "    def test_b(self):" in source and "        exitcode = run_in_child(a_calls, seconds=1.0)" in source

@@ -9,7 +9,7 @@ import pytest
 
 from ppaux.regressions.expect import expected_steps
 from ppaux.regressions.render import (
-    Finding,
+    RegressionCase,
     check_imports,
     class_name,
     file_name,
@@ -34,7 +34,7 @@ from ppaux.regressions.render import (
     ],
 )
 def test_a_tests_docstring_is_its_clause_on_lines_that_fit_in_100_columns(clause, docstring):
-    finding = Finding("t.py::test_x", clause, None, [], [], method="test_x")
+    finding = RegressionCase("t.py::test_x", clause, None, [], [], method="test_x")
     assert method_lines(finding, 1.0) == ["    def test_x(self):", *docstring]
 
 
@@ -71,7 +71,7 @@ def test_an_implementation_given_by_path_is_imported_by_its_stem_with_a_comment_
             "steps": [{"op": "pop", "dict": "tensors", "arg": "None", "setup": ["tensors = {}"]}],
         }
     )
-    source = render("pop.2", [Finding("t.py::test_x", "pop.2", None, steps, [], method="test_x")], spec, 1.0)
+    source = render("pop.2", [RegressionCase("t.py::test_x", "pop.2", None, steps, [], method="test_x")], spec, 1.0)
     imports = source.split('"""\n\n', 1)[1].split("\n\n\nclass PPDictTestCase")[0]
     # No aux key in the calls: the file does not import _OUTPUT_PREFIX.
     assert imports == (

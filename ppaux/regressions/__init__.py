@@ -14,7 +14,7 @@ from ppaux.regressions.expect import expected_steps
 from ppaux.regressions.prove import PROOF_SECONDS, judge, prove_files
 from ppaux.regressions.render import (
     MARKER,
-    Finding,
+    RegressionCase,
     class_name,
     file_name,
     method_lines,
@@ -47,11 +47,11 @@ def stale_files(directory: Path) -> list[Path]:
     return found
 
 
-def _finding(row: JSONObject, taken: set[str]) -> Finding:
+def _finding(row: JSONObject, taken: set[str]) -> RegressionCase:
     scenario = row.get("scenario")
     if not scenario:
         raise Unwritable(row.get("scenario_error") or "the test's calls were not recorded")
-    return Finding(
+    return RegressionCase(
         row["nodeid"],
         row["clause"],
         row.get("finding"),
@@ -61,7 +61,7 @@ def _finding(row: JSONObject, taken: set[str]) -> Finding:
     )
 
 
-def _clause_findings(clause: JSONObject, refused: list[JSONObject]) -> list[tuple[Finding, JSONObject]]:
+def _clause_findings(clause: JSONObject, refused: list[JSONObject]) -> list[tuple[RegressionCase, JSONObject]]:
     taken: set[str] = set()
     found = []
     for row in clause["tests"]:
@@ -76,7 +76,7 @@ def _clause_findings(clause: JSONObject, refused: list[JSONObject]) -> list[tupl
 
 
 def _prove_rounds(
-    broken: dict[str, list[tuple[Finding, JSONObject]]],
+    broken: dict[str, list[tuple[RegressionCase, JSONObject]]],
     spec: str,
     timeout: float,
     user_path: list[str],

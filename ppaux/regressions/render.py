@@ -22,7 +22,7 @@ STANDARD = {"contextlib", "multiprocessing", "sys", "unittest", "torch"}
 
 
 @dataclass
-class Finding:
+class RegressionCase:
     """One failing test of the suite, as a regression test: its steps with their expectations."""
 
     nodeid: str
@@ -82,12 +82,12 @@ def _step_lines(step: ExpectedStep, indent: str) -> list[str]:
     return lines + [indent + check for check in step["checks"]]
 
 
-def calls_function(finding: Finding) -> str:
+def calls_function(finding: RegressionCase) -> str:
     # Not test_*: pytest would collect a module-level test_ function as a test of its own.
     return f"{finding.method.removeprefix('test_')}_calls"
 
 
-def _calls_function(finding: Finding) -> list[str]:
+def _calls_function(finding: RegressionCase) -> list[str]:
     """A hang or crash: the counterexample's calls as a module-level function a child process runs."""
     lines = [f"def {calls_function(finding)}():", f'    """The calls of {finding.method}\'s counterexample."""']
     for step in finding.steps:
@@ -107,7 +107,7 @@ def _wrapped(lines: list[str]) -> list[str]:
     return [part for line in lines for part in wrap(line, WIDTH)]
 
 
-def method_lines(finding: Finding, timeout: float) -> list[str]:
+def method_lines(finding: RegressionCase, timeout: float) -> list[str]:
     lines = [f"    def {finding.method}(self):", *_docstring(clause_line(finding.clause), "        ")]
     if finding.kind:
         ends = "did not return" if finding.kind == "hang" else "ended its process"
@@ -124,7 +124,7 @@ def method_lines(finding: Finding, timeout: float) -> list[str]:
     return _wrapped(lines)
 
 
-def render(clause: str, findings: list[Finding], spec: str, timeout: float) -> str:
+def render(clause: str, findings: list[RegressionCase], spec: str, timeout: float) -> str:
     """The file for ``clause``: its findings as test methods of one TestCase."""
     module, comment = module_of(spec)
     used_functions = sorted({FUNCTIONS[s["op"]] for f in findings for s in f.steps})
