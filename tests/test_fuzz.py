@@ -47,6 +47,14 @@ from ppaux.testing.results import EXAMPLE_HEADER
 from tests.fuzz_runs import ROOT, env, examples_ran, fuzz_run_held
 from tests.support import FakeClock, cli_help, held_until
 
+
+def conforms(data: dict, kind: str) -> None:
+    """A real run's fuzz.json or replay.json is what the shipped schema describes (tests/test_report_fuzz.py)."""
+    from tests.test_report_fuzz import conforms as checked
+
+    checked(data, kind)
+
+
 BROKEN = str(ROOT / "tests" / "impls" / "broken_contiguous_copy.py")
 # Seed 7 finds the planted bug in round 1 (the only test selected), a few seconds in.
 PLANTED = ["--impl", BROKEN, "--tests", "bound_to_the_same_tensor", "--seed", "7", "--workers", "1"]
@@ -1839,6 +1847,7 @@ def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> N
     )
     assert status == 1, err
     summary = json.loads((report / "fuzz.json").read_text())
+    conforms(summary, "fuzz-run")
     assert summary["stopped_by"] == "max-failures" and summary["complete"]
     [failure] = summary["failures"]
     assert failure["nodeid"] == BROKEN_TEST
@@ -1864,6 +1873,7 @@ def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> N
     )
     assert status == 1, err
     replay = json.loads((report / "replay.json").read_text())
+    conforms(replay, "fuzz-replay")
     # The saved failure becomes a regression test, proven as ppaux check proves one.
     assert [(f["clause"], f["tests"]) for f in replay["regressions"]["files"]] == [
         ("add.7", ["test_success_adds_one_key_per_item_bound_to_the_same_tensor"])
@@ -1880,6 +1890,7 @@ def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> N
     status, _, err = ppaux_fuzz(capsys, "replay", "--db", db, "--report", str(report))
     assert status == 0, err
     replay = json.loads((report / "replay.json").read_text())
+    conforms(replay, "fuzz-replay")
     assert replay["still_failing"] == [] and [r["nodeid"] for r in replay["no_longer_failing"]] == [BROKEN_TEST]
 
 
@@ -1997,14 +2008,16 @@ def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_a
     assert status == 0, err
     assert client.keys(b"hypothesis-example:*")
     shard2 = json.loads((tmp_path / "shard2" / "fuzz.json").read_text())
+    conforms(shard2, "fuzz-run")
+    conforms(json.loads((tmp_path / "shard1" / "fuzz.json").read_text()), "fuzz-run")
     assert {r["tests"] for r in shard2["rounds"] if r["tests"] is not None} == {1} and shard2["examples"] > 0
 
     # Another machine: nothing but the URL (and the implementation under test).
     status, out, err = ppaux_fuzz(capsys, "replay", "--db", url, "--report", str(tmp_path / "replay"), "--impl", BROKEN)
     assert status == 1, err
-    assert [r["nodeid"] for r in json.loads((tmp_path / "replay" / "replay.json").read_text())["still_failing"]] == [
-        BROKEN_TEST
-    ]
+    replayed = json.loads((tmp_path / "replay" / "replay.json").read_text())
+    conforms(replayed, "fuzz-replay")
+    assert [r["nodeid"] for r in replayed["still_failing"]] == [BROKEN_TEST]
 
     status, out, err = ppaux_fuzz(
         capsys,
@@ -2017,6 +2030,7 @@ def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_a
     )
     assert status == 1, err
     merged = json.loads((tmp_path / "merged" / "fuzz.json").read_text())
+    conforms(merged, "fuzz-run")
     assert {r["shard"] for r in merged["rounds"]} == {"1/2", "2/2"}
     assert [(f["nodeid"], f["shard"]) for f in merged["failures"]] == [(BROKEN_TEST, "1/2")]
     assert "| 1/2 | 1 | 1 | cpu |" in (tmp_path / "merged" / "fuzz.md").read_text()
