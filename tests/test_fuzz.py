@@ -1106,9 +1106,12 @@ def test_merging_runs_of_no_shard_failures_without_an_example_and_runs_that_took
         (crash["error"], "run 1", 5),
         (hang["error"], "run 1", 1),
     ]
-    assert failure_rows(merged) == [
-        {"nodeid": "a", "clause": None, "error": f["error"], "example": None, "blob": None} for f in (crash, hang)
-    ]
+    # From fuzz.json as read, or from the typed report: the same rows.
+    assert (
+        failure_rows(merged)
+        == failure_rows(FuzzRunReport.from_json(merged))
+        == [{"nodeid": "a", "clause": None, "error": f["error"], "example": None, "blob": None} for f in (crash, hang)]
+    )
     assert [h["shard"] for h in merged["shards"]] == ["run 1", "run 2"]
     assert (merged["examples_per_s"], merged["stopped_by"], merged["complete"]) == (0.0, "budget", True)
     assert (merged["dead_workers"], merged["interrupted"]) == ([], [])

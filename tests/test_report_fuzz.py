@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from ppaux.cli.main import main as ppaux_main
-from ppaux.report import FuzzReplayReport, FuzzRunReport, ReportFormatError, schema
+from ppaux.report import FuzzReplayReport, FuzzRunReport, RegressionSummary, ReportFormatError, schema
 from tests.test_fuzz import COLLECTED, FAILURE, ScriptedSuite
 
 # The fields of a failure a run found, beside its depth (and its shard, merged).
@@ -120,9 +120,24 @@ def test_the_schemas_reject_what_ppaux_does_not_write(tmp_path, capsys, monkeypa
     assert caught.value.message == why
 
 
-def test_a_replay_report_reads_back_into_the_same_json():
-    data = _replay_file()
-    assert FuzzReplayReport.from_json(data).to_json() == data
+# What --regressions wrote: a file for clause add.7, and a failure it could not write as code.
+WRITTEN = {
+    "directory": "reg",
+    "files": [{"clause": "add.7", "path": "reg/test_add_7.py", "tests": ["test_t"]}],
+    "refused": [{"nodeid": "t.py::v", "clause": "pop.4", "why": "the test's calls were not recorded"}],
+    "removed": ["reg/test_pop_4.py"],
+}
+
+
+@pytest.mark.parametrize("regressions", [None, WRITTEN])
+def test_a_replay_report_with_or_without_regression_files_reads_back_into_the_same_json(regressions):
+    data = _replay_file() if regressions is None else {**_replay_file(), "regressions": regressions}
+    conforms(data, "fuzz-replay")
+    assert FuzzReplayReport.from_json(data).regressions == (
+        None
+        if regressions is None
+        else RegressionSummary("reg", tuple(WRITTEN["files"]), tuple(WRITTEN["refused"]), ("reg/test_pop_4.py",))
+    )
 
 
 @pytest.mark.parametrize(
