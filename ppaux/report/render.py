@@ -124,13 +124,13 @@ def format_duration(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
 
-def depth_md(scope: Mapping[str, Any] | None, swarm: Mapping[str, Any] | None, swarm_seed: int | None) -> str:
+def _depth_md(scope: Mapping[str, Any] | None, swarm: Mapping[str, Any] | None, swarm_seed: int | None) -> str:
     """A round's (or failure's) scope and swarm configuration in a few words: ``large@0.667, swarm 42``."""
     name = (scope or {}).get("name") or "-"
     return name if swarm is None else f"{name}, swarm {swarm_seed}"
 
 
-def fuzz_failure_md(f: FuzzFailure) -> list[str]:
+def _fuzz_failure_md(f: FuzzFailure) -> list[str]:
     """A failure's section: its error, clause, where and how often it was found, its depth (every bound,
     so that ``--ppaux-scope``/``--ppaux-swarm`` reproduce it), minimal example, blob and failure text."""
     out = [f"### `{f.nodeid}`", ""]
@@ -148,7 +148,7 @@ def fuzz_failure_md(f: FuzzFailure) -> list[str]:
     )
     out += [f"- {label}: {value}" for label, value in facts if value is not None]
     if f.scope is not None:
-        out.append(f"- scope: {depth_md(f.scope, f.swarm, f.swarm_seed)}")
+        out.append(f"- scope: {_depth_md(f.scope, f.swarm, f.swarm_seed)}")
         out.append(f"- scope bounds: `{json.dumps(f.scope, sort_keys=True)}`")
     if f.swarm is not None:
         out.append(f"- swarm configuration: `{json.dumps(f.swarm, sort_keys=True)}`")
@@ -167,7 +167,7 @@ def _rounds_md(report: FuzzRunReport) -> list[str]:
     ]
     return lines + [
         f"| {r.shard or report.shard or '-'} | {r.worker} | {r.round} | {r.placement} | "
-        f"{r.max_examples} | {r.tests} | {r.examples:,} | {r.ended_by} | {depth_md(r.scope, r.swarm, r.swarm_seed)} |"
+        f"{r.max_examples} | {r.tests} | {r.examples:,} | {r.ended_by} | {_depth_md(r.scope, r.swarm, r.swarm_seed)} |"
         for r in report.rounds
     ]
 
@@ -241,7 +241,7 @@ def fuzz_run_markdown(report: FuzzRunReport, replay_commands: Sequence[str]) -> 
     if not s.failures:
         lines += ["None.", ""]
     for f in s.failures:
-        lines += fuzz_failure_md(f)
+        lines += _fuzz_failure_md(f)
     if len(replay_commands) == 1:
         lines += [f"Replay every saved failure: `{replay_commands[0]}`", ""]
     else:  # shards of other implementations, databases or time limits: one replay each, each against its own
@@ -268,5 +268,5 @@ def fuzz_replay_markdown(report: FuzzReplayReport) -> str:
     if not s.still_failing:
         lines += ["None.", ""]
     for f in s.still_failing:
-        lines += fuzz_failure_md(f)
+        lines += _fuzz_failure_md(f)
     return "\n".join(lines)
