@@ -21,7 +21,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 
-from ppaux.report import ConformanceReport, ReportFormatError
+from ppaux.report import ConformanceReport, FuzzReplayReport, FuzzRunReport, ReportFormatError
 
 E = html.escape
 
@@ -280,21 +280,21 @@ def section_mutate(page: Page) -> None:
 _SERIES_COLOURS = ("#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#ad1457", "#558b2f", "#4e342e", "#283593")
 
 
-def _polyline(points: list[list[float]], x, y, colour: str, width: float) -> str:
+def _polyline(points: Sequence[Sequence[float]], x, y, colour: str, width: float) -> str:
     pts = " ".join(f"{x(t):.1f},{y(e):.1f}" for t, e, _ in points)
     return f'<polyline fill="none" stroke="{colour}" stroke-width="{width}" points="{pts}"/>'
 
 
-def _fuzz_series(data: dict[str, Any]) -> list[tuple[str, list[list[float]]]]:
+def _fuzz_series(report: FuzzRunReport) -> list[tuple[str, Sequence[Sequence[float]]]]:
     """The chart's thin lines: each shard of a merged run, else each worker of a run with several."""
-    if data.get("shards"):
-        return [(f"shard {s['shard']}", s["timeline"]) for s in data["shards"]]
-    workers = data.get("workers") or []
-    return [(f"worker {w['worker']}", w["timeline"]) for w in workers] if len(workers) > 1 else []
+    if report.shards:
+        return [(f"shard {s.shard}", s.timeline) for s in report.shards]
+    workers = report.workers
+    return [(f"worker {w.worker}", w.timeline) for w in workers] if len(workers) > 1 else []
 
 
 def _fuzz_chart(
-    timeline: list[list[float]], budget: float, series: Sequence[tuple[str, list[list[float]]]] = ()
+    timeline: Sequence[Sequence[float]], budget: float, series: Sequence[tuple[str, Sequence[Sequence[float]]]] = ()
 ) -> str:
     w, h, left, bottom = 720, 240, 60, 30
     pw, ph = w - left - 20, h - bottom - 20
@@ -345,56 +345,46 @@ def _fuzz_chart(
     )
 
 
-def _fuzz_summary(data: dict[str, Any]) -> str:
-    workers = data.get("workers") or []
-    shards = data.get("shards") or []
+def _fuzz_summary(report: FuzzRunReport) -> str:
+    workers, shards = report.workers, report.shards
     who = (f"{len(shards)} shards, " if shards else "") + (f"{len(workers)} workers, " if workers else "")
-    dead = data.get("dead_workers") or []
     return (
-        f"<p class='big'>{data['examples']:,} examples in {data['elapsed_s']:.0f} s "
-        f"of a {data['budget_s']:.0f} s budget "
-        f"({data['examples_per_s']}/s), {who}{len(data['rounds'])} rounds on {', '.join(map(E, data['placements']))}; "
-        f"<strong>{len(data['failures'])} failures</strong>.</p>"
-        + (
-            ""
-            if data["complete"]
-            else f"<p class='warn'>Stopped early by {E(str(data['stopped_by']))}: partial report.</p>"
-        )
+        f"<p class='big'>{report.examples:,} examples in {report.elapsed_s:.0f} s "
+        f"of a {report.budget_s:.0f} s budget "
+        f"({report.examples_per_s}/s), {who}{len(report.rounds)} rounds on {', '.join(map(E, report.placements))}; "
+        f"<strong>{len(report.failures)} failures</strong>.</p>"
+        + ("" if report.complete else f"<p class='warn'>Stopped early by {E(report.stopped_by)}: partial report.</p>")
         + "".join(
-            f"<p class='warn'>Worker {d['worker']}{' of shard ' + E(d['shard']) if d.get('shard') else ''} died in "
-            f"round {d['round']} running <code>{E(str(d['test']))}</code> (exit status {d['exit_status']}).</p>"
-            for d in dead
+            f"<p class='warn'>Worker {d.worker}{' of shard ' + E(d.shard) if d.shard else ''} died in "
+            f"round {d.round} running <code>{E(str(d.test))}</code> (exit status {d.exit_status}).</p>"
+            for d in report.dead_workers
         )
-        + f"<p>Implementation <code>{E(data['impl'])}</code>, database <code>{E(data['db'])}</code>.</p>"
+        + f"<p>Implementation <code>{E(report.impl)}</code>, database <code>{E(report.db)}</code>.</p>"
+    )
+
+
+def _fuzz_replay(path: Path) -> str:
+    """The replay's line, read as typed data: how many saved failures still fail."""
+    data = _load(path)
+    if not isinstance(data, dict):
+        return ""
+    try:
+        replay = FuzzReplayReport.from_json(data)
+    except ReportFormatError as exc:
+        return f"<h3>Replay</h3><p class='missing'>replay.json cannot be read: {E(str(exc))}.</p>"
+    return (
+        f"<h3>Replay</h3><p>{replay.saved_examples} saved examples in {replay.tests_with_saved_failures} tests "
+        f"(implementation <code>{E(replay.impl)}</code>): {len(replay.still_failing)} still fail, "
+        f"{len(replay.no_longer_failing)} no longer fail.</p>"
     )
 
 
 def section_fuzz(page: Page) -> None:
+    """The fuzz job's report, read as typed data: its verdict, examples over time, each failure; the replay's line."""
     d = page.out / "fuzz"
+    command = "ppaux fuzz run --budget 30m --report reports/out/fuzz"
     data = _load(d / "fuzz.json")
-    if not isinstance(data, dict):
-        return page.add(
-            "fuzz", "Fuzz run", "missing", _missing("ppaux fuzz run --budget 30m --report reports/out/fuzz")
-        )
-    fails = data["failures"]
-    body = _fuzz_summary(data) + _fuzz_chart(data["timeline"], data["budget_s"], _fuzz_series(data))
-    for f in fails:
-        where = f"shard {f['shard']}, " if f.get("shard") else ""
-        body += (
-            f"<h4><code>{E(f['nodeid'])}</code></h4><p>{inline(str(f.get('error') or ''))} "
-            f"({where}round {f['round']}, {E(', '.join(f['placements']))}, after {f['found_after_s']} s)</p>"
-            f"<pre>{E(f.get('example') or '(see the report)')}</pre>"
-            + (f"<pre>{E(f['blob'])}</pre>" if f.get("blob") else "")
-        )
-    replay = _load(d / "replay.json")
-    if isinstance(replay, dict):
-        body += (
-            f"<h3>Replay</h3><p>{replay['saved_examples']} saved examples "
-            f"in {replay['tests_with_saved_failures']} tests "
-            f"(implementation <code>{E(replay['impl'])}</code>): {len(replay['still_failing'])} still fail, "
-            f"{len(replay['no_longer_failing'])} no longer fail.</p>"
-        )
-    body += (
+    links = (
         "<p>"
         + " ".join(
             x
@@ -407,7 +397,22 @@ def section_fuzz(page: Page) -> None:
         )
         + "</p>"
     )
-    page.add("fuzz", "Fuzz run", "fail" if fails or data.get("dead_workers") else "pass", body)
+    if not isinstance(data, dict):
+        return page.add("fuzz", "Fuzz run", "missing", _missing(command))
+    try:
+        report = FuzzRunReport.from_json(data)
+    except ReportFormatError as exc:
+        why = f"<p class='missing'>fuzz.json cannot be read: {E(str(exc))}. Run <code>{E(command)}</code>.</p>"
+        return page.add("fuzz", "Fuzz run", "missing", why + links)
+    body = _fuzz_summary(report) + _fuzz_chart(report.timeline, report.budget_s, _fuzz_series(report))
+    for f in report.failures:
+        where = f"shard {f.shard}, " if f.shard else ""
+        body += (
+            f"<h4><code>{E(f.nodeid)}</code></h4><p>{inline(f.error or '')} "
+            f"({where}round {f.round}, {E(', '.join(f.placements))}, after {f.found_after_s} s)</p>"
+            f"<pre>{E(f.example or '(see the report)')}</pre>" + (f"<pre>{E(f.blob)}</pre>" if f.blob else "")
+        )
+    page.add("fuzz", "Fuzz run", report.verdict, body + _fuzz_replay(d / "replay.json") + links)
 
 
 def section_faults(page: Page) -> None:
@@ -512,13 +517,19 @@ def junit(name: str, cases: list[tuple[str, str | None]], path: Path) -> None:
     ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
 
+def _fuzz_run(path: Path) -> FuzzRunReport | None:
+    """fuzz.json as typed data; none where it is missing or of another format version (the page says which)."""
+    data = _load(path)
+    try:
+        return FuzzRunReport.from_json(data) if isinstance(data, dict) else None
+    except ReportFormatError:
+        return None
+
+
 def write_junit(out: Path) -> None:
-    fuzz = _load(out / "fuzz" / "fuzz.json")
-    if isinstance(fuzz, dict):
-        cases = [
-            (f["nodeid"], f"{f.get('error')}\n{f.get('example') or ''}\n{f.get('blob') or ''}")
-            for f in fuzz["failures"]
-        ]
+    fuzz = _fuzz_run(out / "fuzz" / "fuzz.json")
+    if fuzz is not None:
+        cases = [(f.nodeid, f"{f.error}\n{f.example or ''}\n{f.blob or ''}") for f in fuzz.failures]
         junit("fuzz", cases or [("fuzz run", None)], out / "junit-fuzz.xml")
     mutation = _load(out / "mutation" / "mutation.json")
     if isinstance(mutation, dict):

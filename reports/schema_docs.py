@@ -9,6 +9,9 @@ from typing import Any
 
 from ppaux.report import SCHEMA_VERSIONS, schema
 
+# The file a kind is written to, where it is not <kind>.json: the fuzz job's two reports.
+FILES = {"fuzz-run": "fuzz.json", "fuzz-replay": "replay.json"}
+
 
 def _type(spec: dict[str, Any]) -> str:
     if "const" in spec:
@@ -37,7 +40,8 @@ def render() -> str:
     for kind in SCHEMA_VERSIONS:
         doc = schema(kind)
         defs = doc.get("$defs", {})
-        lines += [f"### {kind}.json (format version {SCHEMA_VERSIONS[kind]})", ""] + table(doc["properties"], defs)
+        heading = f"### {FILES.get(kind, f'{kind}.json')} (format version {SCHEMA_VERSIONS[kind]})"
+        lines += [heading, ""] + table(doc["properties"], defs)
         for name in sorted(defs):
             if "properties" in defs[name]:
                 lines += ["", f"Each `{name}`:", ""] + table(defs[name]["properties"], defs)

@@ -176,7 +176,7 @@ def test_a_replay_runs_each_recorded_depth_and_a_test_failing_under_any_still_fa
     depths = [round_depth(1, 1, random.Random(0)), round_depth(2, 2, random.Random(0))]
     replay = Replay(suite=ReplaySuite(db="d", workdir=tmp_path), placement="cpu", depths=depths)
     replay.run()
-    summary = replay.summary()
+    summary = replay.summary().to_json()
     still = [(r["nodeid"], r["scope"]["name"], r["example"]) for r in summary["still_failing"]]
     if fails_under == "none":
         assert still == [] and [r["nodeid"] for r in summary["no_longer_failing"]] == ["t.py::t"]
@@ -243,7 +243,7 @@ def test_a_depth_the_database_cannot_keep_is_said_and_the_run_goes_on(tmp_path, 
     run.run()
     said = run.progress.stream.getvalue().splitlines()
     assert f"fuzz: --db {str(tmp_path / 'a-file')!r} is a file; expected a directory or redis://HOST:PORT" in said
-    assert [f["nodeid"] for f in run.summary()["failures"]] == ["t.py::t"]
+    assert [f.nodeid for f in run.summary().failures] == ["t.py::t"]
 
 
 def test_a_replay_takes_the_depths_of_the_database_and_of_the_run_s_report(tmp_path):
@@ -251,13 +251,13 @@ def test_a_replay_takes_the_depths_of_the_database_and_of_the_run_s_report(tmp_p
     from ppaux.fuzz.database import open_database
     from ppaux.fuzz.depth import save_depth
     from ppaux.fuzz.report import write_run
+    from ppaux.report import FuzzRunReport
 
     rng = random.Random(0)
     kept, reported = round_depth(2, 5, rng), round_depth(3, 6, rng)
     save_depth(open_database(str(tmp_path / "db")), kept)
     assert _run_depths(tmp_path / "report", str(tmp_path / "db")) == [RoundDepth(), kept]
-    summary = json.loads(json.dumps(_summary_with(reported)))
-    write_run(summary, tmp_path / "report")
+    write_run(FuzzRunReport.from_json(json.loads(json.dumps(_summary_with(reported)))), tmp_path / "report")
     assert _run_depths(tmp_path / "report", str(tmp_path / "db")) == [RoundDepth(), kept, reported]
     page = (tmp_path / "report" / "fuzz.md").read_text()
     assert f"- scope: {reported.scope['name']}, swarm 6" in page.splitlines()
@@ -271,6 +271,10 @@ def _summary_with(depth: RoundDepth) -> dict:
     round_ |= {"exit_status": 1, "ended_by": "finished", "log": "l", **depth.record()}
     return {
         "kind": "fuzz-run",
+        "schema_version": 1,
+        "verdict": "fail",
+        "merged": False,
+        "shards": [],
         "started_at": "2026-12-05T00:00:00+00:00",
         "budget_s": 60.0,
         "elapsed_s": 1.0,

@@ -39,12 +39,21 @@ from ppaux.fuzz.report import merge_runs, write_run
 from ppaux.fuzz.rounds import Suite, from_checkout
 from ppaux.fuzz.runner import FuzzRun, Replay, RunError, Worker, describe_status, progress_line, verdict
 from ppaux.fuzz.timeline import Timeline, add_up, thin
+from ppaux.report import FuzzRunReport, ReportFormatError
 from ppaux.testing import state
 from ppaux.testing.depth import grown_scope
 from ppaux.testing.progress import Progress
 from ppaux.testing.results import EXAMPLE_HEADER
 from tests.fuzz_runs import ROOT, env, examples_ran, fuzz_run_held
 from tests.support import FakeClock, cli_help, held_until
+
+
+def conforms(data: dict, kind: str) -> None:
+    """A real run's fuzz.json or replay.json is what the shipped schema describes (tests/test_report_fuzz.py)."""
+    from tests.test_report_fuzz import conforms as checked
+
+    checked(data, kind)
+
 
 BROKEN = str(ROOT / "tests" / "impls" / "broken_contiguous_copy.py")
 # Seed 7 finds the planted bug in round 1 (the only test selected), a few seconds in.
@@ -721,8 +730,13 @@ def test_timelines_add_up_per_worker_into_the_run():
 
 
 def _run_summary(shard, *, failures=(), dead=(), examples=100, complete=True):
+    """A shard's fuzz.json as this version writes it (format version 1)."""
     return {
         "kind": "fuzz-run",
+        "schema_version": 1,
+        "verdict": "fail" if failures or dead or not examples else "pass",
+        "merged": False,
+        "shards": [],
         "started_at": f"2026-12-02T0{shard[0]}:00:00+00:00",
         "budget_s": 60.0,
         "elapsed_s": 60.0,
@@ -761,6 +775,9 @@ def _run_summary(shard, *, failures=(), dead=(), examples=100, complete=True):
                 "exit_status": 0,
                 "ended_by": "budget",
                 "log": "l",
+                "scope": None,
+                "swarm": None,
+                "swarm_seed": None,
             }
         ],
         "failures": [
@@ -779,16 +796,26 @@ def _run_summary(shard, *, failures=(), dead=(), examples=100, complete=True):
     }
 
 
+def _merged(runs: list[dict]) -> dict:
+    """The merged report of shards' fuzz.json files, as fuzz.json holds it."""
+    return merge_runs([FuzzRunReport.from_json(run) for run in runs]).to_json()
+
+
+def _written(summary: dict, report: Path) -> Path:
+    """fuzz.md and fuzz.json of a run's fuzz.json as read back."""
+    return write_run(FuzzRunReport.from_json(summary), report)
+
+
 def test_merged_report_tags_each_round_worker_and_failure_with_its_shard_and_lists_a_failure_once(tmp_path, capsys):
     dead = {"worker": 1, "round": 1, "placement": "cpu", "test": "t", "exit_status": -9, "log": "l"}
     runs = [_run_summary("1/2", failures=["a", "b"]), _run_summary("2/2", failures=["b"], dead=[dead], complete=False)]
-    merged = merge_runs(runs)
+    merged = _merged(runs)
     assert [(f["nodeid"], f["shard"], f["seen"]) for f in merged["failures"]] == [("a", "1/2", 1), ("b", "1/2", 2)]
     assert [(r["shard"], r["round"]) for r in merged["rounds"]] == [("1/2", 1), ("2/2", 1)]
     assert merged["dead_workers"] == [dict(dead, shard="2/2")]
     assert (merged["examples"], merged["complete"], merged["stopped_by"]) == (200, False, "SIGTERM")
     assert merged["timeline"] == [[0.0, 0, 0], [60.0, 200, 3]]
-    assert verdict(merged) == (1, "1 worker(s) died: see the report")
+    assert verdict(FuzzRunReport.from_json(merged)) == (1, "1 worker(s) died: see the report")
     for i, run in enumerate(runs):
         (tmp_path / str(i)).mkdir()
         (tmp_path / str(i) / "fuzz.json").write_text(json.dumps(run))
@@ -874,8 +901,9 @@ def test_merged_report_tags_each_round_worker_and_failure_with_its_shard_and_lis
     )
     assert json.loads((tmp_path / "merged" / "fuzz.json").read_text()) == merged
     # What the page does not show is in fuzz.json for tools: no single seed or shard, each shard's timeline.
-    assert {k: merged[k] for k in ("kind", "merged", "seed", "shard", "tests", "impl", "db", "suite")} == {
+    assert {k: merged[k] for k in ("kind", "verdict", "merged", "seed", "shard", "tests", "impl", "db", "suite")} == {
         "kind": "fuzz-run",
+        "verdict": "fail",
         "merged": True,
         "seed": None,
         "shard": None,
@@ -917,9 +945,15 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
             "exit_status": -9,
             "ended_by": "finished",
             "log": "w1.log",
+            "worker": 1,
+            "scope": None,
+            "swarm": None,
+            "swarm_seed": None,
         }
     )
-    summary["interrupted"] = [{"nodeid": "t.py::slow", "round": 2, "placement": "cuda:0", "stopped_by": "SIGTERM"}]
+    summary["interrupted"] = [
+        {"nodeid": "t.py::slow", "worker": 1, "round": 2, "placement": "cuda:0", "stopped_by": "SIGTERM"}
+    ]
     summary["failures"] = [
         {
             "nodeid": "t.py::t",
@@ -938,9 +972,13 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
     ]
     # A report directory whose parent does not exist yet: both are made.
     report = tmp_path / "nightly" / "report"
-    assert write_run(summary, report) == report / "fuzz.md"
+    assert _written(summary, report) == report / "fuzz.md"
     assert sorted(p.name for p in report.iterdir()) == ["fuzz.json", "fuzz.md"]
-    assert (report / "fuzz.json").read_text() == json.dumps(summary, indent=2)
+    # Indented for a person reading it; read back, the same report.
+    assert (report / "fuzz.json").read_text() == json.dumps(
+        json.loads((report / "fuzz.json").read_text()), indent=2
+    ) + "\n"
+    assert json.loads((report / "fuzz.json").read_text()) == summary
     assert (report / "fuzz.md").read_text() == "\n".join(
         [
             "# Fuzz run",
@@ -1008,12 +1046,11 @@ def test_a_shard_s_page_names_its_selection_its_dead_worker_what_was_interrupted
 
 
 def test_a_run_without_failures_says_none_under_failures(tmp_path):
-    # A run of no shard, as an earlier version wrote it (no suite): its rounds are of no shard ("-").
+    # A run of no shard: its rounds are of no shard ("-").
     summary = _run_summary("1/1")
-    del summary["suite"]
     summary["shard"] = None
     summary["rounds"].append(dict(summary["rounds"][0], worker=2))
-    write_run(summary, tmp_path)
+    _written(summary, tmp_path)
     page = (tmp_path / "fuzz.md").read_text()
     assert page.splitlines()[3] == "- implementation: `x.py`; suite: ppaux.conformance; tests: `all Hypothesis tests`"
     rounds = (
@@ -1030,23 +1067,56 @@ def test_a_run_without_failures_says_none_under_failures(tmp_path):
     assert "## Dead workers" not in page and "## Interrupted" not in page
 
 
-def test_merging_keeps_a_test_s_different_examples_apart_and_reads_reports_of_earlier_versions():
-    """Failures of one test with one error but different minimal examples stay two failures; a report
-    without a suite (the conformance suite), without a failure's count (seen once) still merges."""
+def test_merging_keeps_a_test_s_different_examples_apart_and_names_each_suite_once():
+    """Failures of one test with one error but different minimal examples stay two failures, the
+    same one again counts each shard's times seen; the suites are named once each."""
     runs = [_run_summary(f"{k}/3", failures=["a"]) for k in (1, 2, 3)]
     runs[0]["suite"] = "ppaux.conformance and ppaux's tests/"
-    del runs[1]["suite"]
     runs[1]["failures"][0]["example"] = "another example"
-    del runs[2]["failures"][0]["seen"]
+    runs[2]["failures"][0]["seen"] = 3
     slow = {"nodeid": "t.py::slow", "worker": 1, "round": 1, "placement": "cpu", "stopped_by": "budget"}
     runs[2]["interrupted"] = [slow]
-    merged = merge_runs(runs)
+    merged = _merged(runs)
     assert [(f["example"], f["shard"], f["seen"]) for f in merged["failures"]] == [
-        ("ex", "1/3", 2),
+        ("ex", "1/3", 4),
         ("another example", "2/3", 1),
     ]
     assert merged["suite"] == "ppaux.conformance, ppaux.conformance and ppaux's tests/"
     assert merged["interrupted"] == [dict(slow, shard="3/3")]
+
+
+@pytest.mark.parametrize(
+    "change, line",
+    [
+        (
+            {"schema_version": None},
+            "this fuzz-run report was written before 0.4 (no schema_version); ppaux reads format version 1: "
+            "run the fuzz job again",
+        ),
+        (
+            {"schema_version": 2},
+            "this fuzz-run report was written in format version 2; ppaux reads format version 1: "
+            "run the fuzz job again",
+        ),
+    ],
+)
+def test_a_shard_s_report_of_another_format_version_is_not_merged_one_line_and_exit_2(tmp_path, capsys, change, line):
+    old = _run_summary("2/2")
+    old.update(change)
+    if old["schema_version"] is None:  # as 0.3 wrote it
+        del old["schema_version"], old["verdict"], old["merged"], old["shards"]
+    with pytest.raises(ReportFormatError) as caught:
+        FuzzRunReport.from_json(old)
+    assert str(caught.value) == line
+    argv = _two_shards(tmp_path)
+    (tmp_path / "1" / "fuzz.json").write_text(json.dumps(old))
+    assert ppaux_fuzz(capsys, *argv[:2], str(tmp_path / "0"), str(tmp_path / "1")) == (
+        2,
+        "",
+        f"ppaux: error: --merge {str(tmp_path / '1')!r}: {line}\n",
+    )
+    assert main([*argv[:2], str(tmp_path / "0"), str(tmp_path / "1")]) == 2
+    assert capsys.readouterr().err == f"fuzz: error: --merge {str(tmp_path / '1')!r}: {line}\n"
 
 
 def test_merging_runs_of_no_shard_failures_without_an_example_and_runs_that_took_no_time(tmp_path):
@@ -1061,19 +1131,21 @@ def test_merging_runs_of_no_shard_failures_without_an_example_and_runs_that_took
     for run in runs:
         run["shard"] = None
         run["elapsed_s"] = 0.0
-        del run["dead_workers"], run["interrupted"]
-    merged = merge_runs(runs)
+    merged = _merged(runs)
     assert [(f["error"], f["shard"], f["seen"]) for f in merged["failures"]] == [
         (crash["error"], "run 1", 5),
         (hang["error"], "run 1", 1),
     ]
-    assert failure_rows(merged) == [
-        {"nodeid": "a", "clause": None, "error": f["error"], "example": None, "blob": None} for f in (crash, hang)
-    ]
+    # From fuzz.json as read, or from the typed report: the same rows.
+    assert (
+        failure_rows(merged)
+        == failure_rows(FuzzRunReport.from_json(merged))
+        == [{"nodeid": "a", "clause": None, "error": f["error"], "example": None, "blob": None} for f in (crash, hang)]
+    )
     assert [h["shard"] for h in merged["shards"]] == ["run 1", "run 2"]
     assert (merged["examples_per_s"], merged["stopped_by"], merged["complete"]) == (0.0, "budget", True)
     assert (merged["dead_workers"], merged["interrupted"]) == ([], [])
-    write_run(merged, tmp_path)
+    _written(merged, tmp_path)
     assert "| run 2 | 100 | 1 | 1 | budget |" in (tmp_path / "fuzz.md").read_text().splitlines()
 
 
@@ -1083,7 +1155,7 @@ def test_the_replay_advice_replays_against_what_the_run_fuzzed(tmp_path):
     other implementations or databases get a command each."""
     run = _run_summary("1/1")
     run["impl"] = "ppaux.transport"
-    write_run(run, tmp_path / "reference")
+    _written(run, tmp_path / "reference")
     page = (tmp_path / "reference" / "fuzz.md").read_text()
     assert page.endswith("\nReplay every saved failure: `ppaux fuzz replay --db redis://h:1`\n")
     shards = [_run_summary(f"{k}/3") for k in (1, 2, 3)]
@@ -1091,9 +1163,9 @@ def test_the_replay_advice_replays_against_what_the_run_fuzzed(tmp_path):
         shard["impl"] = "/home/u/my impl.py"
     shards[1]["db"] = "/data/fuzz db"
     shards[2]["timeout_s"] = 0.5
-    merged = merge_runs(shards)
+    merged = _merged(shards)
     assert (merged["impl"], merged["db"]) == ("/home/u/my impl.py", "/data/fuzz db, redis://h:1")
-    write_run(merged, tmp_path / "merged")
+    _written(merged, tmp_path / "merged")
     page = (tmp_path / "merged" / "fuzz.md").read_text()
     assert page.split("## Failures\n\nNone.\n\n", 1)[1] == "\n".join(
         [
@@ -1181,9 +1253,16 @@ def test_a_usage_error_found_after_the_database_is_opened_leaves_no_dot_director
 
 
 def test_the_verdict_of_a_run_that_fuzzed_nothing_or_lost_a_worker_is_not_clean():
-    assert verdict(_run_summary("1/1")) == (0, None)
-    assert verdict(_run_summary("1/1", failures=["a"])) == (1, None)
-    assert verdict(_run_summary("1/1", examples=0)) == (1, "no example ran within the budget: nothing was fuzzed")
+    def judged(summary):
+        report = FuzzRunReport.from_json(summary)
+        return report.verdict, verdict(report)
+
+    assert judged(_run_summary("1/1")) == ("pass", (0, None))
+    assert judged(_run_summary("1/1", failures=["a"])) == ("fail", (1, None))
+    assert judged(_run_summary("1/1", examples=0)) == (
+        "fail",
+        (1, "no example ran within the budget: nothing was fuzzed"),
+    )
     assert describe_status(-9) == "killed by SIGKILL (signal 9)" and describe_status(3) == "exit status 3"
     assert describe_status(0) == "exit status 0"
     # Between SIGRTMIN and SIGRTMAX, Linux's real-time signals have no name in Python.
@@ -1233,6 +1312,8 @@ sys.exit(int(end.split()[1]))
 """
 FAILURE = {"kind": "failure", "nodeid": "t.py::t", "clause": "add.7", "error": "E", "example": "ex", "blob": "b"}
 COLLECTED = {"kind": "collected", "tests": 1, "selected": 3}
+# A failure's calls as the plugin records them for a regression test: kept as they are in replay.json.
+SCENARIO = {"prefix": "p", "steps": [{"op": "pop", "dict": "d", "arg": "'p.a'", "setup": []}], "doubles": []}
 
 
 class ScriptedSuite(Suite):
@@ -1269,7 +1350,7 @@ def test_a_run_keeps_a_test_s_different_examples_and_crashes_apart_and_counts_ea
         tmp_path, monkeypatch, {"*": {"events": events, "end": "exit 1"}}, workers=1, max_failures=4, budget=5.0
     )
     run.run()
-    summary = run.summary()
+    summary = run.summary().to_json()
     assert [(f["example"], f["error"], f["seen"], f["text"]) for f in summary["failures"]] == [
         ("ex", "E", 2, first["text"]),
         ("another example", "E", 1, first["text"]),
@@ -1299,7 +1380,8 @@ def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reporte
     (tmp_path / "rounds").mkdir()
     (tmp_path / "rounds" / "worker-9-round-001.log").write_text("a stale round of an earlier run")
     run.run()
-    summary = run.summary()
+    report = run.summary()
+    summary = report.to_json()
     [failure] = summary["failures"]
     # Hit on both workers' placements: the failure names them both.
     assert (failure["workers"], failure["placements"], failure["seen"], failure["clause"]) == (
@@ -1312,7 +1394,7 @@ def test_a_failure_two_workers_hit_is_one_failure_and_a_killed_worker_is_reporte
     assert summary["dead_workers"] == [
         {"worker": 2, "round": 1, "placement": "cuda:0", "test": "t.py::t", "exit_status": -9, "log": log}
     ]
-    assert (summary["examples"], summary["stopped_by"], verdict(summary)) == (
+    assert (summary["examples"], summary["stopped_by"], verdict(report)) == (
         14,
         "budget",
         (1, "1 worker(s) died: see the report"),
@@ -1367,7 +1449,8 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
         max_failures=2,
     )
     run.run()
-    summary = run.summary()
+    report = run.summary()
+    summary = report.to_json()
     # A worker's first round: a third of the way to the large scope, every feature on.
     first_round = {"scope": grown_scope(1 / RAMP_ROUNDS), "swarm": None, "swarm_seed": None}
     found_after = [f.pop("found_after_s") for f in summary["failures"]]
@@ -1434,6 +1517,10 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
     assert isinstance(summary["elapsed_s"], float)
     assert {k: summary[k] for k in summary if k not in ("started_at", "elapsed_s", "examples_per_s", "timeline")} == {
         "kind": "fuzz-run",
+        "schema_version": 1,
+        "verdict": "fail",
+        "merged": False,
+        "shards": [],
         "budget_s": 60.0,
         "stopped_by": "max-failures",
         "complete": True,
@@ -1452,7 +1539,7 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
         "failures": summary["failures"],
         "interrupted": [],
     }
-    assert verdict(summary) == (1, None)
+    assert verdict(report) == (1, None)
     # The progress line once its round started, each new failure, and the line at the end.
     *said, last = run.progress.stream.getvalue().splitlines()
     assert said == [
@@ -1516,7 +1603,7 @@ def test_a_round_that_breaks_after_its_tests_were_collected_is_a_dead_worker_not
     events = [COLLECTED, {"kind": "running", "nodeid": "t.py::t"}]
     run = scripted_run(tmp_path, monkeypatch, {"*": {"events": events, "end": "exit 3"}}, workers=1)
     run.run()
-    assert [(d["worker"], d["test"], d["exit_status"]) for d in run.dead] == [(1, "t.py::t", 3)]
+    assert [(d.worker, d.test, d.exit_status) for d in run.dead] == [(1, "t.py::t", 3)]
     # Each round leaves its events and its log under the report's rounds/, named by worker and round.
     assert sorted(p.name for p in (tmp_path / "rounds").iterdir()) == [
         "worker-1-round-001.events.jsonl",
@@ -1557,7 +1644,7 @@ def test_a_selection_that_cannot_run_stops_every_worker_with_one_line(
     assert str(caught.value) == message.format(log=tmp_path / "rounds" / "worker-1-round-001.log")
     # Worker 2's round, still running, is killed with its process group: nothing is left behind.
     assert (run.workers[0].current, run.workers[1].current.proc.returncode) == (None, -9)
-    assert [r["ended_by"] for r in run.rounds] == ["finished"]
+    assert [r.ended_by for r in run.rounds] == ["finished"]
 
 
 def rounds_reached(run: FuzzRun, event: str) -> bool:
@@ -1579,14 +1666,15 @@ def test_a_stop_reaches_every_round_and_one_that_ignores_it_is_killed_after_the_
     )
     clock.on_sleep = held_until(lambda: rounds_reached(run, '"interrupted"' if clock.now >= 1.0 else '"collected"'))
     run.run()
-    summary = run.summary()
+    report = run.summary()
+    summary = report.to_json()
     assert sorted((r["worker"], r["ended_by"], r["exit_status"]) for r in summary["rounds"]) == [
         (1, "budget", -9),
         (2, "budget", -9),
     ]
     assert sorted((i["worker"], i["nodeid"]) for i in summary["interrupted"]) == [(1, "t.py::slow"), (2, "t.py::slow")]
-    assert verdict(summary) == (0, None)
-    write_run(summary, tmp_path)
+    assert verdict(report) == (0, None)
+    write_run(report, tmp_path)
     assert "- `t.py::slow` (worker 2, round 1, cpu; stopped by budget)" in (tmp_path / "fuzz.md").read_text()
 
 
@@ -1625,7 +1713,7 @@ def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tm
         {"kind": "test", "nodeid": "t.py::fixed", "outcome": "passed", "saved": 2},
         {"kind": "test", "nodeid": "t.py::never_failed", "outcome": "passed", "saved": 0},
         {"kind": "test", "nodeid": "t.py::t", "outcome": "failed", "saved": 3},
-        dict(FAILURE, text="Traceback\nE   AssertionError: add.7\n", scenario="s", scenario_error="se"),
+        dict(FAILURE, text="Traceback\nE   AssertionError: add.7\n", scenario=SCENARIO, scenario_error="se"),
     ]
     monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": events, "end": "exit 1"}}))
     monkeypatch.setattr(rounds, "Suite", ScriptedSuite)
@@ -1653,11 +1741,13 @@ def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tm
     }
     summary = json.loads((report / "replay.json").read_text())
     # Indented for a person reading it, as fuzz.json is.
-    assert (report / "replay.json").read_text() == json.dumps(summary, indent=2)
+    assert (report / "replay.json").read_text() == json.dumps(summary, indent=2) + "\n"
     # When, in UTC as a run's started_at is: the shards' machines may be in other time zones.
     assert datetime.fromisoformat(summary["at"]).utcoffset() == timedelta(0)
     assert summary == {
         "kind": "fuzz-replay",
+        "schema_version": 1,
+        "verdict": "fail",
         "at": summary["at"],
         "impl": "ppaux.transport",
         "db": str(tmp_path / "db"),
@@ -1666,20 +1756,18 @@ def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tm
         "saved_examples": 5,
         "still_failing": [
             {
-                "kind": "test",
                 "nodeid": "t.py::t",
-                "outcome": "failed",
                 "saved": 3,
                 "clause": "add.7",
                 "example": "ex",
                 "blob": "b",
                 "error": "E",
                 "text": "Traceback\nE   AssertionError: add.7\n",
-                "scenario": "s",
+                "scenario": SCENARIO,
                 "scenario_error": "se",
             }
         ],
-        "no_longer_failing": [{"kind": "test", "nodeid": "t.py::fixed", "outcome": "passed", "saved": 2}],
+        "no_longer_failing": [{"nodeid": "t.py::fixed", "saved": 2}],
     }
     row = {"nodeid": "t.py::t", "clause": "add.7", "error": "E", "example": "ex", "blob": "b"}
     assert failure_rows(summary) == [row]
@@ -1776,6 +1864,7 @@ def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> N
     )
     assert status == 1, err
     summary = json.loads((report / "fuzz.json").read_text())
+    conforms(summary, "fuzz-run")
     assert summary["stopped_by"] == "max-failures" and summary["complete"]
     [failure] = summary["failures"]
     assert failure["nodeid"] == BROKEN_TEST
@@ -1801,6 +1890,7 @@ def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> N
     )
     assert status == 1, err
     replay = json.loads((report / "replay.json").read_text())
+    conforms(replay, "fuzz-replay")
     # The saved failure becomes a regression test, proven as ppaux check proves one.
     assert [(f["clause"], f["tests"]) for f in replay["regressions"]["files"]] == [
         ("add.7", ["test_success_adds_one_key_per_item_bound_to_the_same_tensor"])
@@ -1817,6 +1907,7 @@ def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> N
     status, _, err = ppaux_fuzz(capsys, "replay", "--db", db, "--report", str(report))
     assert status == 0, err
     replay = json.loads((report / "replay.json").read_text())
+    conforms(replay, "fuzz-replay")
     assert replay["still_failing"] == [] and [r["nodeid"] for r in replay["no_longer_failing"]] == [BROKEN_TEST]
 
 
@@ -1934,14 +2025,16 @@ def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_a
     assert status == 0, err
     assert client.keys(b"hypothesis-example:*")
     shard2 = json.loads((tmp_path / "shard2" / "fuzz.json").read_text())
+    conforms(shard2, "fuzz-run")
+    conforms(json.loads((tmp_path / "shard1" / "fuzz.json").read_text()), "fuzz-run")
     assert {r["tests"] for r in shard2["rounds"] if r["tests"] is not None} == {1} and shard2["examples"] > 0
 
     # Another machine: nothing but the URL (and the implementation under test).
     status, out, err = ppaux_fuzz(capsys, "replay", "--db", url, "--report", str(tmp_path / "replay"), "--impl", BROKEN)
     assert status == 1, err
-    assert [r["nodeid"] for r in json.loads((tmp_path / "replay" / "replay.json").read_text())["still_failing"]] == [
-        BROKEN_TEST
-    ]
+    replayed = json.loads((tmp_path / "replay" / "replay.json").read_text())
+    conforms(replayed, "fuzz-replay")
+    assert [r["nodeid"] for r in replayed["still_failing"]] == [BROKEN_TEST]
 
     status, out, err = ppaux_fuzz(
         capsys,
@@ -1954,6 +2047,7 @@ def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_a
     )
     assert status == 1, err
     merged = json.loads((tmp_path / "merged" / "fuzz.json").read_text())
+    conforms(merged, "fuzz-run")
     assert {r["shard"] for r in merged["rounds"]} == {"1/2", "2/2"}
     assert [(f["nodeid"], f["shard"]) for f in merged["failures"]] == [(BROKEN_TEST, "1/2")]
     assert "| 1/2 | 1 | 1 | cpu |" in (tmp_path / "merged" / "fuzz.md").read_text()

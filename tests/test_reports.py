@@ -15,6 +15,8 @@ from ppaux.mutation.own import render_markdown, score_modules
 from ppaux.mutation.pragmas import NO_REASON, REGION_AFTER_CODE, REGION_INSIDE_BRACKETS, markings, markings_section
 from ppaux.mutation.project import module_of, parse_results
 from ppaux.mutation.report import write_report
+from ppaux.report import FuzzFailure, FuzzReplayReport, FuzzRunReport
+from ppaux.report.fuzz import DeadWorker, FixedTest, FuzzRound, WorkerRun
 from reports.build import build
 from reports.mutation import CHECKOUT, SCOPES
 from tests.marked_source import MARKED
@@ -154,39 +156,50 @@ def test_every_equivalence_marking_in_ppaux_gives_its_reason():
 
 def _inputs(out: Path) -> None:
     (out / "fuzz").mkdir(parents=True)
-    (out / "fuzz" / "fuzz.json").write_text(
-        json.dumps(
-            {
-                "examples": 1200,
-                "elapsed_s": 60.0,
-                "budget_s": 60.0,
-                "examples_per_s": 20.0,
-                "rounds": [{}],
-                "placements": ["cpu"],
-                "complete": True,
-                "stopped_by": "budget",
-                "impl": "x.py",
-                "db": "d",
-                "timeline": [[0, 0, 0], [30, 600, 1], [60, 1200, 1]],
-                "workers": [
-                    {"worker": 1, "timeline": [[0, 0, 0], [60, 700, 1]]},
-                    {"worker": 2, "timeline": [[0, 0, 0], [60, 500, 0]]},
-                ],
-                "dead_workers": [{"worker": 2, "round": 3, "test": "tests/t.py::u", "exit_status": -9}],
-                "failures": [
-                    {
-                        "nodeid": "tests/t.py::t",
-                        "error": "assert 1",
-                        "round": 1,
-                        "placements": ["cpu"],
-                        "found_after_s": 30,
-                        "example": "Falsifying example: t()",
-                        "blob": "@reproduce_failure('x', b'y')",
-                    }
-                ],
-            }
-        )
+    dead = DeadWorker(worker=2, round=3, placement="cpu", test="tests/t.py::u", exit_status=-9, log="l")
+    failure = FuzzFailure(
+        nodeid="tests/t.py::t",
+        error="assert 1",
+        example="Falsifying example: t()",
+        blob="@reproduce_failure('x', b'y')",
+        worker=1,
+        workers=(1,),
+        round=1,
+        placements=("cpu",),
+        found_after_s=30.0,
+        seen=1,
     )
+    fuzz = FuzzRunReport(
+        started_at="2026-12-02T01:00:00+00:00",
+        budget_s=60.0,
+        elapsed_s=60.0,
+        stopped_by="budget",
+        complete=True,
+        impl="x.py",
+        db="d",
+        suite="ppaux.conformance",
+        tests=None,
+        seed=None,
+        shard=None,
+        placements=("cpu",),
+        workers=(
+            WorkerRun(1, ("cpu",), 3, 700, 1, None, ((0, 0, 0), (60, 700, 1))),
+            WorkerRun(2, ("cpu",), 3, 500, 0, dead, ((0, 0, 0), (60, 500, 0))),
+        ),
+        dead_workers=(dead,),
+        examples=1200,
+        examples_per_s=20.0,
+        timeout_s=10.0,
+        rounds=(FuzzRound(1, 1, "cpu", 50, 1200, 3, 0, "budget", "l"),),
+        failures=(failure,),
+        interrupted=(),
+        timeline=((0, 0, 0), (30, 600, 1), (60, 1200, 1)),
+    )
+    (out / "fuzz" / "fuzz.json").write_text(json.dumps(fuzz.to_json()))
+    replay = FuzzReplayReport(
+        "2026-12-02T02:00:00+00:00", "x.py", "d", "cpu", 2, 5, (failure,), (FixedTest("t.py::u", 2),)
+    )
+    (out / "fuzz" / "replay.json").write_text(json.dumps(replay.to_json()))
     (out / "fuzz" / "fuzz.md").write_text("# Fuzz run\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n")
     (out / "mutation").mkdir()
     (out / "mutation" / "mutation.json").write_text(
@@ -279,6 +292,36 @@ def test_a_conformance_report_of_0_3_is_shown_as_unreadable_with_its_version_and
     ) in section
 
 
+def test_a_fuzz_report_of_0_3_is_shown_as_unreadable_with_its_version_and_the_command(tmp_path):
+    # 0.3's fuzz.json and replay.json: no schema_version; the page says so, and writes no JUnit file from them.
+    out = tmp_path / "out"
+    (out / "fuzz").mkdir(parents=True)
+    (out / "fuzz" / "fuzz.json").write_text(json.dumps({"kind": "fuzz-run", "failures": [], "workers": []}))
+    (out / "fuzz" / "replay.json").write_text(json.dumps({"kind": "fuzz-replay", "still_failing": []}))
+    index = tmp_path / "index.html"
+    build(str(out), str(index))
+    section = index.read_text().split('<section id="fuzz">', 1)[1].split("</section>", 1)[0]
+    assert section.startswith('<h2>Fuzz run <span class="tile missing">missing</span></h2>')
+    assert (
+        "<p class='missing'>fuzz.json cannot be read: this fuzz-run report was written before 0.4 "
+        "(no schema_version); ppaux reads format version 1: run the fuzz job again. "
+        "Run <code>ppaux fuzz run --budget 30m --report reports/out/fuzz</code>.</p>"
+    ) in section
+    assert not (out / "junit-fuzz.xml").exists()
+
+
+def test_a_replay_of_0_3_beside_a_fuzz_report_is_shown_as_unreadable(tmp_path):
+    out = tmp_path / "out"
+    _inputs(out)
+    (out / "fuzz" / "replay.json").write_text(json.dumps({"kind": "fuzz-replay", "still_failing": []}))
+    index = tmp_path / "index.html"
+    build(str(out), str(index))
+    assert (
+        "<h3>Replay</h3><p class='missing'>replay.json cannot be read: this fuzz-replay report was written before "
+        "0.4 (no schema_version); ppaux reads format version 1: run the replay again.</p>"
+    ) in index.read_text()
+
+
 def test_the_depth_benchmark_s_table_joins_the_benchmarks_section(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -322,6 +365,10 @@ def test_page_has_every_section_a_fuzz_chart_a_mutation_chart_and_no_broken_link
     # Over time per worker: a line each, named in the legend, beside the run's total.
     assert page.count('<polyline fill="none" stroke="#') == 3 and 'fill="#ef6c00">worker 2</text>' in page
     assert "Worker 2 died in round 3 running <code>tests/t.py::u</code> (exit status -9)." in page
+    assert (
+        "<h3>Replay</h3><p>5 saved examples in 2 tests (implementation <code>x.py</code>): 1 still fail, "
+        "1 no longer fail.</p>"
+    ) in page
     assert 'aria-label="mutation score per module"' in page and "97.5% (39/40)" in page
     assert 'aria-label="mutants killed by ppaux and by the baseline"' in page and ">killed by only ppaux</text>" in page
     assert "ppaux's suite kills 100.0% (53/53)" in page and "which kills 67.92%" in page

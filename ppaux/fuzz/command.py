@@ -6,14 +6,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ppaux.fuzz.options import FuzzUsageError, parse_shard
 from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock
 from ppaux.regressions import module_search_path, write_regressions
+from ppaux.report import FuzzFailure, RegressionSummary
 from ppaux.testing.impl import DEFAULT_IMPL
-from ppaux.testing.results import JSONObject, finding
+from ppaux.testing.results import finding
 from ppaux.testing.state import STATE, StateError, check_directory, report_directory
 
 __all__ = ["add_arguments", "run"]
@@ -204,21 +206,26 @@ def cmd_replay(args: argparse.Namespace) -> int:
     replay.run()
     summary = replay.summary()
     if args.regressions:
-        _write_regressions(summary, suite, Path(args.regressions))
+        summary = dataclasses.replace(
+            summary, regressions=_write_regressions(summary.still_failing, suite, Path(args.regressions))
+        )
     path = write_replay(summary, report)
     print(
-        f"fuzz replay: {summary['saved_examples']} saved examples in {summary['tests_with_saved_failures']} tests; "
-        f"still failing: {len(summary['still_failing'])}; no longer failing: {len(summary['no_longer_failing'])}"
+        f"fuzz replay: {summary.saved_examples} saved examples in {summary.tests_with_saved_failures} tests; "
+        f"still failing: {len(summary.still_failing)}; no longer failing: {len(summary.no_longer_failing)}"
     )
-    for row in summary["still_failing"]:
-        print(f"  FAILS {row['nodeid']}: {row.get('error') or ''}")
-    written = summary.get("regressions") or {"files": [], "refused": []}
-    said = [f"  REGRESSION TEST {f['path']} ({f['clause']}): {', '.join(f['tests'])}" for f in written["files"]] + [
-        f"  NO REGRESSION TEST for {r['nodeid']}: {r['why']}" for r in written["refused"]
-    ]
+    for failure in summary.still_failing:
+        print(f"  FAILS {failure.nodeid}: {failure.error or ''}")
+    written = summary.regressions
+    said = (
+        []
+        if written is None
+        else [f"  REGRESSION TEST {f['path']} ({f['clause']}): {', '.join(f['tests'])}" for f in written.files]
+        + [f"  NO REGRESSION TEST for {r['nodeid']}: {r['why']}" for r in written.refused]
+    )
     print("\n".join(said), end="\n" if said else "")
     print(f"fuzz replay: report {path}")
-    return 1 if summary["still_failing"] else 0
+    return 1 if summary.verdict == "fail" else 0
 
 
 def _run_depths(report: Path, db: str) -> Any:  # list[RoundDepth], imported here only
@@ -226,27 +233,31 @@ def _run_depths(report: Path, db: str) -> Any:  # list[RoundDepth], imported her
     the example database keeps and those of the run whose report is in ``report`` (its fuzz.json); with
     neither, the default scope."""
     from ppaux.fuzz.database import open_database
-    from ppaux.fuzz.depth import RoundDepth, recorded_depths, saved_depths
+    from ppaux.fuzz.depth import RoundDepth, saved_depths
     from ppaux.fuzz.report import read_run
 
     found = saved_depths(open_database(db, must_exist=True))
     if (report / "fuzz.json").is_file():
-        found += recorded_depths(read_run(report)["failures"])
+        found += [RoundDepth(f.scope, f.swarm, f.swarm_seed) for f in read_run(report, "--report").failures]
     return [RoundDepth(), *(d for i, d in enumerate(found) if d not in found[:i] and d != RoundDepth())]
 
 
-def _write_regressions(summary: JSONObject, suite: Any, folder: Path) -> None:
-    """The still-failing tests as regression files, one per clause, proven as ``ppaux check`` proves them."""
-    clauses: dict[str, list[JSONObject]] = {}
-    for row in summary["still_failing"]:
-        kind = finding((row.get("error") or "").split(":", 1)[0].rsplit(".", 1)[-1])
-        clauses.setdefault(row.get("clause") or "unclassified", []).append(dict(row, finding=kind))
+def _write_regressions(still_failing: Sequence[FuzzFailure], suite: Any, folder: Path) -> RegressionSummary:
+    """The still-failing tests as regression files, one per clause, proven as ``ppaux check`` proves them;
+    what was written, removed and refused."""
+    clauses: dict[str, list[dict[str, object]]] = {}
+    for failure in still_failing:
+        kind = finding((failure.error or "").split(":", 1)[0].rsplit(".", 1)[-1])
+        row = dict(failure.to_json(), outcome="failed", finding=kind)  # a failed test's row, as ppaux check's
+        clauses.setdefault(failure.clause or "unclassified", []).append(row)
     report = {"clauses": [{"clause": c, "verdict": "fail", "tests": rows} for c, rows in clauses.items()]}
     spec = suite.impl or DEFAULT_IMPL
     written = write_regressions(
         report, spec, folder, suite.timeout or DEFAULT_TIMEOUT, module_search_path(spec, suite.cwd)
     )
-    summary["regressions"] = written
+    return RegressionSummary(
+        written["directory"], tuple(written["files"]), tuple(written["refused"]), tuple(written["removed"])
+    )
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -263,8 +274,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     path = write_run(summary, out)
     status, why = verdict(summary)
     print(
-        f"fuzz report: {len(runs)} runs merged: {summary['examples']:,} examples, {len(summary['rounds'])} rounds, "
-        f"{len(summary['failures'])} failures" + (f"; {why}" if why else "")
+        f"fuzz report: {len(runs)} runs merged: {summary.examples:,} examples, {len(summary.rounds)} rounds, "
+        f"{len(summary.failures)} failures" + (f"; {why}" if why else "")
     )
     print(f"fuzz report: {path}")
     return status

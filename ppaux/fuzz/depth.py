@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from hypothesis.database import ExampleDatabase
 
+from ppaux.report.fuzz import Depth
 from ppaux.testing.depth import drawn_swarm, grown_scope, scope_options
-from ppaux.testing.results import JSONObject
 
 __all__ = ["DEPTHS_KEY", "RAMP_ROUNDS", "RoundDepth", "recorded_depths", "round_depth", "saved_depths"]
 
@@ -30,15 +30,16 @@ RAMP_ROUNDS = 3
 class RoundDepth:
     """A round's scope and swarm configuration (``None``: every feature on), as the report records them."""
 
-    scope: dict[str, Any] | None = None
-    swarm: dict[str, Any] | None = None
+    scope: Depth | None = None
+    swarm: Depth | None = None
     swarm_seed: int | None = None
 
     def options(self) -> list[str]:
         """The round's pytest options (``--ppaux-scope``, ``--ppaux-swarm``)."""
         return scope_options(self.scope, self.swarm)
 
-    def record(self) -> JSONObject:
+    def record(self) -> dict[str, object]:
+        """As a report and the example database record it."""
         return {"scope": self.scope, "swarm": self.swarm, "swarm_seed": self.swarm_seed}
 
 
@@ -54,9 +55,9 @@ def round_depth(round_no: int, seed: int | None, rng: random.Random, lead: int =
     return RoundDepth(scope, drawn_swarm(swarm_seed), swarm_seed)
 
 
-def recorded_depths(failures: Iterable[JSONObject]) -> list[RoundDepth]:
-    """The distinct depths under which a run's failures were found (in order of first finding); a
-    failure a report records no depth for (an older run) replays under the default scope."""
+def recorded_depths(failures: Iterable[Mapping[str, Any]]) -> list[RoundDepth]:  # Any: JSON, as recorded
+    """The distinct depths under which failures were found (in order of first finding), as the example
+    database records them; a failure recorded with no depth replays under the default scope."""
     found: list[RoundDepth] = []
     for failure in failures:
         depth = RoundDepth(failure.get("scope"), failure.get("swarm"), failure.get("swarm_seed"))

@@ -6,6 +6,9 @@ import os
 import re
 import zlib
 
+# A budget or a time so far as the progress line and fuzz.md write it: one function, in the reports.
+from ppaux.report.render import format_duration
+
 __all__ = [
     "FuzzUsageError",
     "cpu_count",
@@ -104,10 +107,3 @@ def placements(devices: str, gpus: list[str], worker: int = 0) -> tuple[list[str
     if len(gpus) >= 2:
         where.append(f"cuda:{own},{gpus[(worker + 1) % len(gpus)]}")
     return where + ([] if devices == "cuda" else ["cpu"]), None
-
-
-def format_duration(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    h, rest = divmod(seconds, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"

@@ -6,8 +6,10 @@ from __future__ import annotations
 import random
 import signal
 import types
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from typing import Any
 
 from ppaux.fuzz.database import DatabaseError, open_database
 from ppaux.fuzz.depth import RoundDepth, round_depth, save_depth
@@ -15,9 +17,10 @@ from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.rounds import Round, Suite
 from ppaux.fuzz.timeline import Timeline, thin
 from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock, signal_name
+from ppaux.report import FuzzFailure, FuzzReplayReport, FuzzRunReport
+from ppaux.report.fuzz import FAILURE_FIELDS, DeadWorker, FixedTest, FuzzRound, InterruptedTest, WorkerRun
 from ppaux.testing.impl import DEFAULT_IMPL
 from ppaux.testing.progress import Progress
-from ppaux.testing.results import JSONObject
 
 __all__ = ["FuzzRun", "Replay", "RunError", "Worker", "failure_rows", "progress_line"]
 
@@ -27,8 +30,8 @@ SCHEDULE = (50, 200, 1000)
 # pytest exit statuses that, before any test ran, mean the selection cannot run anywhere: every
 # worker would say the same. After that, a round that ends so is a worker that died.
 _BROKEN = {2: "interrupted or collection error", 3: "internal error", 4: "usage error", 5: "no tests collected"}
-# What a failure row carries for whoever acts on it (a regression test, an issue): see failure_rows.
-FAILURE_FIELDS = ("nodeid", "clause", "error", "example", "blob")
+# A round's event, as its pytest plugin wrote it (ppaux.fuzz.pytest_plugin): JSON, read key by key.
+Event = Mapping[str, Any]
 
 
 # How often the run looks at its rounds (their event files, their processes).
@@ -48,11 +51,14 @@ def progress_line(budget: float, elapsed: float, examples: int, failures: int, p
     )
 
 
-def failure_rows(summary: JSONObject) -> list[JSONObject]:
+def failure_rows(report: FuzzRunReport | FuzzReplayReport | Mapping[str, Any]) -> list[dict[str, str | None]]:
     """Each distinct failure of a run (or a merged run, or a replay's still-failing tests) as
-    ``nodeid, clause, error, example, blob``: the one place to read them from."""
-    rows = summary.get("failures", summary.get("still_failing", []))
-    return [{k: row.get(k) for k in FAILURE_FIELDS} for row in rows]  # type: ignore[union-attr]  # one is there
+    ``nodeid, clause, error, example, blob``: the one place to read them from. ``report``: the typed
+    report, or its fuzz.json / replay.json as read (a file of another format version is refused)."""
+    if isinstance(report, Mapping):
+        report = (FuzzReplayReport if report.get("kind") == "fuzz-replay" else FuzzRunReport).from_json(report)
+    rows = report.failures if isinstance(report, FuzzRunReport) else report.still_failing
+    return [{k: getattr(row, k) for k in FAILURE_FIELDS} for row in rows]
 
 
 @dataclass
@@ -66,22 +72,17 @@ class Worker:
     rounds: int = 0
     examples_done: int = 0
     failures: int = 0
-    died: JSONObject | None = None
+    died: DeadWorker | None = None
 
     @property
     def examples(self) -> int:
         return self.examples_done + (self.current.examples if self.current else 0)
 
-    def stats(self) -> JSONObject:
-        return {
-            "worker": self.number,
-            "placements": self.placements,
-            "rounds": self.rounds,
-            "examples": self.examples,
-            "failures": self.failures,
-            "died": self.died,
-            "timeline": [list(p) for p in thin(self.timeline.points, 300)],
-        }
+    def stats(self) -> WorkerRun:
+        points = tuple(tuple(p) for p in thin(self.timeline.points, 300))
+        return WorkerRun(
+            self.number, tuple(self.placements), self.rounds, self.examples, self.failures, self.died, points
+        )
 
 
 @dataclass
@@ -96,9 +97,9 @@ class FuzzRun:
     # Seconds a stopped round has to write its report before it is killed.
     grace: float = 10.0
     started_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    rounds: list[JSONObject] = field(default_factory=list)
-    failures: dict[tuple[str, str], JSONObject] = field(default_factory=dict)
-    interrupted: list[JSONObject] = field(default_factory=list)
+    rounds: list[FuzzRound] = field(default_factory=list)
+    failures: dict[tuple[str, str], FuzzFailure] = field(default_factory=dict)
+    interrupted: list[InterruptedTest] = field(default_factory=list)
     timeline: Timeline = field(default_factory=Timeline)
     stopped_by: str | None = None
     elapsed: float = 0.0
@@ -111,7 +112,7 @@ class FuzzRun:
         return sum(w.examples for w in self.workers)
 
     @property
-    def dead(self) -> list[JSONObject]:
+    def dead(self) -> list[DeadWorker]:
         return [w.died for w in self.workers if w.died]
 
     def _signal(self, signum: int, frame: types.FrameType | None) -> None:
@@ -171,11 +172,7 @@ class FuzzRun:
         if len(self.workers) > 1:
             return f"{len(live)}/{len(self.workers)} workers"
         return (
-            live[0].placement
-            if live
-            else self.rounds[-1]["placement"]
-            if self.rounds
-            else self.workers[0].placements[0]
+            live[0].placement if live else self.rounds[-1].placement if self.rounds else self.workers[0].placements[0]
         )
 
     def _step(self, worker: Worker, elapsed: float, reason: str | None) -> None:
@@ -208,44 +205,39 @@ class FuzzRun:
 
     def _end_round(self, worker: Worker, elapsed: float, reason: str) -> None:
         rnd = worker.current
-        assert rnd is not None
+        assert rnd is not None and rnd.max_examples is not None  # a run's rounds have one; a replay's have none
         rnd.kill()  # children the round left behind, if any: its process group goes with it
         self._take(rnd.poll_events(), worker, elapsed, reason)
         worker.examples_done += rnd.examples
         worker.current = None
         status = rnd.proc.returncode
         self.rounds.append(
-            {
-                "worker": worker.number,
-                "round": rnd.number,
-                "placement": rnd.placement,
-                "max_examples": rnd.max_examples,
-                "examples": rnd.examples,
-                "tests": rnd.collected,
-                "exit_status": status,
-                "ended_by": reason,
-                "log": str(rnd.log_path),
-                **rnd.depth.record(),
-            }
+            FuzzRound(
+                worker=worker.number,
+                round=rnd.number,
+                placement=rnd.placement,
+                max_examples=rnd.max_examples,
+                examples=rnd.examples,
+                tests=rnd.collected,
+                exit_status=status,
+                ended_by=reason,
+                log=str(rnd.log_path),
+                scope=rnd.depth.scope,
+                swarm=rnd.depth.swarm,
+                swarm_seed=rnd.depth.swarm_seed,
+            )
         )
         if reason != "finished" or status in (0, 1):
             return
         if status in _BROKEN and rnd.collected is None or status == 5:
             raise RunError(self._broken_message(rnd, status))
-        worker.died = {
-            "worker": worker.number,
-            "round": rnd.number,
-            "placement": rnd.placement,
-            "test": rnd.running,
-            "exit_status": status,
-            "log": str(rnd.log_path),
-        }
+        worker.died = DeadWorker(worker.number, rnd.number, rnd.placement, rnd.running, status, str(rnd.log_path))
         self.progress.say(
             f"fuzz: worker {worker.number} died in round {rnd.number} ({rnd.placement}) running "
             f"{rnd.running or 'no test yet'}: {describe_status(status)}; the other workers go on"
         )
 
-    def _take(self, events: list[JSONObject], worker: Worker, elapsed: float, reason: str) -> None:
+    def _take(self, events: Sequence[Event], worker: Worker, elapsed: float, reason: str) -> None:
         rnd: Round = worker.current  # type: ignore[assignment]  # called only while the worker has a round
         for event in events:
             if event["kind"] == "failure":
@@ -253,44 +245,43 @@ class FuzzRun:
             elif event["kind"] == "interrupted":
                 # A test still running when the round was stopped: no verdict, and said so.
                 self.interrupted.append(
-                    {
-                        "nodeid": event["nodeid"],
-                        "worker": worker.number,
-                        "round": rnd.number,
-                        "placement": rnd.placement,
-                        "stopped_by": reason,
-                    }
+                    InterruptedTest(event["nodeid"], worker.number, rnd.number, rnd.placement, reason)
                 )
                 self.progress.say(
                     f"fuzz: interrupted {event['nodeid']} (worker {worker.number}, round {rnd.number}, "
                     f"{rnd.placement}): still running when the round was stopped ({reason}); no verdict"
                 )
 
-    def _record_failure(self, event: JSONObject, worker: Worker, rnd: Round, elapsed: float) -> None:
-        key = (event["nodeid"], event.get("example") or event.get("error") or "")
-        seen = self.failures.get(key)
+    def _record_failure(self, event: Event, worker: Worker, rnd: Round, elapsed: float) -> None:
+        failure = FuzzFailure(
+            nodeid=event["nodeid"],
+            clause=event.get("clause"),
+            error=event.get("error"),
+            example=event.get("example"),
+            blob=event.get("blob"),
+            text=event.get("text", ""),
+            worker=worker.number,
+            workers=(worker.number,),
+            round=rnd.number,
+            placements=(rnd.placement,),
+            found_after_s=round(elapsed, 1),
+            seen=1,
+            # What the round drew with: a replay runs the failure under the same.
+            scope=rnd.depth.scope,
+            swarm=rnd.depth.swarm,
+            swarm_seed=rnd.depth.swarm_seed,
+        )
+        seen = self.failures.get(failure.key)
         if seen is not None:
-            seen["seen"] += 1
-            seen["placements"] = sorted(set(seen["placements"]) | {rnd.placement})
-            seen["workers"] = sorted(set(seen["workers"]) | {worker.number})
+            self.failures[failure.key] = replace(
+                seen,
+                seen=(seen.seen or 1) + 1,
+                placements=tuple(sorted({*seen.placements, rnd.placement})),
+                workers=tuple(sorted({*seen.workers, worker.number})),
+            )
             return
         worker.failures += 1
-        self.failures[key] = {
-            "nodeid": event["nodeid"],
-            "clause": event.get("clause"),
-            "worker": worker.number,
-            "workers": [worker.number],
-            "round": rnd.number,
-            "placements": [rnd.placement],
-            "found_after_s": round(elapsed, 1),
-            "example": event.get("example"),
-            "blob": event.get("blob"),
-            "error": event.get("error"),
-            "text": event.get("text", ""),
-            "seen": 1,
-            # What the round drew with: a replay runs the failure under the same.
-            **rnd.depth.record(),
-        }
+        self.failures[failure.key] = failure
         self._keep_depth(rnd.depth)
         self.progress.say(
             f"fuzz: FAILURE {event['nodeid']} (worker {worker.number}, round {rnd.number}, {rnd.placement}): "
@@ -322,31 +313,31 @@ class FuzzRun:
             rnd.log_tail(1) or "no output"
         )
 
-    def summary(self) -> JSONObject:
-        return {
-            "kind": "fuzz-run",
-            "started_at": self.started_at,
-            "budget_s": self.budget,
-            "elapsed_s": round(self.elapsed, 1),
-            "stopped_by": self.stopped_by or "budget",
-            "complete": self.stopped_by in (None, "max-failures"),
-            "impl": self.suite.impl or DEFAULT_IMPL,
-            "db": self.suite.db,
-            "suite": self.suite.what,
-            "tests": self.suite.tests,
-            "seed": self.seed,
-            "shard": f"{self.suite.shard[0]}/{self.suite.shard[1]}" if self.suite.shard else None,
-            "placements": sorted({p for w in self.workers for p in w.placements}),
-            "workers": [w.stats() for w in self.workers],
-            "dead_workers": self.dead,
-            "examples": self.examples,
-            "examples_per_s": round(self.examples / self.elapsed, 1) if self.elapsed else 0.0,
-            "timeout_s": self.suite.timeout or DEFAULT_TIMEOUT,
-            "rounds": self.rounds,
-            "failures": list(self.failures.values()),
-            "interrupted": self.interrupted,
-            "timeline": [list(p) for p in thin(self.timeline.points, 600)],
-        }
+    def summary(self) -> FuzzRunReport:
+        """The run's report (fuzz.json), as far as it got."""
+        return FuzzRunReport(
+            started_at=self.started_at,
+            budget_s=self.budget,
+            elapsed_s=round(self.elapsed, 1),
+            stopped_by=self.stopped_by or "budget",
+            complete=self.stopped_by in (None, "max-failures"),
+            impl=self.suite.impl or DEFAULT_IMPL,
+            db=self.suite.db,
+            suite=self.suite.what,
+            tests=self.suite.tests,
+            seed=self.seed,
+            shard=f"{self.suite.shard[0]}/{self.suite.shard[1]}" if self.suite.shard else None,
+            placements=tuple(sorted({p for w in self.workers for p in w.placements})),
+            workers=tuple(w.stats() for w in self.workers),
+            dead_workers=tuple(self.dead),
+            examples=self.examples,
+            examples_per_s=round(self.examples / self.elapsed, 1) if self.elapsed else 0.0,
+            timeout_s=self.suite.timeout or DEFAULT_TIMEOUT,
+            rounds=tuple(self.rounds),
+            failures=tuple(self.failures.values()),
+            interrupted=tuple(self.interrupted),
+            timeline=tuple(tuple(p) for p in thin(self.timeline.points, 600)),
+        )
 
 
 def describe_status(status: int) -> str:
@@ -354,23 +345,18 @@ def describe_status(status: int) -> str:
     return f"killed by {signal_name(-status)}" if status < 0 else f"exit status {status}"
 
 
-def verdict(summary: JSONObject) -> tuple[int, str | None]:
-    """The run's exit status, and why it is not 0 when no test failed: a dead worker, or nothing fuzzed."""
-    if summary["dead_workers"]:
-        return 1, f"{len(summary['dead_workers'])} worker(s) died: see the report"
-    if summary["failures"]:
-        return 1, None
-    if summary["examples"] == 0:
-        return 1, "no example ran within the budget: nothing was fuzzed"
-    return 0, None
+def verdict(report: FuzzRunReport) -> tuple[int, str | None]:
+    """The run's exit status (1: its verdict is fail), and why when no test failed: a dead worker, or nothing fuzzed."""
+    return (1 if report.verdict == "fail" else 0), report.why_not_clean
 
 
 @dataclass
 class Replay:
     suite: Suite
     placement: str
-    rows: list[JSONObject] = field(default_factory=list)
-    failures: dict[str, JSONObject] = field(default_factory=dict)
+    # Each test's row of the replay rounds (its outcome, its saved examples, the depth it failed under).
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    failures: dict[str, Event] = field(default_factory=dict)
     # One replay round per scope and swarm configuration the run's failures were found under.
     depths: list[RoundDepth] = field(default_factory=lambda: [RoundDepth()])
 
@@ -400,7 +386,7 @@ class Replay:
                 + (rnd.log_tail(1) or "no output")
             )
 
-    def _take_row(self, row: JSONObject) -> None:
+    def _take_row(self, row: dict[str, Any]) -> None:
         """A test's row of one replay round: a test that fails under any depth still fails (with that depth)."""
         seen = next((i for i, r in enumerate(self.rows) if r["nodeid"] == row["nodeid"]), None)
         if seen is None:
@@ -411,23 +397,24 @@ class Replay:
             self.rows[seen] = row
         self.rows[seen]["saved"] = saved
 
-    def summary(self) -> JSONObject:
+    def summary(self) -> FuzzReplayReport:
+        """The replay's report (replay.json): the tests with saved failures, those that still fail
+        (with their failure's details), those that pass now."""
         saved = [r for r in self.rows if r.get("saved")]
         kept = ("clause", "example", "blob", "error", "text", "scenario", "scenario_error")
         still = [
-            dict(r, **{k: self.failures.get(r["nodeid"], {}).get(k) for k in kept})
+            FuzzFailure.from_json(dict(r, **{k: self.failures.get(r["nodeid"], {}).get(k) for k in kept}))
             for r in saved
             if r["outcome"] == "failed"
         ]
-        fixed = [r for r in saved if r["outcome"] == "passed"]
-        return {
-            "kind": "fuzz-replay",
-            "at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "impl": self.suite.impl or DEFAULT_IMPL,
-            "db": self.suite.db,
-            "placement": self.placement,
-            "tests_with_saved_failures": len(saved),
-            "saved_examples": sum(r["saved"] for r in saved),
-            "still_failing": still,
-            "no_longer_failing": fixed,
-        }
+        fixed = [FixedTest.from_json(r) for r in saved if r["outcome"] == "passed"]
+        return FuzzReplayReport(
+            at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            impl=self.suite.impl or DEFAULT_IMPL,
+            db=self.suite.db,
+            placement=self.placement,
+            tests_with_saved_failures=len(saved),
+            saved_examples=sum(r["saved"] for r in saved),
+            still_failing=tuple(still),
+            no_longer_failing=tuple(fixed),
+        )

@@ -15,12 +15,16 @@ from typing import Any
 
 from ppaux.report.conformance import ClauseResult, ConformanceReport, RegressionFile, RegressionSummary, TestOutcome
 from ppaux.report.files import write_atomic, write_report
+from ppaux.report.fuzz import FuzzFailure, FuzzReplayReport, FuzzRunReport
 from ppaux.report.versions import SCHEMA_VERSIONS, ReportFormatError, check_version
 
 __all__ = [
     "SCHEMA_VERSIONS",
     "ClauseResult",
     "ConformanceReport",
+    "FuzzFailure",
+    "FuzzReplayReport",
+    "FuzzRunReport",
     "RegressionFile",
     "RegressionSummary",
     "ReportFormatError",

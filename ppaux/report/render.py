@@ -3,12 +3,22 @@ things. (The reports page renders this Markdown as HTML; JUnit XML is pytest's o
 
 from __future__ import annotations
 
+import json
 import shlex
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ppaux.report.conformance import ConformanceReport, RegressionSummary, TestOutcome
+from ppaux.report.fuzz import FuzzFailure, FuzzReplayReport, FuzzRunReport
 
-__all__ = ["FINDING_MEANS", "conformance_markdown"]
+__all__ = [
+    "FINDING_MEANS",
+    "conformance_markdown",
+    "format_duration",
+    "fuzz_replay_markdown",
+    "fuzz_run_markdown",
+]
 
 FINDING_MEANS = {
     "hang": "a call into the implementation did not return within its limit",
@@ -101,3 +111,162 @@ def _regression_files(summary: RegressionSummary | None) -> list[str]:
             "Each file needs only torch and the implementation's module: `python -m unittest` or pytest on it."
         )
     return lines
+
+
+# The fuzz job's reports (fuzz.md, replay.md): ppaux.report.fuzz's typed reports as a person reads them.
+
+
+def format_duration(seconds: float) -> str:
+    """Whole seconds as ``MM:SS``, or ``H:MM:SS`` from an hour on: a fuzz budget, a run's time so far."""
+    seconds = max(0, int(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+def _depth_md(scope: Mapping[str, Any] | None, swarm: Mapping[str, Any] | None, swarm_seed: int | None) -> str:
+    """A round's (or failure's) scope and swarm configuration in a few words: ``large@0.667, swarm 42``."""
+    name = (scope or {}).get("name") or "-"
+    return name if swarm is None else f"{name}, swarm {swarm_seed}"
+
+
+def _fuzz_failure_md(f: FuzzFailure) -> list[str]:
+    """A failure's section: its error, clause, where and how often it was found, its depth (every bound,
+    so that ``--ppaux-scope``/``--ppaux-swarm`` reproduce it), minimal example, blob and failure text."""
+    out = [f"### `{f.nodeid}`", ""]
+    if f.error:
+        out += [f"- error: `{f.error}`"]
+    facts = (
+        ("clause", f.clause),
+        ("shard", f.shard),
+        ("first found by worker", f.worker),
+        ("in round", f.round),
+        ("placements", list(f.placements) if f.placements else None),
+        ("found after (s)", f.found_after_s),
+        ("times seen", f.seen),
+        ("saved examples", f.saved),
+    )
+    out += [f"- {label}: {value}" for label, value in facts if value is not None]
+    if f.scope is not None:
+        out.append(f"- scope: {_depth_md(f.scope, f.swarm, f.swarm_seed)}")
+        out.append(f"- scope bounds: `{json.dumps(f.scope, sort_keys=True)}`")
+    if f.swarm is not None:
+        out.append(f"- swarm configuration: `{json.dumps(f.swarm, sort_keys=True)}`")
+    out += ["", "Minimal example:", "", "```", (f.example or "(see the failure text)").strip(), "```", ""]
+    if f.blob:
+        out += ["Reproduce (decorate the test with):", "", "```python", f.blob, "```", ""]
+    if f.text:
+        out += ["<details><summary>failure text</summary>", "", "```", f.text.strip(), "```", "", "</details>", ""]
+    return out
+
+
+def _rounds_md(report: FuzzRunReport) -> list[str]:
+    lines = [
+        "| shard | worker | round | placement | examples/test | tests | examples | ended by | scope |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    return lines + [
+        f"| {r.shard or report.shard or '-'} | {r.worker} | {r.round} | {r.placement} | "
+        f"{r.max_examples} | {r.tests} | {r.examples:,} | {r.ended_by} | {_depth_md(r.scope, r.swarm, r.swarm_seed)} |"
+        for r in report.rounds
+    ]
+
+
+def _dead_md(report: FuzzRunReport) -> list[str]:
+    if not report.dead_workers:
+        return []
+    lines = [
+        "",
+        "## Dead workers",
+        "",
+        "A worker whose round ended without a verdict (killed, crashed): the others went on.",
+        "",
+    ]
+    return lines + [
+        f"- worker {d.worker}{' of shard ' + d.shard if d.shard else ''}: round {d.round} "
+        f"({d.placement}), running `{d.test or 'no test yet'}`, exit status {d.exit_status}; log {d.log}"
+        for d in report.dead_workers
+    ]
+
+
+def fuzz_run_markdown(report: FuzzRunReport, replay_commands: Sequence[str]) -> str:
+    """fuzz.md: what ran, for how long, on what; each shard's line (merged), each worker's and round's
+    row, the dead workers, the interrupted tests, each failure; ``replay_commands``: the ``ppaux fuzz
+    replay`` that re-runs the saved failures against what was fuzzed, one per implementation,
+    database and time limit."""
+    s = report
+    lines = [
+        "# Fuzz run" + (f" ({len(s.shards)} shards merged)" if s.shards else ""),
+        "",
+        f"- started: {s.started_at}; ran {format_duration(s.elapsed_s)} of a {format_duration(s.budget_s)} budget"
+        + ("" if s.complete else f" (stopped early by {s.stopped_by}: partial report)"),
+        f"- implementation: `{s.impl}`; suite: {s.suite}; tests: `{s.tests or 'all Hypothesis tests'}`"
+        + (f"; shard {s.shard}" if s.shard else ""),
+        f"- workers: {len(s.workers)}; placements: {', '.join(s.placements)}",
+        f"- example database: `{s.db}`",
+        f"- examples: {s.examples:,} ({s.examples_per_s:,}/s) in {len(s.rounds)} rounds",
+        f"- per-call time limit: {s.timeout_s:g} s",
+        f"- failures: **{len(s.failures)}**"
+        + (f"; dead workers: **{len(s.dead_workers)}**" if s.dead_workers else "")
+        + (f"; interrupted (still running when stopped, no verdict): {len(s.interrupted)}" if s.interrupted else ""),
+        "",
+    ]
+    if s.shards:
+        lines += ["| shard | examples | failures | workers | ended by |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {h.shard} | {h.examples:,} | {h.failures} | {h.workers} | {h.stopped_by} |" for h in s.shards]
+        lines.append("")
+    lines += [
+        "| worker | placements | rounds | examples | failures found first | died |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {w.shard + ' ' if w.shard else ''}{w.worker} | {', '.join(w.placements)} | "
+        f"{w.rounds} | {w.examples:,} | {w.failures} | {'yes' if w.died else 'no'} |"
+        for w in s.workers
+    ]
+    lines += [""] + _rounds_md(s) + _dead_md(s)
+    if s.interrupted:
+        lines += [
+            "",
+            "## Interrupted",
+            "",
+            "Still running when their round was stopped: no verdict for these runs.",
+            "",
+        ]
+        lines += [
+            f"- `{i.nodeid}` (worker {i.worker}, round {i.round}, {i.placement}; stopped by {i.stopped_by})"
+            for i in s.interrupted
+        ]
+    lines += ["", "## Failures", ""]
+    if not s.failures:
+        lines += ["None.", ""]
+    for f in s.failures:
+        lines += _fuzz_failure_md(f)
+    if len(replay_commands) == 1:
+        lines += [f"Replay every saved failure: `{replay_commands[0]}`", ""]
+    else:  # shards of other implementations, databases or time limits: one replay each, each against its own
+        lines += ["Replay every saved failure, one command per implementation, database and time limit:", ""]
+        lines += [f"- `{c}`" for c in replay_commands] + [""]
+    return "\n".join(lines)
+
+
+def fuzz_replay_markdown(report: FuzzReplayReport) -> str:
+    """replay.md: what was replayed against what, the tests that no longer fail, each one that still does."""
+    s = report
+    lines = [
+        "# Replay of saved fuzz failures",
+        "",
+        f"- at: {s.at}; implementation: `{s.impl}`; database: `{s.db}`; placement: {s.placement}",
+        f"- tests with saved failures: {s.tests_with_saved_failures} ({s.saved_examples} saved examples)",
+        f"- still failing: **{len(s.still_failing)}**; no longer failing: {len(s.no_longer_failing)}",
+        "",
+    ]
+    if s.no_longer_failing:
+        lines += ["## No longer failing", ""] + [f"- `{t.nodeid}` ({t.saved} saved)" for t in s.no_longer_failing]
+        lines.append("")
+    lines += ["## Still failing", ""]
+    if not s.still_failing:
+        lines += ["None.", ""]
+    for f in s.still_failing:
+        lines += _fuzz_failure_md(f)
+    return "\n".join(lines)

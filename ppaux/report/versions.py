@@ -6,6 +6,10 @@ from collections.abc import Mapping
 
 # The format version each kind of report is written in; raise it when a field changes meaning or goes.
 SCHEMA_VERSIONS = {"conformance": 1}
+# The fuzz job's reports (ppaux.report.fuzz): a shard's or a merged run's fuzz.json, a replay's replay.json.
+SCHEMA_VERSIONS |= {"fuzz-run": 1, "fuzz-replay": 1}
+# What writes a kind's report again, for the refusal line (a kind not named here: a check).
+REMAKE = {"fuzz-run": "run the fuzz job again", "fuzz-replay": "run the replay again"}
 
 
 class ReportFormatError(ValueError):
@@ -22,5 +26,6 @@ def check_version(data: Mapping[str, object], kind: str) -> None:
     if found != expected:
         written = "before 0.4 (no schema_version)" if found is None else f"in format version {found!r}"
         raise ReportFormatError(
-            f"this {kind} report was written {written}; ppaux reads format version {expected}: run the check again"
+            f"this {kind} report was written {written}; ppaux reads format version {expected}: "
+            + REMAKE.get(kind, "run the check again")
         )

@@ -8,6 +8,7 @@ The fuzz job reads depth only through here (it draws no examples itself).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from hypothesis.errors import InvalidArgument
@@ -56,7 +57,7 @@ def drawn_swarm(seed: int) -> dict[str, Any]:
     return Swarm.draw(seed, names, VIEWS).as_dict()
 
 
-def scope_options(scope: dict[str, Any] | None, swarm: dict[str, Any] | None) -> list[str]:
+def scope_options(scope: Mapping[str, Any] | None, swarm: Mapping[str, Any] | None) -> list[str]:
     """The pytest options that run the suite at ``scope`` with ``swarm`` (as :func:`grown_scope` and
     :func:`drawn_swarm` give them; ``None``: the run's default)."""
     options = [] if scope is None else ["--ppaux-scope", json.dumps(scope, sort_keys=True)]
