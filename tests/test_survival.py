@@ -228,7 +228,7 @@ def test_the_fuzz_job_finds_and_replays_a_crash(tmp_path):
     assert run.returncode == 1, run.stderr
     [failure] = json.loads((out / "fuzz.json").read_text())["failures"]
     # Worded as ppaux check words it: the finding's kind, then what happened.
-    assert failure["error"] == "Crash: pop killed the process with SIGSEGV (signal 11)"
+    assert (failure["error"], failure["finding"]) == ("Crash: pop killed the process with SIGSEGV (signal 11)", "crash")
     replay = fuzz("replay", "--db", db, "--report", str(out), *planted)
     assert replay.returncode == 1, replay.stderr
     [still] = json.loads((out / "replay.json").read_text())["still_failing"]

@@ -15,7 +15,6 @@ from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock
 from ppaux.regressions import module_search_path, write_regressions
 from ppaux.report import FuzzFailure, RegressionSummary
 from ppaux.testing.impl import DEFAULT_IMPL
-from ppaux.testing.results import finding
 from ppaux.testing.state import STATE, StateError, check_directory, report_directory
 
 __all__ = ["add_arguments", "run"]
@@ -247,8 +246,7 @@ def _write_regressions(still_failing: Sequence[FuzzFailure], suite: Any, folder:
     what was written, removed and refused."""
     clauses: dict[str, list[dict[str, object]]] = {}
     for failure in still_failing:
-        kind = finding((failure.error or "").split(":", 1)[0].rsplit(".", 1)[-1])
-        row = dict(failure.to_json(), outcome="failed", finding=kind)  # a failed test's row, as ppaux check's
+        row = dict(failure.to_json(), outcome="failed")  # a failed test's row, as ppaux check's
         clauses.setdefault(failure.clause or "unclassified", []).append(row)
     report = {"clauses": [{"clause": c, "verdict": "fail", "tests": rows} for c, rows in clauses.items()]}
     spec = suite.impl or DEFAULT_IMPL

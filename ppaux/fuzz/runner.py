@@ -257,6 +257,7 @@ class FuzzRun:
             nodeid=event["nodeid"],
             clause=event.get("clause"),
             error=event.get("error"),
+            finding=event.get("finding"),
             example=event.get("example"),
             blob=event.get("blob"),
             text=event.get("text", ""),
@@ -401,7 +402,7 @@ class Replay:
         """The replay's report (replay.json): the tests with saved failures, those that still fail
         (with their failure's details), those that pass now."""
         saved = [r for r in self.rows if r.get("saved")]
-        kept = ("clause", "example", "blob", "error", "text", "scenario", "scenario_error")
+        kept = ("clause", "example", "blob", "error", "finding", "text", "scenario", "scenario_error")
         still = [
             FuzzFailure.from_json(dict(r, **{k: self.failures.get(r["nodeid"], {}).get(k) for k in kept}))
             for r in saved

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ppaux.report.conformance import RegressionSummary
+from ppaux.report.conformance import FindingKind, RegressionSummary
 from ppaux.report.versions import SCHEMA_VERSIONS, check_version
 
 __all__ = [
@@ -67,14 +67,16 @@ def failure_key(nodeid: str, example: str | None, error: str | None) -> tuple[st
 @dataclass(frozen=True)
 class FuzzFailure:
     """A distinct failure: the test, its contract clause, error, minimal example and blob (the five
-    fields every reader takes, :data:`FAILURE_FIELDS`), its failure text; where a run first found it
-    (``shard``, ``worker``, ``round``, after ``found_after_s``), every worker and placement that hit
-    it, how often (``seen``); the scope and swarm configuration it was found under; in a replay,
-    how many examples the database had ``saved`` for it and its calls as code (``scenario``)."""
+    fields every reader takes, :data:`FAILURE_FIELDS`), whether it is a hang or a crash (``finding``),
+    its failure text; where a run first found it (``shard``, ``worker``, ``round``, after
+    ``found_after_s``), every worker and placement that hit it, how often (``seen``); the scope and
+    swarm configuration it was found under; in a replay, how many examples the database had
+    ``saved`` for it and its calls as code (``scenario``)."""
 
     nodeid: str
     clause: str | None = None
     error: str | None = None
+    finding: FindingKind | None = None
     example: str | None = None
     blob: str | None = None
     text: str | None = None
@@ -104,6 +106,7 @@ class FuzzFailure:
         # The five fields any reader takes are always there; the others where the failure has them.
         out: dict[str, object] = {k: getattr(self, k) for k in FAILURE_FIELDS}
         optional = {
+            "finding": self.finding,
             "text": self.text,
             "shard": self.shard,
             "worker": self.worker,
@@ -127,6 +130,7 @@ class FuzzFailure:
             nodeid=row["nodeid"],
             clause=row.get("clause"),
             error=row.get("error"),
+            finding=row.get("finding"),
             example=row.get("example"),
             blob=row.get("blob"),
             text=row.get("text"),
