@@ -125,7 +125,8 @@ def test_the_suite_keeps_its_verdict_under_a_users_profile_with_no_or_an_unwrita
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "conftest.py").write_text(DATABASES)
     (tmp_path / "not-a-directory").write_text("")
-    planted = Path(__file__).parent / "impls" / "non_atomic_add.py"
+    # A bug every drawn example shows: the verdict cannot hang on the draws of an undecided profile.
+    planted = Path(__file__).parent / "impls" / "unstripped_names.py"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--hypothesis-profile={profile}"]
         + ["--pyargs", "ppaux.conformance", f"--ppaux-impl={planted}", "-k", "failed_add_leaves or round_trip"],
@@ -134,7 +135,7 @@ def test_the_suite_keeps_its_verdict_under_a_users_profile_with_no_or_an_unwrita
         text=True,
         timeout=guest_project.SAFETY_NET_S,
     )
-    # add.6 is broken in the planted module; the round trip holds: the same verdicts as under any profile.
+    # The planted module breaks the round trip; add.6 holds: the same verdicts as under any profile.
     assert done.returncode == 1, done.stdout[-3000:]
     assert done.stdout.splitlines()[-1].startswith("1 failed, 1 passed, ")
-    assert "FAILED test_robustness.py::test_failed_add_leaves_dict_exactly_as_before" in done.stdout
+    assert "FAILED test_properties.py::test_round_trip" in done.stdout
