@@ -24,6 +24,8 @@ from ppaux.mutation.mutate import KillSet, MutateOptions, MutateRun
 from ppaux.mutation.project import changed_line, crashes, name_crashes, parse_results, show_counts
 from ppaux.mutation.score import is_killed, verdicts
 from ppaux.mutation.target import Target, resolve, scratch_package_init, write_config, write_scratch
+from ppaux.report import MutateReport
+from ppaux.report.render import mutate_markdown
 from ppaux.testing import progress as progress_module
 from ppaux.testing import state
 from ppaux.testing.impl import ImplementationError
@@ -31,6 +33,7 @@ from ppaux.testing.progress import Progress
 from ppaux.testing.suite import suite_files
 from tests.fake_mutmut import fake_sources, judged_file
 from tests.support import FakeClock, tomllib
+from tests.typed_reports import read_valid
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 ROOT = IMPLS.parent.parent
@@ -350,9 +353,15 @@ def _args(**kw):
 
 
 def _report(options, suite, baseline, diffs, kill_set, equivalents, wall_s):
+    """mutate.json of a run with these results, as written."""
     return mutate.build_report(
         MutateRun(options, Target("m", Path("m.py")), kill_set, suite, baseline, diffs, equivalents, wall_s)
-    )
+    ).to_json()
+
+
+def render_markdown(report: dict) -> str:
+    """mutate.md of mutate.json, read back as ``python -m reports build`` reads it."""
+    return mutate_markdown(MutateReport.from_json(report))
 
 
 SUITE = {
@@ -382,12 +391,12 @@ def test_the_report_puts_the_suite_and_the_baseline_side_by_side(monkeypatch):
         {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"},
         12.5,
     )
-    assert (report["total"], report["equivalent"], report["killed"], report["score"], report["passes"]) == (
+    assert (report["total"], report["equivalent"], report["killed"], report["score"], report["verdict"]) == (
         4,
         1,
         2,
         66.67,
-        False,
+        "fail",
     )
     assert report["baseline"]["side_by_side"] == {"both": 1, "only ppaux": 1, "only the baseline": 1, "neither": 1}
     # The judged-equivalent mutant counts in neither score: the baseline kills 2 of the other 3.
@@ -467,10 +476,10 @@ def test_a_run_whose_every_mutant_is_judged_equivalent_scores_full_marks(monkeyp
         {"m.x_f__mutmut_1": "no caller sees it"},
         1.0,
     )
-    assert (report["equivalent"], report["score"], report["passes"], report["baseline"]["score"]) == (
+    assert (report["equivalent"], report["score"], report["verdict"], report["baseline"]["score"]) == (
         1,
         100.0,
-        True,
+        "pass",
         100.0,
     )
 
@@ -489,7 +498,7 @@ def test_the_markdown_report_reads_as_a_whole(monkeypatch):
         {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"},
         12.5,
     )
-    assert mutate.render_markdown(report) == textwrap.dedent("""\
+    assert render_markdown(report) == textwrap.dedent("""\
         # Mutation testing: `m.py`
 
         - ppaux's conformance suite: **66.67%** (2/3 mutants killed; 1 judged equivalent); gate 100.0%: **FAIL**
@@ -547,8 +556,8 @@ def test_the_markdown_report_reads_as_a_whole(monkeypatch):
 
 def test_a_report_without_survivors_says_so():
     report = _report(_args(baseline=None), {"m.x_f__mutmut_1": "killed"}, None, {}, KillSet(passed=["t::a"]), {}, 1.0)
-    assert (report["score"], report["passes"], "baseline" in report) == (100.0, True, False)
-    assert mutate.render_markdown(report).endswith("## Survivors\n\nNone.\n")
+    assert (report["score"], report["verdict"], "baseline" in report) == (100.0, "pass", False)
+    assert render_markdown(report).endswith("## Survivors\n\nNone.\n")
 
 
 @pytest.mark.slow
@@ -585,7 +594,8 @@ def test_a_real_run_scores_a_weak_suite_below_the_gate_beside_a_baseline(tmp_pat
     )
     err = capsys.readouterr().err
     assert code == 1, err
-    report = json.loads((tmp_path / "out" / "mutate.json").read_text())
+    # What mutmut 3 really made of it, as the shipped schema describes mutate.json.
+    report = read_valid(tmp_path / "out" / "mutate.json", "mutate")
     assert report["module"] == "own_pop" and report["kill_set"] == 1
     assert report["left_out"] == [
         "tests/test_robustness.py::test_observer_changing_its_dict_does_not_change_the_pp_dict"
@@ -598,7 +608,7 @@ def test_a_real_run_scores_a_weak_suite_below_the_gate_beside_a_baseline(tmp_pat
     assert all(
         m["mutant"].startswith("own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_") for m in report["mutants"]
     )
-    assert 0 < report["killed"] < report["total"] and not report["passes"]
+    assert 0 < report["killed"] < report["total"] and report["verdict"] == "fail"
     sides = report["baseline"]["side_by_side"]
     assert sum(sides.values()) == report["total"] and sides["only ppaux"] > 0 and sides["only the baseline"] > 0
     assert "ppaux mutate: " in err and "; gate 100.0% FAIL; report " in err
@@ -1174,7 +1184,7 @@ def test_an_equivalents_file_keyed_by_identity_judges_its_mutant_and_fails_on_on
     monkeypatch.setattr(mutate, "MutmutProject", Verdicts)
     args = ("--impl", "own_pop.py", "--gate", "100", "--equivalents", "eq.json")
     assert _mutate(tmp_path, monkeypatch, *args) == 1
-    report = json.loads((tmp_path / "out" / "mutate.json").read_text())
+    report = read_valid(tmp_path / "out" / "mutate.json", "mutate")
     gone = f"{NO_MUTANT}: eq.json: own_pop:gone: a -> b1"
     assert (report["score"], report["equivalent"], report["unmatched_equivalents"]) == (100.0, 1, [gone])
     assert capsys.readouterr().err.endswith(f"ppaux mutate: {gone}\n")
@@ -1186,7 +1196,7 @@ def test_an_equivalents_file_keyed_by_identity_judges_its_mutant_and_fails_on_on
     entries["equivalents"] = [{**entries["equivalents"][0], "function_hash": "0" * 64}]
     (tmp_path / "eq.json").write_text(json.dumps(entries))
     assert _mutate(tmp_path, monkeypatch, *args) == 0
-    review = json.loads((tmp_path / "out" / "mutate.json").read_text())["review_equivalents"]
+    review = read_valid(tmp_path / "out" / "mutate.json", "mutate")["review_equivalents"]
     assert [e["mutant"] for e in review] == ["own_pop.x_f__mutmut_2"]
     assert f"ppaux mutate: {REVIEW}: eq.json: own_pop:f: a -> b2 (now own_pop.x_f__mutmut_2, function_hash " in (
         capsys.readouterr().err
@@ -1253,7 +1263,7 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
         f"neither 2; gate 62.5% pass; report {tmp_path / 'out' / 'mutate.md'}"
     )
     text = (tmp_path / "out" / "mutate.json").read_text(encoding="utf-8")
-    report = json.loads(text)
+    report = read_valid(tmp_path / "out" / "mutate.json", "mutate")
     # Readable as it is written: indented, one entry a line.
     assert text == json.dumps(report, indent=2) + "\n"
     assert (report["wall_s"], report["baseline"]["side_by_side"]) == (
@@ -1261,7 +1271,7 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
         {"both": 3, "only ppaux": 2, "only the baseline": 1, "neither": 2},
     )
     markdown = (tmp_path / "out" / "mutate.md").read_text(encoding="utf-8")
-    assert markdown == mutate.render_markdown(report)
+    assert markdown == render_markdown(report)
     assert markdown.startswith(
         "# Mutation testing: `own_pop.py`\n\n"
         "- ppaux's conformance suite: **62.5%** (5/8 mutants killed); gate 62.5%: **pass**\n"

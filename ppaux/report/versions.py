@@ -6,6 +6,8 @@ from collections.abc import Mapping
 
 # The format version each kind of report is written in; raise it when a field changes meaning or goes.
 SCHEMA_VERSIONS = {"conformance": 1}
+# ppaux mutate, ppaux's own mutation runs, ppaux faults (issue 35).
+SCHEMA_VERSIONS.update(mutate=1, mutation=1, faults=1)
 
 
 class ReportFormatError(ValueError):
