@@ -277,7 +277,7 @@ def run_scope(
         scope=scope.name,
         scope_doc=scope.doc,
         wall_s=wall,
-        mutmut=version("mutmut"),
+        mutmut=stamp["mutmut"],
         total=len(results),
         reused=len(reused),
         ran=ran,
