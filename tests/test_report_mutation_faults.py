@@ -24,6 +24,7 @@ from ppaux.report import (
     FaultsReport,
     Marking,
     ModuleScore,
+    MutateReport,
     MutationReport,
     ReportFormatError,
     ReviewEntry,
@@ -31,7 +32,7 @@ from ppaux.report import (
     SurvivorIdentity,
     schema,
 )
-from ppaux.report.render import faults_markdown
+from ppaux.report.render import faults_markdown, mutate_markdown, mutation_markdown
 from reports.build import build
 from tests.typed_reports import MODELS, read_valid, validate
 
@@ -233,3 +234,24 @@ def test_a_report_of_0_3_is_shown_on_the_page_as_unreadable_with_its_version_and
         "(no schema_version); ppaux reads format version 1: run the check again. "
         f"Run <code>{COMMANDS[kind]}</code>.</p>"
     ) in section
+
+
+def test_the_markdown_of_a_report_read_back_lists_the_judgements_to_review_and_those_matching_nothing():
+    mutate_md = mutate_markdown(MutateReport.from_json(mutate_json()))
+    assert mutate_md.endswith(
+        "## Equivalence judgements to review (their function changed since)\n\n"
+        f"- eq.json: m:f: a -> b: now `m.x_f__mutmut_2`, function_hash `{'0' * 64}`\n"
+    )
+    mutation_md = mutation_markdown(MutationReport.from_json(mutation_json()))
+    assert (
+        "## Equivalence judgements that match no mutant, or several (the run fails)\n\n"
+        "- no mutant matches: eq.json: p.m:gone: a -> b\n\n"
+        "## Equivalence judgements to review (their function changed since)\n\n"
+        f"- eq.json: p.m:f: a -> b: now `p.m.x_f__mutmut_2`, function_hash `{'cd' * 32}`\n\n"
+        "## Marked equivalent (`# pragma: no mutate`)\n\n"
+        "- `p/m.py:3`: **no reason given**\n"
+        "- `p/m.py:9` (block): why\n\n"
+        "## Surviving mutants\n\n"
+        "### `p.m.x_f__mutmut_2` (survived)\n\n"
+        "```diff\n-return 1\n+return 2\n```\n"
+    ) in mutation_md
