@@ -183,9 +183,7 @@ def mutate_markdown(report: MutateReport) -> str:
         lines += ["", _UNMATCHED, ""] + [f"- {line}" for line in report.unmatched_equivalents]
     if report.review_equivalents:
         lines += ["", _REVIEW, ""]
-        lines += [
-            f"- {e.entry}: now `{e.mutant}`, function_hash `{e.function_hash}`" for e in report.review_equivalents
-        ]
+        lines += [_review_line(e) for e in report.review_equivalents]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -233,9 +231,7 @@ def mutation_markdown(report: MutationReport) -> str:
         lines += [_UNMATCHED, ""] + [f"- {line}" for line in report.unmatched_equivalents] + [""]
     if report.review_equivalents:
         lines += [_REVIEW, ""]
-        lines += [
-            f"- {e.entry}: now `{e.mutant}`, function_hash `{e.function_hash}`" for e in report.review_equivalents
-        ]
+        lines += [_review_line(e) for e in report.review_equivalents]
         lines += [""]
     lines += markings_section(report.markings)
     lines += ["", "## Surviving mutants", ""]
