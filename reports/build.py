@@ -2,9 +2,9 @@
 plus JUnit XML for CI systems (junit-fuzz.xml, junit-mutation.xml next to pytest's junit.xml).
 
 Inputs that are not there yet become "not yet generated" sections with the command that makes
-them. The conformance report is read through its typed model (``ppaux.report``), which refuses a
-file of another format version with one line; the others are read for their verdict and shown
-with their Markdown twin.
+them. The conformance, mutation (``ppaux mutate``'s and ppaux's own) and fault-matrix reports are
+read through their typed models (``ppaux.report``), each refusing a file of another format version
+with one line; the others are read for their verdict and shown with their Markdown twin.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import html
 import json
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,16 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 
-from ppaux.report import ConformanceReport, FuzzReplayReport, FuzzRunReport, ReportFormatError
+from ppaux.report import (
+    ConformanceReport,
+    FaultsReport,
+    FuzzReplayReport,
+    FuzzRunReport,
+    ModuleScore,
+    MutateReport,
+    MutationReport,
+    ReportFormatError,
+)
 
 E = html.escape
 
@@ -172,21 +181,26 @@ def section_coverage(page: Page) -> None:
     page.add("coverage", "Coverage", "pass" if line >= 100 and branch >= 100 else "fail", body)
 
 
-def _bar_chart(modules: dict[str, dict[str, Any]]) -> str:
+def _unreadable(path: Path, exc: ReportFormatError, command: str) -> str:
+    """A report of another format version: the one line that says so, and the command that writes it again."""
+    return f"<p class='missing'>{E(path.name)} cannot be read: {E(str(exc))}. Run <code>{E(command)}</code>.</p>"
+
+
+def _bar_chart(modules: Mapping[str, ModuleScore]) -> str:
     names = list(modules)
     h = 26 * len(names) + 30
     rows = []
     for i, name in enumerate(names):
         m = modules[name]
         y = 10 + 26 * i
-        w = 4.2 * m["score"]
-        colour = "#2e7d32" if m["passes"] else "#c62828"
+        w = 4.2 * m.score
+        colour = "#2e7d32" if m.verdict == "pass" else "#c62828"
         # A module with a gate shows it as a dashed line; a reported-only one has none.
         gate = (
             ""
-            if m.get("gate") is None
+            if m.gate is None
             else (
-                f'<line x1="{190 + 4.2 * m["gate"]:.1f}" x2="{190 + 4.2 * m["gate"]:.1f}" y1="{y - 2}" y2="{y + 20}" '
+                f'<line x1="{190 + 4.2 * m.gate:.1f}" x2="{190 + 4.2 * m.gate:.1f}" y1="{y - 2}" y2="{y + 20}" '
                 'stroke="#000" stroke-dasharray="3,2"/>'
             )
         )
@@ -194,7 +208,7 @@ def _bar_chart(modules: dict[str, dict[str, Any]]) -> str:
             f'<text x="185" y="{y + 14}" text-anchor="end">{E(name)}</text>'
             f'<rect x="190" y="{y}" width="{w:.1f}" height="18" fill="{colour}"/>{gate}'
             f'<text x="{195 + w:.1f}" y="{y + 14}">'
-            f"{m['score']}% ({m['killed']}/{m['total'] - m.get('equivalent', 0)})</text>"
+            f"{m.score}% ({m.killed}/{m.total - m.equivalent})</text>"
         )
     return (
         f'<svg class="chart" role="img" aria-label="mutation score per module" width="720" height="{h}" '
@@ -203,32 +217,33 @@ def _bar_chart(modules: dict[str, dict[str, Any]]) -> str:
 
 
 def section_mutation(page: Page) -> None:
+    """ppaux's own mutation run, read as typed data: the score, the chart per module, the survivors."""
     js, md = page.out / "mutation" / "mutation.json", page.out / "mutation" / "mutation.md"
+    command = "python -m reports mutation"
     data = _load(js)
     if not isinstance(data, dict):
-        return page.add("mutation", "Mutation testing", "missing", _missing("python -m reports mutation"))
-    surv = data.get("survivors", [])
-    scope = data.get("scope", "contract")
-    # Over the counted mutants, as the score: those judged equivalent are left out (absent before 0.3).
-    counted = data["total"] - data.get("equivalent", 0)
+        return page.add("mutation", "Mutation testing", "missing", _missing(command))
+    try:
+        report = MutationReport.from_json(data)
+    except ReportFormatError as exc:
+        return page.add("mutation", "Mutation testing", "missing", _unreadable(js, exc, command))
+    surv = report.survivors
     body = (
-        f"<p class='big'>{data['score']}% killed ({data['killed']}/{counted} mutants), {data['wall_s']} s; "
-        f"gate {'pass' if data['passes'] else 'FAIL'} "
-        f"(scope <code>{E(scope)}</code>: {E(data.get('scope_doc', ''))}).</p>"
-        + _bar_chart(data["modules"])
+        f"<p class='big'>{report.score}% killed ({report.killed}/{report.counted} mutants), {report.wall_s} s; "
+        f"gate {'pass' if report.verdict == 'pass' else 'FAIL'} "
+        f"(scope <code>{E(report.scope)}</code>: {E(report.scope_doc)}).</p>"
+        + _bar_chart(report.modules)
         + f"<p>{len(surv)} surviving mutants. "
         f"{page.link(md, 'mutation.md (every diff)')} {page.link(js, 'mutation.json')}</p>"
         + (
             "<details><summary>surviving mutants</summary>"
-            + "".join(
-                f"<h4><code>{E(s['mutant'])}</code> ({E(s['status'])})</h4><pre>{E(s['diff'])}</pre>" for s in surv
-            )
+            + "".join(f"<h4><code>{E(s.mutant)}</code> ({E(s.status)})</h4><pre>{E(s.diff or '')}</pre>" for s in surv)
             + "</details>"
             if surv
             else ""
         )
     )
-    page.add("mutation", "Mutation testing", "pass" if data["passes"] else "fail", body)
+    page.add("mutation", "Mutation testing", report.verdict, body)
 
 
 def _side_by_side_chart(sides: dict[str, int]) -> str:
@@ -252,28 +267,28 @@ def _side_by_side_chart(sides: dict[str, int]) -> str:
 
 
 def section_mutate(page: Page) -> None:
+    """``ppaux mutate``'s report, read as typed data: the suite's score, beside the baseline's where one ran."""
     js, md = page.out / "mutate" / "mutate.json", page.out / "mutate" / "mutate.md"
+    command = "ppaux mutate --impl MODULE_OR_FILE [--baseline COMMAND] --report reports/out/mutate"
     data = _load(js)
     if not isinstance(data, dict):
-        return page.add(
-            "mutate",
-            "ppaux mutate",
-            "missing",
-            _missing("ppaux mutate --impl MODULE_OR_FILE [--baseline COMMAND] --report reports/out/mutate"),
-        )
-    counted = data["total"] - data["equivalent"]
+        return page.add("mutate", "ppaux mutate", "missing", _missing(command))
+    try:
+        report = MutateReport.from_json(data)
+    except ReportFormatError as exc:
+        return page.add("mutate", "ppaux mutate", "missing", _unreadable(js, exc, command))
     body = (
-        f"<p class='big'><code>{E(data['implementation'])}</code>: ppaux's suite kills {data['score']}% "
-        f"({data['killed']}/{counted}); gate {data['gate']}% {'pass' if data['passes'] else 'FAIL'}, "
-        f"{data['wall_s']} s.</p>"
+        f"<p class='big'><code>{E(report.implementation)}</code>: ppaux's suite kills {report.score}% "
+        f"({report.killed}/{report.counted}); gate {report.gate}% {'pass' if report.verdict == 'pass' else 'FAIL'}, "
+        f"{report.wall_s} s.</p>"
     )
-    if "baseline" in data:
-        b = data["baseline"]
-        body += f"<p>Beside <code>{E(b['command'])}</code>, which kills {b['score']}%:</p>" + _side_by_side_chart(
-            b["side_by_side"]
+    if report.baseline is not None:
+        b = report.baseline
+        body += f"<p>Beside <code>{E(b.command)}</code>, which kills {b.score}%:</p>" + _side_by_side_chart(
+            dict(b.side_by_side)
         )
     body += f"<p>{page.link(md, 'mutate.md (every survivor with its diff)')} {page.link(js, 'mutate.json')}</p>"
-    page.add("mutate", "ppaux mutate", "pass" if data["passes"] else "fail", body)
+    page.add("mutate", "ppaux mutate", report.verdict, body)
 
 
 # One colour per worker (or shard), the run's total in blue above them.
@@ -416,38 +431,38 @@ def section_fuzz(page: Page) -> None:
 
 
 def section_faults(page: Page) -> None:
-    """Every matrix `ppaux faults` wrote (one per channel and mode): outcome per fault against the
-    recorded expectation."""
-    matrices = [(p, _load(p)) for p in sorted((page.out / "faults").glob("faults-*.json"))]
-    matrices = [(p, m) for p, m in matrices if isinstance(m, dict) and isinstance(m.get("cells"), dict)]
+    """Every matrix `ppaux faults` wrote (one per channel and mode), read as typed data: outcome per
+    fault against the recorded expectation."""
+    command = "python -m ppaux faults --channel gloo --integrity --report reports/out/faults"
+    found = [(p, _load(p)) for p in sorted((page.out / "faults").glob("faults-*.json"))]
+    matrices: list[tuple[Path, FaultsReport]] = []
+    refused = ""
+    for path, data in found:
+        if not isinstance(data, dict):
+            continue
+        try:
+            matrices.append((path, FaultsReport.from_json(data)))
+        except ReportFormatError as exc:
+            refused += _unreadable(path, exc, command)
     if not matrices:
-        return page.add(
-            "faults",
-            "Fault matrix",
-            "missing",
-            _missing("python -m ppaux faults --channel gloo --integrity --report reports/out/faults"),
-        )
-    body, all_expected = "", True
+        return page.add("faults", "Fault matrix", "missing", refused or _missing(command))
+    body = refused
     for path, m in matrices:
-        cells = m["cells"]
-        silent = sum(c.get("outcome") == "silent corruption" for c in cells.values())
-        off = [f for f, c in cells.items() if c.get("outcome") != c.get("expected")]
-        all_expected &= not off
-        mode = "integrity on" if m.get("integrity") else "SGLang's wire"
+        silent, off = len(m.silent_corruptions), m.differs
+        mode = "integrity on" if m.integrity else "SGLang's wire"
         rows = "".join(
-            f"<tr><td>{E(f)}</td><td{' class=warn' if c.get('outcome') == 'silent corruption' else ''}>"
-            f"{E(str(c.get('outcome')))}</td>"
-            f"<td>{E(str(c.get('expected')))}</td><td>{E(str(c.get('detail', ''))[:160])}</td></tr>"
-            for f, c in cells.items()
+            f"<tr><td>{E(f)}</td><td{' class=warn' if f in m.silent_corruptions else ''}>{E(c.outcome)}</td>"
+            f"<td>{E(c.expected)}</td><td>{E(c.detail[:160])}</td></tr>"
+            for f, c in m.cells.items()
         )
         links = (page.link(path.with_suffix(".md"), path.stem + ".md"), page.link(path, path.name))
         body += (
-            f"<h3>{E(str(m.get('channel')))}, {E(mode)}: {silent} silent corruption{'s' if silent != 1 else ''}"
+            f"<h3>{E(m.channel)}, {E(mode)}: {silent} silent corruption{'s' if silent != 1 else ''}"
             f"{', ' + str(len(off)) + ' cells differ from the expectation' if off else ''}</h3>"
             f"<table><tr><th>fault</th><th>outcome</th><th>expected</th><th>detail</th></tr>{rows}</table>"
             f"<p>{' '.join(x for x in links if x)}</p>"
         )
-    page.add("faults", "Fault matrix", "pass" if all_expected else "fail", body)
+    page.add("faults", "Fault matrix", "fail" if any(m.verdict == "fail" for _, m in matrices) else "pass", body)
 
 
 def _depth_bench(page: Page) -> str:
@@ -532,17 +547,21 @@ def write_junit(out: Path) -> None:
         cases = [(f.nodeid, f"{f.error}\n{f.example or ''}\n{f.blob or ''}") for f in fuzz.failures]
         junit("fuzz", cases or [("fuzz run", None)], out / "junit-fuzz.xml")
     mutation = _load(out / "mutation" / "mutation.json")
-    if isinstance(mutation, dict):
+    try:
+        report = MutationReport.from_json(mutation) if isinstance(mutation, dict) else None
+    except ReportFormatError:
+        report = None  # the page says why; JUnit has no test to report
+    if report is not None:
         junit(
             "mutation",
             [
                 (
                     mod,
                     None
-                    if m["passes"]
-                    else f"{m['score']}% < gate {m['gate']}%: " + ", ".join(s["mutant"] for s in m["survivors"]),
+                    if m.verdict == "pass"
+                    else f"{m.score}% < gate {m.gate}%: " + ", ".join(s.mutant for s in m.survivors),
                 )
-                for mod, m in mutation["modules"].items()
+                for mod, m in report.modules.items()
             ],
             out / "junit-mutation.xml",
         )

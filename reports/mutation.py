@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ppaux.mutation.own import CLEAN_RUN_FAILED, Checkout, Scope, list_mutants, run_scope
-from ppaux.mutation.pragmas import markings, markings_section
+from ppaux.mutation.pragmas import markings
 from ppaux.mutation.score import EquivalentsError
 
 __all__ = ["CHECKOUT", "CLEAN_RUN_FAILED", "SCOPES", "run"]
@@ -180,7 +180,6 @@ def run(
             only or [],
             full=full,
             markings=lambda: markings(checkout.root / "ppaux"),
-            markings_section=markings_section,
         )
     except EquivalentsError as exc:
         print(f"reports: error: equivalents file {exc}", file=sys.stderr)

@@ -37,8 +37,10 @@ from ppaux.relay.faults import (
 from ppaux.relay.gloo import Outcome, RankFailure
 from ppaux.relay.pipeline import PipelineConfig, Stage, StageReport
 from ppaux.relay.wire import TensorMetadata, recv_object, recv_tensor_dict, split_tensor_dict
+from ppaux.report.render import faults_markdown
 from ppaux.testing import state
 from tests.support import HalfGather, SentLog, cli_defaults, cli_help
+from tests.typed_reports import read_valid
 
 pytestmark = pytest.mark.wire
 
@@ -218,8 +220,11 @@ def test_cli_prints_and_writes_the_matrix(tmp_path, capsys):
         "Silent corruptions: 8 (drop_key, rename_key, bit_flip, truncate, change_dtype, change_shape, reorder, "
         "diverge)\n"
     )
-    data = json.loads((tmp_path / "faults-loopback.json").read_text())
+    # A real run's matrix, as the shipped schema describes it.
+    data = read_valid(tmp_path / "faults-loopback.json", "faults")
+    assert (data["verdict"], data["differs"]) == ("pass", [])
     assert data["cells"]["bit_flip"] == {
+        "does": FAULTS["bit_flip"].doc,
         "outcome": S,
         "detail": "step 0, first-stage rank 0: 'scores' arrived with other values",
         "expected": S,
@@ -245,11 +250,21 @@ def test_cli_rejects_a_non_positive_timeout(capsys):
 
 _CELLS = {"none": Verdict(OK, "fine"), "bit_flip": Verdict(S, "'scores' | other values"), "delay": Verdict(OK, "")}
 _EXPECTED = {"none": OK, "bit_flip": D, "delay": OK}
+_DOES = {
+    "none": "no fault",
+    "bit_flip": "one bit of the tensor's bytes flips on the wire",
+    "delay": "the message is sent late",
+}
+
+
+def _markdown(cells, **how) -> str:
+    """The matrix's Markdown, as ``ppaux faults`` writes it."""
+    return faults_markdown(faults_cli.build_report(cells, **how))
 
 
 @pytest.mark.parametrize("integrity, mode", [(False, "SGLang's wire (integrity off)"), (True, "integrity mode")])
 def test_matrix_markdown_is_exactly_the_documented_table(integrity, mode):
-    assert fault_matrix.markdown(_CELLS, channel="gloo", integrity=integrity, expected=_EXPECTED) == (
+    assert _markdown(_CELLS, channel="gloo", integrity=integrity, expected=_EXPECTED) == (
         f"### Fault matrix: gloo channel, {mode}\n"
         "\n"
         "| fault | what it does | outcome at the popping stage | expected | detail |\n"
@@ -270,12 +285,14 @@ def test_cli_passes_its_options_to_the_matrix_and_names_the_report_by_mode(tmp_p
     assert main(["faults", "--channel", "gloo", "--integrity", "--timeout", "2.5", "--report", str(tmp_path)]) == 1
     assert calls == [{"channel": "gloo", "integrity": True, "timeout": 2.5}]
     out = capsys.readouterr().out
-    assert out == fault_matrix.markdown(_CELLS, channel="gloo", integrity=True, expected=_EXPECTED)
+    assert out == _markdown(_CELLS, channel="gloo", integrity=True, expected=_EXPECTED)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["faults-gloo-integrity.json", "faults-gloo-integrity.md"]
     assert (tmp_path / "faults-gloo-integrity.md").read_text() == out
-    cells = {n: {**v.as_dict(), "expected": _EXPECTED[n]} for n, v in _CELLS.items()}
+    cells = {n: {"does": _DOES[n], **v.as_dict(), "expected": _EXPECTED[n]} for n, v in _CELLS.items()}
+    head = {"kind": "faults", "schema_version": 1, "channel": "gloo", "integrity": True, "verdict": "fail"}
+    listed = {"differs": ["bit_flip"], "silent_corruptions": ["bit_flip"]}
     assert (tmp_path / "faults-gloo-integrity.json").read_text() == json.dumps(
-        {"channel": "gloo", "integrity": True, "cells": cells}, indent=2
+        {**head, **listed, "cells": cells}, indent=2
     ) + "\n"
 
 

@@ -13,6 +13,7 @@ import threading
 import time
 import types
 from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,8 @@ from ppaux.mutation.mutate import KillSet, MutateOptions, MutateRun
 from ppaux.mutation.project import changed_line, crashes, name_crashes, parse_results, show_counts
 from ppaux.mutation.score import is_killed, verdicts
 from ppaux.mutation.target import Target, resolve, scratch_package_init, write_config, write_scratch
+from ppaux.report import MutateReport
+from ppaux.report.render import mutate_markdown
 from ppaux.testing import progress as progress_module
 from ppaux.testing import state
 from ppaux.testing.impl import ImplementationError
@@ -31,6 +34,7 @@ from ppaux.testing.progress import Progress
 from ppaux.testing.suite import suite_files
 from tests.fake_mutmut import fake_sources, judged_file
 from tests.support import FakeClock, tomllib
+from tests.typed_reports import read_valid
 
 IMPLS = Path(__file__).resolve().parent / "impls"
 ROOT = IMPLS.parent.parent
@@ -350,9 +354,15 @@ def _args(**kw):
 
 
 def _report(options, suite, baseline, diffs, kill_set, equivalents, wall_s):
+    """mutate.json of a run with these results, as written."""
     return mutate.build_report(
         MutateRun(options, Target("m", Path("m.py")), kill_set, suite, baseline, diffs, equivalents, wall_s)
-    )
+    ).to_json()
+
+
+def render_markdown(report: dict) -> str:
+    """mutate.md of mutate.json, read back as ``python -m reports build`` reads it."""
+    return mutate_markdown(MutateReport.from_json(report))
 
 
 SUITE = {
@@ -382,12 +392,12 @@ def test_the_report_puts_the_suite_and_the_baseline_side_by_side(monkeypatch):
         {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"},
         12.5,
     )
-    assert (report["total"], report["equivalent"], report["killed"], report["score"], report["passes"]) == (
+    assert (report["total"], report["equivalent"], report["killed"], report["score"], report["verdict"]) == (
         4,
         1,
         2,
         66.67,
-        False,
+        "fail",
     )
     assert report["baseline"]["side_by_side"] == {"both": 1, "only ppaux": 1, "only the baseline": 1, "neither": 1}
     # The judged-equivalent mutant counts in neither score: the baseline kills 2 of the other 3.
@@ -467,10 +477,10 @@ def test_a_run_whose_every_mutant_is_judged_equivalent_scores_full_marks(monkeyp
         {"m.x_f__mutmut_1": "no caller sees it"},
         1.0,
     )
-    assert (report["equivalent"], report["score"], report["passes"], report["baseline"]["score"]) == (
+    assert (report["equivalent"], report["score"], report["verdict"], report["baseline"]["score"]) == (
         1,
         100.0,
-        True,
+        "pass",
         100.0,
     )
 
@@ -489,7 +499,7 @@ def test_the_markdown_report_reads_as_a_whole(monkeypatch):
         {"m.x_f__mutmut_4": "no caller sees it", "m.x_f__mutmut_1": "stale: it was killed"},
         12.5,
     )
-    assert mutate.render_markdown(report) == textwrap.dedent("""\
+    assert render_markdown(report) == textwrap.dedent("""\
         # Mutation testing: `m.py`
 
         - ppaux's conformance suite: **66.67%** (2/3 mutants killed; 1 judged equivalent); gate 100.0%: **FAIL**
@@ -547,8 +557,8 @@ def test_the_markdown_report_reads_as_a_whole(monkeypatch):
 
 def test_a_report_without_survivors_says_so():
     report = _report(_args(baseline=None), {"m.x_f__mutmut_1": "killed"}, None, {}, KillSet(passed=["t::a"]), {}, 1.0)
-    assert (report["score"], report["passes"], "baseline" in report) == (100.0, True, False)
-    assert mutate.render_markdown(report).endswith("## Survivors\n\nNone.\n")
+    assert (report["score"], report["verdict"], "baseline" in report) == (100.0, "pass", False)
+    assert render_markdown(report).endswith("## Survivors\n\nNone.\n")
 
 
 @pytest.mark.slow
@@ -585,7 +595,8 @@ def test_a_real_run_scores_a_weak_suite_below_the_gate_beside_a_baseline(tmp_pat
     )
     err = capsys.readouterr().err
     assert code == 1, err
-    report = json.loads((tmp_path / "out" / "mutate.json").read_text())
+    # What mutmut 3 really made of it, as the shipped schema describes mutate.json.
+    report = read_valid(tmp_path / "out" / "mutate.json", "mutate")
     assert report["module"] == "own_pop" and report["kill_set"] == 1
     assert report["left_out"] == [
         "tests/test_robustness.py::test_observer_changing_its_dict_does_not_change_the_pp_dict"
@@ -598,7 +609,7 @@ def test_a_real_run_scores_a_weak_suite_below_the_gate_beside_a_baseline(tmp_pat
     assert all(
         m["mutant"].startswith("own_pop.x_pop_auxiliary_output_from_pp_tensors__mutmut_") for m in report["mutants"]
     )
-    assert 0 < report["killed"] < report["total"] and not report["passes"]
+    assert 0 < report["killed"] < report["total"] and report["verdict"] == "fail"
     sides = report["baseline"]["side_by_side"]
     assert sum(sides.values()) == report["total"] and sides["only ppaux"] > 0 and sides["only the baseline"] > 0
     assert "ppaux mutate: " in err and "; gate 100.0% FAIL; report " in err
@@ -1174,7 +1185,7 @@ def test_an_equivalents_file_keyed_by_identity_judges_its_mutant_and_fails_on_on
     monkeypatch.setattr(mutate, "MutmutProject", Verdicts)
     args = ("--impl", "own_pop.py", "--gate", "100", "--equivalents", "eq.json")
     assert _mutate(tmp_path, monkeypatch, *args) == 1
-    report = json.loads((tmp_path / "out" / "mutate.json").read_text())
+    report = read_valid(tmp_path / "out" / "mutate.json", "mutate")
     gone = f"{NO_MUTANT}: eq.json: own_pop:gone: a -> b1"
     assert (report["score"], report["equivalent"], report["unmatched_equivalents"]) == (100.0, 1, [gone])
     assert capsys.readouterr().err.endswith(f"ppaux mutate: {gone}\n")
@@ -1186,7 +1197,7 @@ def test_an_equivalents_file_keyed_by_identity_judges_its_mutant_and_fails_on_on
     entries["equivalents"] = [{**entries["equivalents"][0], "function_hash": "0" * 64}]
     (tmp_path / "eq.json").write_text(json.dumps(entries))
     assert _mutate(tmp_path, monkeypatch, *args) == 0
-    review = json.loads((tmp_path / "out" / "mutate.json").read_text())["review_equivalents"]
+    review = read_valid(tmp_path / "out" / "mutate.json", "mutate")["review_equivalents"]
     assert [e["mutant"] for e in review] == ["own_pop.x_f__mutmut_2"]
     assert f"ppaux mutate: {REVIEW}: eq.json: own_pop:f: a -> b2 (now own_pop.x_f__mutmut_2, function_hash " in (
         capsys.readouterr().err
@@ -1253,7 +1264,7 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
         f"neither 2; gate 62.5% pass; report {tmp_path / 'out' / 'mutate.md'}"
     )
     text = (tmp_path / "out" / "mutate.json").read_text(encoding="utf-8")
-    report = json.loads(text)
+    report = read_valid(tmp_path / "out" / "mutate.json", "mutate")
     # Readable as it is written: indented, one entry a line.
     assert text == json.dumps(report, indent=2) + "\n"
     assert (report["wall_s"], report["baseline"]["side_by_side"]) == (
@@ -1261,7 +1272,7 @@ def test_a_run_beside_a_baseline_reports_both_and_every_mutant_either_misses(tmp
         {"both": 3, "only ppaux": 2, "only the baseline": 1, "neither": 2},
     )
     markdown = (tmp_path / "out" / "mutate.md").read_text(encoding="utf-8")
-    assert markdown == mutate.render_markdown(report)
+    assert markdown == render_markdown(report)
     assert markdown.startswith(
         "# Mutation testing: `own_pop.py`\n\n"
         "- ppaux's conformance suite: **62.5%** (5/8 mutants killed); gate 62.5%: **pass**\n"
@@ -1540,12 +1551,38 @@ def test_a_ctrl_c_during_the_run_reaches_mutmut(tmp_path):
     assert heard.read_text() == "SIGINT"
 
 
-def test_mutmuts_progress_line_reads_as_done_total_killed_survived():
-    """Killed counts mutmut's killed and timed-out mutants; "suspicious" stays out until the verdicts are read;
-    a narrowed run's total is the mutants it picked."""
-    match = next(project.status_lines(["⠹ 44/53  🎉 40 🫥 2  ⏰ 1  🤔 3  🙁 5  🔇 0\n"]))[1][0]
-    assert project._counts(match) == (44, 53, 41, 5)
-    assert project._counts(match, 7) == (44, 7, 41, 5)
+# A progress line as mutmut 3.8.1 (CI's pin) wrote it, captured from a real run of two mutants.
+MUTMUT_3_8_1_PROGRESS = "⠸ 2/2  🎉 2 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0  🧙 0"
+
+
+@pytest.mark.parametrize(
+    "line, read",
+    [
+        (MUTMUT_3_8_1_PROGRESS, project.MutmutProgress(done=2, total=2, killed=2, survived=0)),
+        # Nothing past the survived count is read: a line with fewer counts after it reads the same.
+        (
+            "⠹ 44/53  🎉 40 🫥 2  ⏰ 1  🤔 3  🙁 5  🔇 0",
+            project.MutmutProgress(done=44, total=53, killed=41, survived=5),
+        ),
+    ],
+)
+def test_mutmuts_progress_line_of_the_supported_releases_reads_as_done_total_killed_survived(line, read):
+    """Killed counts mutmut's killed and timed-out mutants; "suspicious" stays out until the verdicts are read."""
+    assert project.parse_mutmut_progress(f"{line}\r{line}\n") == [read, read]
+    # What is not mutmut's line is no progress.
+    assert project.parse_mutmut_progress("2/2 killed 2 survived 0\n") == []
+
+
+def test_the_installed_mutmut_is_of_the_releases_whose_progress_line_is_pinned():
+    # mutmut 4 may reword its progress line: capture its line above before widening the range.
+    major, minor = (int(part) for part in version("mutmut").split(".")[:2])
+    assert (3, 3) <= (major, minor) < (4, 0)
+
+
+def test_a_narrowed_runs_progress_counts_the_mutants_it_picked():
+    line = next(project.status_lines(["⠹ 44/53  🎉 40 🫥 2  ⏰ 1  🤔 3  🙁 5  🔇 0\n"]))[1][0]
+    assert project._counts(line) == (44, 53, 41, 5)
+    assert project._counts(line, 7) == (44, 7, 41, 5)
 
 
 def test_a_progress_line_cut_by_a_chunk_boundary_is_read_whole():
@@ -1558,7 +1595,7 @@ def test_a_progress_line_cut_by_a_chunk_boundary_is_read_whole():
         "⠇ " + line(231, 191) + "\n⠏ " + line(232, 192) + "\n",
         "⠋ " + line(233, 193),
     ]
-    seen = [(chunk, [m.group(1, 3) for m in matches]) for chunk, matches in project.status_lines(chunks)]
+    seen = [(chunk, [(str(m.done), str(m.killed)) for m in lines]) for chunk, lines in project.status_lines(chunks)]
     # Every chunk is passed on as it came (for the log); each line is counted once, whole, as soon
     # as it ends ("\r" or "\n"); the last, unended one when the output ends.
     assert [chunk for chunk, _ in seen] == [*chunks, ""]
@@ -1573,7 +1610,7 @@ def test_a_progress_line_cut_by_a_chunk_boundary_is_read_whole():
     # A line whose last count ends it, and a boundary just after a line's end: read whole still.
     bare = lambda done: f"{done}/12  🎉 1 🫥 0  ⏰ 0  🤔 0  🙁 2"  # noqa: E731
     chunks = [bare(3) + "\r1", bare(10)[1:] + "\r"]
-    assert [[m.group(1) for m in matches] for _, matches in project.status_lines(chunks)] == [["3"], ["10"]]
+    assert [[m.done for m in lines] for _, lines in project.status_lines(chunks)] == [[3], [10]]
     # No output: nothing to pass on.
     assert list(project.status_lines([])) == []
 

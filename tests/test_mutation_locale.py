@@ -77,6 +77,6 @@ def test_a_run_reads_and_writes_utf_8_whatever_the_locale(tmp_path, monkeypatch,
 def test_markings_are_read_in_utf_8_whatever_the_locale(tmp_path, ascii_locale):
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "m.py").write_bytes("größe = 1  # pragma: no mutate - equivalent: ½ is 0.5\n".encode())
-    assert markings(tmp_path / "pkg") == [
+    assert [m.to_json() for m in markings(tmp_path / "pkg")] == [
         {"where": "pkg/m.py:1", "block": False, "reason": "equivalent: ½ is 0.5", "problem": None}
     ]

@@ -5,7 +5,9 @@ which also reads them, runs outside that scope)."""
 
 from __future__ import annotations
 
-from ppaux.mutation.pragmas import NO_REASON, REGION_AFTER_CODE, REGION_INSIDE_BRACKETS, markings, markings_section
+from ppaux.mutation.pragmas import NO_REASON, REGION_AFTER_CODE, REGION_INSIDE_BRACKETS, markings
+from ppaux.report import Marking
+from ppaux.report.render import markings_section
 from tests.marked_source import MARKED
 
 # Brackets opened and closed around the markings: only the brackets still open where a block or
@@ -41,7 +43,7 @@ def test_every_marking_of_a_tree_is_listed_with_its_reason_and_the_problem_the_g
     (src / "sub" / "n.py").write_text(_BRACKETS)
     # Only Python sources carry markings mutmut reads.
     (src / "notes.txt").write_text("y = 2  # pragma: no mutate - not Python\n")
-    assert markings(src) == [
+    assert [m.to_json() for m in markings(src)] == [
         {"where": "pkg/m.py:2", "block": False, "reason": "equivalent: same codec", "problem": None},
         {"where": "pkg/m.py:3", "block": True, "reason": "runs in a child", "problem": None},
         {"where": "pkg/m.py:5", "block": False, "reason": None, "problem": NO_REASON},
@@ -63,15 +65,13 @@ def test_every_marking_of_a_tree_is_listed_with_its_reason_and_the_problem_the_g
 
 
 def test_the_markings_section_shows_each_marking_with_its_reason_then_its_problem():
-    report = {
-        "equivalents": [
-            {"where": "pkg/m.py:2", "block": False, "reason": "equivalent: same codec", "problem": None},
-            {"where": "pkg/m.py:5", "block": False, "reason": None, "problem": NO_REASON},
-            {"where": "pkg/m.py:9", "block": False, "reason": "after code", "problem": REGION_AFTER_CODE},
-            {"where": "pkg/m.py:13", "block": True, "reason": "inside a list", "problem": REGION_INSIDE_BRACKETS},
-        ]
-    }
-    assert markings_section(report) == [
+    found = [
+        Marking("pkg/m.py:2", False, "equivalent: same codec", None),
+        Marking("pkg/m.py:5", False, None, NO_REASON),
+        Marking("pkg/m.py:9", False, "after code", REGION_AFTER_CODE),
+        Marking("pkg/m.py:13", True, "inside a list", REGION_INSIDE_BRACKETS),
+    ]
+    assert markings_section(found) == [
         "## Marked equivalent (`# pragma: no mutate`)",
         "",
         "- `pkg/m.py:2`: equivalent: same codec",
@@ -79,8 +79,8 @@ def test_the_markings_section_shows_each_marking_with_its_reason_then_its_proble
         f"- `pkg/m.py:9`: after code **{REGION_AFTER_CODE}**",
         f"- `pkg/m.py:13` (block): inside a list **{REGION_INSIDE_BRACKETS}**",
     ]
-    # A report that read no markings still has the section, empty.
-    assert markings_section({}) == ["## Marked equivalent (`# pragma: no mutate`)", ""]
+    # A run that found no markings (or read none) has no section.
+    assert markings_section([]) == []
 
 
 def test_a_pragma_quoted_in_a_string_is_never_refused_by_the_gate(tmp_path):
@@ -95,4 +95,4 @@ def test_a_pragma_quoted_in_a_string_is_never_refused_by_the_gate(tmp_path):
         '    "# pragma: no mutate block - quoted in a call",\n'
         ")\n"
     )
-    assert [e for e in markings(tmp_path / "pkg") if e["problem"]] == []
+    assert [e for e in markings(tmp_path / "pkg") if e.problem] == []

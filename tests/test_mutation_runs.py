@@ -20,14 +20,15 @@ from ppaux.mutation.equivalents import NO_MUTANT, REVIEW
 from ppaux.mutation.identity import identify_all
 from ppaux.mutation.mutant_runs import FIRST
 from ppaux.mutation.own import Checkout, list_mutants
-from ppaux.mutation.pragmas import markings_section
 from ppaux.mutation.project import MUTANT_PYTEST_ARGS
-from ppaux.mutation.report import equivalent_lines, write_report
 from ppaux.mutation.score import EquivalentsError, Score, read_equivalents, score, stale
+from ppaux.report import Marking, MutationReport, write_report
+from ppaux.report.render import mutation_markdown
 from reports.__main__ import main as reports_main
 from tests import conftest, fake_mutmut
 from tests.fake_mutmut import ARITH, Clock, FakeMutmut, fake_sources, judged_file, small_checkout
 from tests.support import tomllib
+from tests.typed_reports import read_valid
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -171,10 +172,10 @@ def test_a_scopes_equivalents_files_leave_judged_mutants_out_and_name_stale_entr
     )
     only = ["ppaux.core*", "ppaux.cli.x_main*", "ppaux.cli.x_gone*"]
     assert mutation.run(str(tmp_path / "out"), None, only, scope_name="package", checkout=checkout) == 1
-    report = json.loads((tmp_path / "out" / "mutation.json").read_text())
+    report = read_valid(tmp_path / "out" / "mutation.json", "mutation")
     assert (report["total"], report["equivalent"], report["killed"], report["score"]) == (5, 2, 2, 66.67)
     gone = f"{NO_MUTANT}: docs/equivalents/package.json: ppaux.cli:gone: a -> b1"
-    assert (report["unmatched_equivalents"], report["passes"]) == ([gone], False)
+    assert (report["unmatched_equivalents"], report["verdict"]) == ([gone], "fail")
     assert report["judged_equivalent"] == {
         "ppaux.core.transport.x_f__mutmut_2": "only a message no caller reads",
         "ppaux.cli.x_main__mutmut_2": "a comment in a generated file",
@@ -188,7 +189,7 @@ def test_a_scopes_equivalents_files_leave_judged_mutants_out_and_name_stale_entr
         "survivors": [],
         "score": 100.0,
         "gate": 100.0,
-        "passes": True,
+        "verdict": "pass",
     }
     assert [s["mutant"] for s in report["survivors"]] == ["ppaux.cli.x_main__mutmut_3"]
     out = capsys.readouterr().out
@@ -206,7 +207,8 @@ def test_a_scopes_equivalents_files_leave_judged_mutants_out_and_name_stale_entr
         "- `ppaux.cli.x_main__mutmut_1`\n\n"
         "## Equivalence judgements that match no mutant, or several (the run fails)\n\n"
         f"- {gone}\n\n"
-        "## Marked equivalent (`# pragma: no mutate`)\n\n"
+        # The checkout marks nothing: no section of markings.
+        "\n## Surviving mutants\n\n"
     ) in text
     assert text.endswith(
         "### `ppaux.cli.x_main__mutmut_3` (no tests)\n\n"
@@ -234,8 +236,8 @@ def test_the_contract_scope_reads_only_its_own_file_and_fails_below_its_gate(tmp
 def test_a_marking_the_gate_refuses_fails_the_run_and_is_named(tmp_path, capsys):
     checkout, _ = _checkout(tmp_path, {"ppaux.cli.x_main__mutmut_1": "killed"}, equivalents={"contract.json": {}})
     refused = [
-        {"where": "ppaux/cli/x.py:3", "block": False, "reason": None, "problem": "no reason given"},
-        {"where": "ppaux/cli/x.py:9", "block": True, "reason": "equivalent: why", "problem": None},
+        Marking("ppaux/cli/x.py:3", block=False, reason=None, problem="no reason given"),
+        Marking("ppaux/cli/x.py:9", block=True, reason="equivalent: why", problem=None),
     ]
     code = own.run_scope(
         checkout,
@@ -243,14 +245,17 @@ def test_a_marking_the_gate_refuses_fails_the_run_and_is_named(tmp_path, capsys)
         str(tmp_path / "out"),
         None,
         markings=lambda: refused,
-        markings_section=markings_section,
     )
     assert code == 1
+    assert [m["problem"] for m in read_valid(tmp_path / "out" / "mutation.json", "mutation")["equivalents"]] == [
+        "no reason given",
+        None,
+    ]
     out = capsys.readouterr().out
     assert "gate FAIL" in out.splitlines()[0] and out.endswith("\n  ppaux/cli/x.py:3: no reason given\n")
     text = (tmp_path / "out" / "mutation.md").read_text(encoding="utf-8")
     assert "- `ppaux/cli/x.py:3`: **no reason given**\n- `ppaux/cli/x.py:9` (block): equivalent: why\n" in text
-    # Without markings to read, the section is empty and the run passes.
+    # Without markings to read, there is no section and the run passes.
     assert own.run_scope(checkout, mutation.SCOPES["contract"], str(tmp_path / "out"), None) == 0
     assert "Marked equivalent" not in (tmp_path / "out" / "mutation.md").read_text(encoding="utf-8")
 
@@ -425,14 +430,14 @@ def test_a_scopes_run_reports_every_module_against_its_gate_and_every_survivor_w
         "  stale equivalence entry (killed, or no such mutant): arith.ops.x_is_small__mutmut_2\n"
     )
     assert stderr == "mutmut-run.log: mutants 0/1\nmutmut-run.log: mutants 1/1\n"
-    report = json.loads((out / "mutation.json").read_text())
-    assert {k: report[k] for k in ("kind", "scope", "wall_s", "mutmut", "total", "passes")} == {
+    report = read_valid(out / "mutation.json", "mutation")
+    assert {k: report[k] for k in ("kind", "scope", "wall_s", "mutmut", "total", "verdict")} == {
         "kind": "mutation",
         "scope": "arith",
         "wall_s": 12.3,
         "mutmut": version("mutmut"),
         "total": 5,
-        "passes": False,
+        "verdict": "fail",
     }
     diff = "--- arith/ops.py\n+++ arith/ops.py\n-    a\n+    b\n"
     # Each survivor with its identity, as an equivalents file keys it.
@@ -638,24 +643,44 @@ def test_a_listing_goes_to_stdout_by_number_and_a_mutant_without_a_diff_shows_no
     assert capsys.readouterr() == ("", "reports: error: mutmut made no mutant of scope 'arith'\n")
 
 
+def _judged_section(judged, files) -> str:
+    """The judged-equivalent section of the mutation.md of a run with these judgements."""
+    report = MutationReport(
+        scope="s",
+        scope_doc="d",
+        wall_s=1.0,
+        mutmut="3.8.1",
+        total=2,
+        reused=0,
+        ran=2,
+        equivalent=len(judged),
+        killed=0,
+        score=100.0,
+        verdict="pass",
+        verdicts={"survived": 2},
+        only=(),
+        modules={},
+        equivalents_files=files,
+        judged_equivalent=judged,
+    )
+    text = mutation_markdown(report)
+    return text[text.index("## Judged equivalent") : text.index("## Surviving mutants")]
+
+
 def test_the_judged_equivalent_section_names_its_files_only_when_there_are_some():
-    assert equivalent_lines({}) == equivalent_lines({}, source="") == ["## Judged equivalent", "", "None.", ""]
-    assert equivalent_lines({"m.x_f__mutmut_2": "why", "m.x_f__mutmut_1": "why not"}, source="`eq.json`") == [
-        "## Judged equivalent (`eq.json`)",
-        "",
-        "- `m.x_f__mutmut_1`: why not",
-        "- `m.x_f__mutmut_2`: why",
-        "",
-    ]
+    assert _judged_section({}, ()) == "## Judged equivalent\n\nNone.\n\n\n"
+    assert _judged_section({"m.x_f__mutmut_2": "why", "m.x_f__mutmut_1": "why not"}, ("eq.json",)) == (
+        "## Judged equivalent (`eq.json`)\n\n- `m.x_f__mutmut_1`: why not\n- `m.x_f__mutmut_2`: why\n\n\n"
+    )
 
 
 def test_a_report_is_written_into_its_folder_made_with_its_parents(tmp_path):
     out = tmp_path / "reports" / "nightly"
-    page = write_report(out, "mutation", {"score": 50.0, "modules": {}}, ["# Mutation testing", "", "text", "", ""])
-    assert page == out / "mutation.md"
-    # The page ends with one newline; the JSON is indented, one entry a line.
+    page, data = write_report(out, "mutation", {"score": 50.0, "modules": {}}, "# Mutation testing\n\ntext\n")
+    assert (page, data) == (out / "mutation.md", out / "mutation.json")
+    # The JSON is indented, one entry a line.
     assert page.read_text() == "# Mutation testing\n\ntext\n"
-    assert (out / "mutation.json").read_text() == '{\n  "score": 50.0,\n  "modules": {}\n}\n'
+    assert data.read_text() == '{\n  "score": 50.0,\n  "modules": {}\n}\n'
 
 
 def test_a_second_run_reuses_the_recorded_verdicts_and_runs_only_a_changed_function(tmp_path, monkeypatch, capsys):
@@ -706,7 +731,7 @@ def test_a_second_run_reuses_the_recorded_verdicts_and_runs_only_a_changed_funct
         ("is_small", 0, "b1", "tests/test_is_small.py::test_it"),
         ("is_small", 0, "b2", "tests/test_is_small.py::test_it"),
     }
-    review = json.loads((out / "mutation.json").read_text())["review_equivalents"]
+    review = read_valid(out / "mutation.json", "mutation")["review_equivalents"]
     assert [e["mutant"] for e in review] == ["arith.ops.x_is_small__mutmut_2"]
     assert f"  {REVIEW}: eq.json: arith.ops:is_small: a -> b2 (now arith.ops.x_is_small__mutmut_2, " in printed
     assert (

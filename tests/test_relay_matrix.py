@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-import ppaux.relay.matrix as fault_matrix
+from ppaux.cli.faults import build_report
 from ppaux.relay.faults import OUTCOMES, Verdict
+from ppaux.report.render import faults_markdown
 
 D, X, H, S, OK = OUTCOMES
 
@@ -17,7 +18,7 @@ def test_the_sglang_matrix_sets_the_models_column_beside_sglangs_and_marks_where
     cells = {"none": Verdict(OK, "fine"), "bit_flip": Verdict(S, "x")}
     model = {"none": Verdict(OK, "also fine"), "bit_flip": Verdict(H, "y")}
     expected = {"none": OK, "bit_flip": S}
-    got = fault_matrix.markdown(cells, channel="sglang", integrity=False, expected=expected, model=model)
+    got = faults_markdown(build_report(cells, channel="sglang", integrity=False, expected=expected, model=model))
     assert got == (
         "### Fault matrix: sglang channel, SGLang's wire (integrity off)\n"
         "\n"

@@ -11,12 +11,24 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from ppaux.mutation.own import render_markdown, score_modules
-from ppaux.mutation.pragmas import NO_REASON, REGION_AFTER_CODE, REGION_INSIDE_BRACKETS, markings, markings_section
+from ppaux.mutation.own import score_modules
+from ppaux.mutation.pragmas import NO_REASON, REGION_AFTER_CODE, REGION_INSIDE_BRACKETS, markings
 from ppaux.mutation.project import module_of, parse_results
-from ppaux.mutation.report import write_report
-from ppaux.report import FuzzFailure, FuzzReplayReport, FuzzRunReport
+from ppaux.report import (
+    BaselineComparison,
+    FaultCell,
+    FaultsReport,
+    FuzzFailure,
+    FuzzReplayReport,
+    FuzzRunReport,
+    ModuleScore,
+    MutateReport,
+    MutationReport,
+    Survivor,
+    write_report,
+)
 from ppaux.report.fuzz import DeadWorker, FixedTest, FuzzRound, WorkerRun
+from ppaux.report.render import mutation_markdown
 from reports.build import build
 from reports.mutation import CHECKOUT, SCOPES
 from tests.marked_source import MARKED
@@ -47,10 +59,11 @@ def test_mutation_score_per_module_and_gate():
     assert module_of("ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_1") == "ppaux.core.transport"
 
     def score(results, scope):
-        return score_modules(results, {}, lambda module: CHECKOUT.gate_for(module, scope))
+        # As mutation.json has them.
+        return {m: s.to_json() for m, s in score_modules(results, {}, lambda m: CHECKOUT.gate_for(m, scope)).items()}
 
     modules = score(results, SCOPES["package"])
-    assert modules["ppaux.core.transport"]["score"] == 50.0 and not modules["ppaux.core.transport"]["passes"]
+    assert modules["ppaux.core.transport"]["score"] == 50.0 and modules["ppaux.core.transport"]["verdict"] == "fail"
     assert modules["ppaux.core.transport"]["survivors"] == [
         {"mutant": "ppaux.core.transport.xǁPPAuxTransportǁadd__mutmut_2", "status": "survived"}
     ]
@@ -62,10 +75,10 @@ def test_mutation_score_per_module_and_gate():
         "survivors": [],
         "score": 100.0,
         "gate": None,
-        "passes": True,
+        "verdict": "pass",
     }
     partly = score({**results, "ppaux.cli.x_main__mutmut_4": "survived"}, SCOPES["package"])["ppaux.cli"]
-    assert (partly["score"], partly["passes"]) == (75.0, True)
+    assert (partly["score"], partly["verdict"]) == (75.0, "pass")
     assert score(results, SCOPES["contract"])["ppaux.cli"]["gate"] == 100.0
 
 
@@ -74,7 +87,7 @@ def test_equivalence_markings_are_listed_with_their_reasons_and_problems(tmp_pat
     src.mkdir()
     (src / "m.py").write_text(MARKED)
     found = markings(src)
-    assert found == [
+    assert [m.to_json() for m in found] == [
         {"where": "pkg/m.py:2", "block": False, "reason": "equivalent: same codec", "problem": None},
         {"where": "pkg/m.py:3", "block": True, "reason": "runs in a child", "problem": None},
         {"where": "pkg/m.py:5", "block": False, "reason": None, "problem": NO_REASON},
@@ -83,26 +96,24 @@ def test_equivalence_markings_are_listed_with_their_reasons_and_problems(tmp_pat
         {"where": "pkg/m.py:11", "block": False, "reason": None, "problem": REGION_AFTER_CODE},
         {"where": "pkg/m.py:13", "block": True, "reason": "inside a list", "problem": REGION_INSIDE_BRACKETS},
     ]
-    report = {
-        "scope": "contract",
-        "scope_doc": SCOPES["contract"].doc,
-        "score": 100.0,
-        "killed": 1,
-        "equivalent": 0,
-        "total": 1,
-        "passes": False,
-        "wall_s": 1.0,
-        "mutmut": "3.8.1",
-        "only": [],
-        "verdicts": {"killed": 3, "crashed (SIGABRT)": 1},
-        "modules": {},
-        "survivors": [],
-        "equivalents_files": [],
-        "judged_equivalent": {},
-        "stale_equivalents": [],
-        "equivalents": found,
-    }
-    write_report(tmp_path / "out", "mutation", report, render_markdown(report, markings_section))
+    report = MutationReport(
+        scope="contract",
+        scope_doc=SCOPES["contract"].doc,
+        wall_s=1.0,
+        mutmut="3.8.1",
+        total=1,
+        reused=0,
+        ran=1,
+        equivalent=0,
+        killed=1,
+        score=100.0,
+        verdict="fail",
+        verdicts={"killed": 3, "crashed (SIGABRT)": 1},
+        only=(),
+        modules={},
+        markings=tuple(found),
+    )
+    write_report(tmp_path / "out", "mutation", report.to_json(), mutation_markdown(report))
     text = (tmp_path / "out" / "mutation.md").read_text()
     assert (
         "command: `python -m reports mutation --scope contract`\n"
@@ -151,7 +162,7 @@ def test_mutmut_reads_every_marking_in_ppaux():
 
 def test_every_equivalence_marking_in_ppaux_gives_its_reason():
     marked = markings(ROOT / "ppaux")
-    assert marked and [(e["where"], e["problem"]) for e in marked if e["problem"]] == []
+    assert marked and [(e.where, e.problem) for e in marked if e.problem] == []
 
 
 def _inputs(out: Path) -> None:
@@ -202,48 +213,47 @@ def _inputs(out: Path) -> None:
     (out / "fuzz" / "replay.json").write_text(json.dumps(replay.to_json()))
     (out / "fuzz" / "fuzz.md").write_text("# Fuzz run\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n")
     (out / "mutation").mkdir()
-    (out / "mutation" / "mutation.json").write_text(
-        json.dumps(
-            {
-                "score": 97.5,
-                "killed": 39,
-                "total": 40,
-                "wall_s": 50,
-                "passes": False,
-                "survivors": [{"mutant": "ppaux.cli.x_main__mutmut_2", "status": "survived", "diff": "-a\n+b"}],
-                "modules": {
-                    "ppaux.cli": {
-                        "total": 40,
-                        "killed": 39,
-                        "score": 97.5,
-                        "gate": 100.0,
-                        "passes": False,
-                        "survivors": [],
-                    }
-                },
-            }
-        )
+    survivor = Survivor("ppaux.cli.x_main__mutmut_2", "survived")
+    mutation = MutationReport(
+        scope="contract",
+        scope_doc="the contract modules",
+        wall_s=50,
+        mutmut="3.8.1",
+        total=40,
+        reused=0,
+        ran=40,
+        equivalent=0,
+        killed=39,
+        score=97.5,
+        verdict="fail",
+        verdicts={"killed": 39, "survived": 1},
+        only=(),
+        modules={"ppaux.cli": ModuleScore(40, 39, 0, (survivor,), 97.5, 100.0, "fail")},
+        survivors=(Survivor(survivor.mutant, survivor.status, "-a\n+b"),),
     )
+    (out / "mutation" / "mutation.json").write_text(json.dumps(mutation.to_json()))
     (out / "mutate").mkdir()
-    (out / "mutate" / "mutate.json").write_text(
-        json.dumps(
-            {
-                "implementation": "sglang.srt.sampling.sampling_observer_pp",
-                "score": 100.0,
-                "killed": 53,
-                "total": 53,
-                "equivalent": 0,
-                "gate": 100.0,
-                "passes": True,
-                "wall_s": 42.0,
-                "baseline": {
-                    "command": "pytest t.py",
-                    "score": 67.92,
-                    "side_by_side": {"both": 36, "only ppaux": 17, "only the baseline": 0, "neither": 0},
-                },
-            }
-        )
+    side_by_side = {"both": 36, "only ppaux": 17, "only the baseline": 0, "neither": 0}
+    mutate = MutateReport(
+        implementation="sglang.srt.sampling.sampling_observer_pp",
+        module="sglang.srt.sampling.sampling_observer_pp",
+        mutmut="3.8.1",
+        profile="mutation",
+        marks="contract",
+        tests=None,
+        kill_set=40,
+        left_out=(),
+        wall_s=42.0,
+        total=53,
+        equivalent=0,
+        killed=53,
+        score=100.0,
+        gate=100.0,
+        verdict="pass",
+        verdicts={"killed": 53},
+        baseline=BaselineComparison("pytest t.py", 36, 67.92, side_by_side),
     )
+    (out / "mutate" / "mutate.json").write_text(json.dumps(mutate.to_json()))
     (out / "mutate" / "mutate.md").write_text("# Mutation testing\n")
     (out / "junit.xml").write_text(
         '<testsuites><testsuite tests="2" failures="0" errors="0" skipped="0" time="1.5">'
@@ -421,12 +431,10 @@ def test_fault_matrices_show_each_channel_and_mode_against_the_expectation(tmp_p
     out = tmp_path / "out"
     (out / "faults").mkdir(parents=True)
     cells = {
-        "none": {"outcome": "harmless", "expected": "harmless", "detail": "ok"},
-        "bit_flip": {"outcome": "silent corruption", "expected": "silent corruption", "detail": "bytes differ"},
+        "none": FaultCell("no fault", "harmless", "ok", "harmless"),
+        "bit_flip": FaultCell("a bit flips", "silent corruption", "bytes differ", "silent corruption"),
     }
-    (out / "faults" / "faults-gloo.json").write_text(
-        json.dumps({"channel": "gloo", "integrity": False, "cells": cells})
-    )
+    (out / "faults" / "faults-gloo.json").write_text(json.dumps(FaultsReport("gloo", False, cells).to_json()))
     (out / "faults" / "faults-gloo.md").write_text("# matrix\n")
     index = tmp_path / "index.html"
     build(str(out), str(index))
@@ -434,10 +442,8 @@ def test_fault_matrices_show_each_channel_and_mode_against_the_expectation(tmp_p
     assert "<h3>gloo, SGLang&#x27;s wire: 1 silent corruption</h3>" in page
     assert '<a class="tile pass" href="#faults">Fault matrix: pass</a>' in page
     assert 'href="out/faults/faults-gloo.md"' in page and 'href="out/faults/faults-gloo.json"' in page
-    cells["bit_flip"]["expected"] = "documented error"
-    (out / "faults" / "faults-gloo-integrity.json").write_text(
-        json.dumps({"channel": "gloo", "integrity": True, "cells": cells})
-    )
+    cells["bit_flip"] = FaultCell("a bit flips", "silent corruption", "bytes differ", "documented error")
+    (out / "faults" / "faults-gloo-integrity.json").write_text(json.dumps(FaultsReport("gloo", True, cells).to_json()))
     build(str(out), str(index))
     page = index.read_text()
     assert "<h3>gloo, integrity on: 1 silent corruption, 1 cells differ from the expectation</h3>" in page

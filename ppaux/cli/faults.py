@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 
 from ppaux.cli.usage import UsageError
+from ppaux.relay.faults import FAULTS, Fault, Verdict
 from ppaux.relay.hop import CHANNELS
-from ppaux.relay.matrix import EXPECTED, markdown, matrix
-from ppaux.report import write_report
+from ppaux.relay.matrix import EXPECTED, matrix
+from ppaux.report import FaultCell, FaultOutcome, FaultsReport, write_report
+from ppaux.report.render import faults_markdown
 from ppaux.testing.state import STATE, report_directory
 
 
@@ -33,32 +36,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def build_report(
+    cells: Mapping[str, Verdict],
+    *,
+    channel: str,
+    integrity: bool,
+    expected: Mapping[str, str],
+    model: Mapping[str, Verdict] | None = None,
+) -> FaultsReport:
+    """The matrix's report: each fault's cell with what the fault does and the expected outcome;
+    ``model``, when given, is ppaux's model's outcome beside SGLang's code's."""
+    return FaultsReport(
+        channel=channel,
+        integrity=integrity,
+        cells={
+            name: FaultCell(
+                does=FAULTS[name].doc if name in FAULTS else Fault.doc,
+                outcome=v.outcome,
+                detail=v.detail,
+                expected=expected[name],
+                model=None if model is None else FaultOutcome(model[name].outcome, model[name].detail),
+            )
+            for name, v in cells.items()
+        },
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout}")
-    report = report_directory(args.report, "faults")
-    expected = EXPECTED[(args.channel, args.integrity)]
+    out = report_directory(args.report, "faults")
     cells = matrix(channel=args.channel, integrity=args.integrity, timeout=args.timeout)
     # Over SGLang's own code, ppaux's model of it (on gloo) stands beside it, fault by fault.
     model = matrix(channel="gloo", integrity=args.integrity, timeout=args.timeout) if args.channel == "sglang" else None
-    text = markdown(cells, channel=args.channel, integrity=args.integrity, expected=expected, model=model)
+    expected = EXPECTED[(args.channel, args.integrity)]
+    report = build_report(cells, channel=args.channel, integrity=args.integrity, expected=expected, model=model)
+    text = faults_markdown(report)
     stem = f"faults-{args.channel}" + ("-integrity" if args.integrity else "")
-    data = {
-        "channel": args.channel,
-        "integrity": args.integrity,
-        "cells": {
-            n: {**v.as_dict(), "expected": expected[n], **({"model": model[n].as_dict()} if model else {})}
-            for n, v in cells.items()
-        },
-    }
-    write_report(report, stem, data, text)
+    write_report(out, stem, report.to_json(), text)
     print(text, end="")
-    differs = [
-        n for n, v in cells.items() if v.outcome != expected[n] or (model is not None and model[n].outcome != v.outcome)
-    ]
-    for n in differs:
-        said = f"ppaux faults: {n}: {cells[n].outcome}, expected {expected[n]}"
-        if model is not None and model[n].outcome != cells[n].outcome:
-            said += f"; ppaux's model (gloo): {model[n].outcome}"
+    for name in report.differs:
+        cell = report.cells[name]
+        said = f"ppaux faults: {name}: {cell.outcome}, expected {cell.expected}"
+        if cell.model is not None and cell.model.outcome != cell.outcome:
+            said += f"; ppaux's model (gloo): {cell.model.outcome}"
         print(said, file=sys.stderr)
-    return 1 if differs else 0
+    return 0 if report.verdict == "pass" else 1

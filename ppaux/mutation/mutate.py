@@ -32,15 +32,6 @@ from ppaux.mutation.equivalents import REVIEW, Judgement, read_any
 from ppaux.mutation.equivalents import resolve as match_judgements
 from ppaux.mutation.identity import identify_all
 from ppaux.mutation.project import MutmutProject, changed_line, run_with_mutant, show_counts
-from ppaux.mutation.report import (
-    STALE,
-    diff_block,
-    score_fields,
-    score_phrase,
-    stale_lines,
-    verdicts_line,
-    write_report,
-)
 from ppaux.mutation.score import (
     EquivalentsError,
     Score,
@@ -51,10 +42,13 @@ from ppaux.mutation.score import (
     verdicts,
 )
 from ppaux.mutation.target import Target, resolve, write_config, write_scratch
+from ppaux.report import BaselineComparison, MutantResult, MutateReport, ReviewEntry, write_report
+from ppaux.report.mutation import SIDES, STALE, verdict_of
+from ppaux.report.render import mutate_markdown
 from ppaux.testing.impl import ImplementationError
 from ppaux.testing.profiles import TUNINGS
 from ppaux.testing.progress import Progress
-from ppaux.testing.results import JSONObject, read_jsonl
+from ppaux.testing.results import read_jsonl
 from ppaux.testing.state import StateError, report_directory
 from ppaux.testing.suite import DEFAULT_MARKS, SuiteRun
 
@@ -72,7 +66,6 @@ __all__ = [
     "mutants_against_the_baseline",
     "mutants_against_the_suite",
     "mutate",
-    "render_markdown",
 ]
 
 # The bound shows only on a baseline that hangs for ten minutes.
@@ -131,7 +124,7 @@ class MutateRun:
     wall_s: float = 0.0
     # Judgements keyed by identity that match no mutant or several, and those to review.
     unmatched: list[str] = field(default_factory=list)
-    review: list[JSONObject] = field(default_factory=list)
+    review: list[ReviewEntry] = field(default_factory=list)
 
     def missed(self, name: str) -> bool:
         """Whether the suite or the baseline let the mutant survive: the report shows its diff."""
@@ -272,7 +265,7 @@ def mutants_against_the_baseline(
     return {name: done[name] for name in mutants}
 
 
-def build_report(run: MutateRun) -> JSONObject:
+def build_report(run: MutateRun) -> MutateReport:
     """``mutate.json``: the score, the kill set, the verdicts, every mutant (with its diff where
     either side missed it); with a baseline, its score over the same mutants and the side-by-side counts."""
     options, suite, baseline = run.options, run.suite, run.baseline
@@ -280,116 +273,62 @@ def build_report(run: MutateRun) -> JSONObject:
     scored = score(suite, judged)
     mutants = []
     for name, status in suite.items():
-        entry: JSONObject = {"mutant": name, "suite": status}
-        if baseline is not None:
-            entry["baseline"] = baseline[name]
-        if name in judged:
-            entry["equivalent"] = judged[name]
-        if run.missed(name):
-            entry["diff"] = run.diffs.get(name, "")
-            entry["line"] = changed_line(entry["diff"])
-        mutants.append(entry)
-    report: JSONObject = {
-        "kind": "mutate",
-        "implementation": options.impl,
-        "module": run.target.module,
-        "mutmut": version("mutmut"),
-        "profile": options.profile,
-        "marks": options.marks,
-        "tests": options.tests,
-        "kill_set": len(run.kill_set.passed),
-        "left_out": run.kill_set.left_out,
-        "wall_s": run.wall_s,
-        "total": len(suite),
-        **score_fields(scored),
-        "gate": options.gate,
-        "passes": scored.reaches(options.gate) and not run.unmatched,
-        "verdicts": verdicts(suite),
-        "stale_equivalents": stale(suite, run.equivalents),
-        "unmatched_equivalents": run.unmatched,
-        "review_equivalents": run.review,
-        "mutants": mutants,
-    }
-    if baseline is not None:
-        report["baseline"] = _side_by_side(options.baseline, mutants, judged, scored)
-    return report
+        diff = run.diffs.get(name, "") if run.missed(name) else None
+        mutants.append(
+            MutantResult(
+                mutant=name,
+                suite=status,
+                killed=is_killed(status),
+                baseline=None if baseline is None else baseline[name],
+                equivalent=judged.get(name),
+                diff=diff,
+                line=None if diff is None else changed_line(diff),
+            )
+        )
+    return MutateReport(
+        implementation=options.impl,
+        module=run.target.module,
+        mutmut=version("mutmut"),
+        profile=options.profile,
+        marks=options.marks,
+        tests=options.tests,
+        kill_set=len(run.kill_set.passed),
+        left_out=tuple(run.kill_set.left_out),
+        wall_s=run.wall_s,
+        total=len(suite),
+        equivalent=scored.equivalent,
+        killed=scored.killed,
+        score=scored.percent,
+        gate=options.gate,
+        verdict=verdict_of(scored.reaches(options.gate) and not run.unmatched),
+        verdicts=verdicts(suite),
+        stale_equivalents=tuple(stale(suite, run.equivalents)),
+        unmatched_equivalents=tuple(run.unmatched),
+        review_equivalents=tuple(run.review),
+        mutants=tuple(mutants),
+        baseline=None if baseline is None else _side_by_side(options.baseline or "", mutants, judged, scored),
+    )
 
 
 def _side_by_side(
-    command: str | None, mutants: list[JSONObject], judged: Mapping[str, str], scored: Score
-) -> JSONObject:
-    def kind(m: JSONObject) -> str:
-        by_suite, by_baseline = is_killed(m["suite"]), m["baseline"] != "survived"
+    command: str, mutants: list[MutantResult], judged: Mapping[str, str], scored: Score
+) -> BaselineComparison:
+    def side(m: MutantResult) -> str:
+        by_baseline = m.baseline != "survived"
         return {(True, True): "both", (True, False): "only ppaux", (False, True): "only the baseline"}.get(
-            (by_suite, by_baseline), "neither"
+            (m.killed, by_baseline), "neither"
         )
 
-    kinds = [kind(m) for m in mutants]
+    sides = [side(m) for m in mutants]
     # Over the same mutants as ppaux's score: no test can kill one judged equivalent.
-    killed = sum(m["baseline"] != "survived" and m["mutant"] not in judged for m in mutants)
+    killed = sum(m.baseline != "survived" and m.mutant not in judged for m in mutants)
     baseline_score = Score(killed=killed, counted=scored.counted, equivalent=scored.equivalent)
-    return {
-        "command": command,
-        "killed": killed,
-        "score": baseline_score.percent,
-        "side_by_side": {k: kinds.count(k) for k in ("both", "only ppaux", "only the baseline", "neither")},
-    }
-
-
-def render_markdown(report: JSONObject) -> str:
-    """``mutate.md``: the score, the run's settings, the side-by-side table, every survivor with
-    its diff, stale entries."""
-    scored = Score(
-        killed=report["killed"], counted=report["total"] - report["equivalent"], equivalent=report["equivalent"]
+    return BaselineComparison(
+        command=command,
+        killed=killed,
+        score=baseline_score.percent,
+        side_by_side={k: sides.count(k) for k in SIDES},
     )
-    lines = [
-        f"# Mutation testing: `{report['implementation']}`",
-        "",
-        f"- ppaux's conformance suite: {score_phrase(scored)}; "
-        f"gate {report['gate']}%: {'**pass**' if report['passes'] else '**FAIL**'}",
-        f"- module `{report['module']}`, mutmut {report['mutmut']}, profile `{report['profile']}`, "
-        f"tests `{report['marks']}`"
-        + (f" and `-k {report['tests']}`" if report["tests"] else "")
-        + f": {report['kill_set']} tests; wall time {report['wall_s']} s",
-        verdicts_line(report["verdicts"]),
-    ]
-    if report["left_out"]:
-        lines.append(
-            "- left out of the kill set (robustness tests that fail on the unmutated module): "
-            + ", ".join(f"`{n}`" for n in report["left_out"])
-        )
-    if "baseline" in report:
-        b = report["baseline"]
-        lines += ["", f"## Side by side with `{b['command']}`", "", "| killed by | mutants |", "| --- | --- |"]
-        lines += [f"| {kind} | {n} |" for kind, n in b["side_by_side"].items()]
-        lines += [
-            "",
-            f"ppaux's suite {report['score']}%, the baseline {b['score']}% of {scored.counted} mutants"
-            + (f" ({report['equivalent']} judged equivalent left out)." if report["equivalent"] else "."),
-        ]
-    survivors = [m for m in report["mutants"] if "diff" in m]
-    lines += ["", "## Survivors", ""]
-    if not survivors:
-        lines.append("None.")
-    for m in survivors:
-        who = "survives ppaux's suite" if not is_killed(m["suite"]) else "killed by ppaux's suite"
-        if "baseline" in m:
-            who += ", " + ("survives the baseline" if m["baseline"] == "survived" else "killed by the baseline")
-        lines += [f"### `{m['mutant']}` ({who})", ""]
-        if m.get("equivalent"):
-            lines += [f"Judged equivalent: {m['equivalent']}", ""]
-        lines += [f"Changes `{m['line']}`", "", *diff_block(m["diff"])]
-    lines += stale_lines(report["stale_equivalents"])
-    if report["unmatched_equivalents"]:
-        lines += ["", "## Equivalence judgements that match no mutant, or several (the run fails)", ""]
-        lines += [f"- {line}" for line in report["unmatched_equivalents"]]
-    if report["review_equivalents"]:
-        lines += ["", "## Equivalence judgements to review (their function changed since)", ""]
-        lines += [
-            f"- {e['entry']}: now `{e['mutant']}`, function_hash `{e['function_hash']}`"
-            for e in report["review_equivalents"]
-        ]
-    return "\n".join(lines).rstrip() + "\n"
 
 
 def _fresh_scratch(report: str | None) -> tuple[Path, Path]:
@@ -403,14 +342,13 @@ def _fresh_scratch(report: str | None) -> tuple[Path, Path]:
     return out, scratch
 
 
-def _summary(report: JSONObject, page: Path) -> str:
-    counted = report["total"] - report["equivalent"]
-    line = f"ppaux mutate: {report['score']}% ({report['killed']}/{counted} killed) in {report['wall_s']} s"
-    if "baseline" in report:
-        line += f"; baseline {report['baseline']['score']}%; " + ", ".join(
-            f"{k} {v}" for k, v in report["baseline"]["side_by_side"].items()
+def _summary(report: MutateReport, page: Path) -> str:
+    line = f"ppaux mutate: {report.score}% ({report.killed}/{report.counted} killed) in {report.wall_s} s"
+    if report.baseline is not None:
+        line += f"; baseline {report.baseline.score}%; " + ", ".join(
+            f"{k} {v}" for k, v in report.baseline.side_by_side.items()
         )
-    return line + f"; gate {report['gate']}% {'pass' if report['passes'] else 'FAIL'}; report {page}"
+    return line + f"; gate {report.gate}% {'pass' if report.verdict == 'pass' else 'FAIL'}; report {page}"
 
 
 def mutate(options: MutateOptions, suite_files: Sequence[Path]) -> int:
@@ -441,7 +379,7 @@ def mutate(options: MutateOptions, suite_files: Sequence[Path]) -> int:
         resolution = match_judgements(equivalents, identities)
         run.equivalents, run.unmatched = resolution.judged, resolution.problems
         run.review = [
-            {"mutant": name, "entry": j.describe(), "function_hash": identities[name].function_hash}
+            ReviewEntry(mutant=name, entry=j.describe(), function_hash=identities[name].function_hash)
             for name, j in sorted(resolution.review.items())
         ]
     if command is not None:
@@ -453,12 +391,12 @@ def mutate(options: MutateOptions, suite_files: Sequence[Path]) -> int:
     )
     run.wall_s = round(time.monotonic() - start, 1)
     report = build_report(run)
-    page = write_report(out, "mutate", report, [render_markdown(report)])
+    page, _ = write_report(out, "mutate", report.to_json(), mutate_markdown(report))
     progress.say(_summary(report, page))
-    for line in report["unmatched_equivalents"]:
+    for line in report.unmatched_equivalents:
         progress.say(f"ppaux mutate: {line}")
-    for e in report["review_equivalents"]:
-        progress.say(f"ppaux mutate: {REVIEW}: {e['entry']} (now {e['mutant']}, function_hash {e['function_hash']})")
-    for name in report["stale_equivalents"]:
+    for e in report.review_equivalents:
+        progress.say(f"ppaux mutate: {REVIEW}: {e.entry} (now {e.mutant}, function_hash {e.function_hash})")
+    for name in report.stale_equivalents:
         progress.say(f"ppaux mutate: {STALE}: {name}")
-    return 0 if report["passes"] else 1
+    return 0 if report.verdict == "pass" else 1

@@ -26,26 +26,17 @@ from ppaux.mutation.equivalents import REVIEW, Judgement, read_judgements, resol
 from ppaux.mutation.identity import MutantIdentity, identify_all
 from ppaux.mutation.mutant_runs import FIRST, recorded_killers
 from ppaux.mutation.project import MUTANT_PYTEST_ARGS, MutmutProject, changed_line, module_of, mutmut_table, select
-from ppaux.mutation.report import (
-    STALE,
-    diff_block,
-    equivalent_lines,
-    score_fields,
-    score_phrase,
-    stale_lines,
-    verdicts_line,
-    write_report,
-)
-from ppaux.mutation.score import Score, is_killed, judged_equivalent, score, stale, verdicts
+from ppaux.mutation.score import is_killed, judged_equivalent, score, stale, verdicts
+from ppaux.report import Marking, ModuleScore, MutationReport, ReviewEntry, Survivor, SurvivorIdentity, write_report
+from ppaux.report.mutation import STALE, verdict_of
+from ppaux.report.render import mutation_markdown
 from ppaux.testing.progress import Progress
-from ppaux.testing.results import JSONObject
 
 __all__ = [
     "CLEAN_RUN_FAILED",
     "Checkout",
     "Scope",
     "list_mutants",
-    "render_markdown",
     "run_scope",
     "score_modules",
     "source_of",
@@ -154,9 +145,9 @@ def source_of(mutant: str) -> str:
 
 def score_modules(
     results: Mapping[str, str], judged: Mapping[str, str], gate_for: Callable[[str], float | None]
-) -> dict[str, JSONObject]:
+) -> dict[str, ModuleScore]:
     """The score per module: its mutants, those killed and judged equivalent, its survivors (the
-    mutants neither killed nor judged equivalent), its gate (``gate_for(module)``) and whether it passes."""
+    mutants neither killed nor judged equivalent), its gate (``gate_for(module)``) and its verdict."""
     by_module: dict[str, dict[str, str]] = defaultdict(dict)
     for name, status in sorted(results.items()):
         by_module[module_of(name)][name] = status
@@ -164,67 +155,17 @@ def score_modules(
     for module, mutants in sorted(by_module.items()):
         scored = score(mutants, judged)
         gate = gate_for(module)
-        survivors = [{"mutant": n, "status": s} for n, s in mutants.items() if not is_killed(s) and n not in judged]
-        out[module] = {
-            "total": len(mutants),
-            "killed": scored.killed,
-            "equivalent": scored.equivalent,
-            "survivors": survivors,
-            "score": scored.percent,
-            "gate": gate,
-            "passes": gate is None or scored.reaches(gate),
-        }
-    return out
-
-
-def render_markdown(report: JSONObject, markings: Callable[[JSONObject], list[str]]) -> list[str]:
-    """``mutation.md``: the score and gate, the table per module, the mutants judged equivalent,
-    the stale entries, the ``markings`` section (the caller's), every survivor with its diff."""
-    scored = Score(
-        killed=report["killed"], counted=report["total"] - report["equivalent"], equivalent=report["equivalent"]
-    )
-    scope = report["scope"]
-    lines = [
-        "# Mutation testing",
-        "",
-        f"- scope `{scope}`: {report['scope_doc']}",
-        f"- score: {score_phrase(scored)}; gate: {'**pass**' if report['passes'] else '**FAIL**'}",
-        *([f"- mutants run: {report['ran']}, recorded results reused: {report['reused']}"] if "ran" in report else []),
-        f"- wall time: {report['wall_s']} s; mutmut {report['mutmut']}; "
-        f"command: `python -m reports mutation --scope {scope}"
-        + "".join(f" --only '{p}'" for p in report["only"])
-        + "`",
-        verdicts_line(report["verdicts"]),
-    ]
-    lines += ["", "| module | mutants | killed | score | gate | verdict |", "| --- | --- | --- | --- | --- | --- |"]
-    for module, m in report["modules"].items():
-        gate = "reported" if m["gate"] is None else f"{m['gate']}%"
-        lines.append(
-            f"| {module} | {m['total']} | {m['killed']} | {m['score']}% | {gate} | "
-            f"{'pass' if m['passes'] else 'FAIL'} |"
+        survivors = tuple(Survivor(n, s) for n, s in mutants.items() if not is_killed(s) and n not in judged)
+        out[module] = ModuleScore(
+            total=len(mutants),
+            killed=scored.killed,
+            equivalent=scored.equivalent,
+            survivors=survivors,
+            score=scored.percent,
+            gate=gate,
+            verdict=verdict_of(gate is None or scored.reaches(gate)),
         )
-    lines += [
-        "",
-        *equivalent_lines(report["judged_equivalent"], source=", ".join(f"`{f}`" for f in report["equivalents_files"])),
-    ]
-    lines += [*stale_lines(report["stale_equivalents"]), *([""] if report["stale_equivalents"] else [])]
-    # .get: a report written before judgements were keyed by identity has neither list.
-    if report.get("unmatched_equivalents"):
-        lines += ["## Equivalence judgements that match no mutant, or several (the run fails)", ""]
-        lines += [f"- {line}" for line in report["unmatched_equivalents"]] + [""]
-    if report.get("review_equivalents"):
-        lines += ["## Equivalence judgements to review (their function changed since)", ""]
-        lines += [
-            f"- {e['entry']}: now `{e['mutant']}`, function_hash `{e['function_hash']}`"
-            for e in report["review_equivalents"]
-        ] + [""]
-    lines += markings(report)
-    lines += ["", "## Surviving mutants", ""]
-    if not report["survivors"]:
-        lines += ["None.", ""]
-    for s in report["survivors"]:
-        lines += [f"### `{s['mutant']}` ({s['status']})", "", *diff_block(s["diff"])]
-    return lines
+    return out
 
 
 def _run_mutmut(project: MutmutProject, out: Path, max_children: int | None, only: list[str]) -> int:
@@ -255,6 +196,10 @@ def _fresh(out_dir: str) -> tuple[Path, Path]:
     return out, scratch
 
 
+def _identity(found: MutantIdentity) -> SurvivorIdentity:
+    return SurvivorIdentity(**dataclasses.asdict(found))
+
+
 def _identities(project: MutmutProject, names: Sequence[str]) -> dict[str, MutantIdentity]:
     return identify_all(project.sources(names, source_of))
 
@@ -267,13 +212,12 @@ def run_scope(
     only: Sequence[str] = (),
     *,
     full: bool = False,
-    markings: Callable[[], list[JSONObject]] = list,
-    markings_section: Callable[[JSONObject], list[str]] = lambda report: [],
+    markings: Callable[[], list[Marking]] = list,
 ) -> int:
     """The scope's run, its report in ``out_dir`` (``mutation.md``, ``.json``) and a summary on the
     console: 0 when every module reaches its gate, every equivalence judgement matches one mutant and
-    no marking (``markings()``, each with its ``problem`` or ``None``) is refused, 1 otherwise or
-    when mutmut failed.
+    no no-mutate marking (``markings()``, each with its ``problem`` or ``None``; the report lists
+    them) is refused, 1 otherwise or when mutmut failed.
 
     Incremental unless ``full`` or ``only``: the verdicts recorded in ``out_dir`` (:mod:`ppaux.mutation.history`)
     stand for every mutant whose function and tests did not change; mutmut runs the others."""
@@ -316,11 +260,10 @@ def run_scope(
     asked = select(resolution.judged, only)
     judged = judged_equivalent(results, asked)
     modules = score_modules(results, judged, lambda module: checkout.gate_for(module, scope))
-    survivors = [s for module in modules.values() for s in module["survivors"]]
-    diffs = project.diffs([s["mutant"] for s in survivors], source_of)
+    survivors = [s for module in modules.values() for s in module.survivors]
+    diffs = project.diffs([s.mutant for s in survivors], source_of)
     survivors = [
-        {**s, "diff": diffs.get(s["mutant"], ""), "identity": dataclasses.asdict(identities[s["mutant"]])}
-        for s in survivors
+        Survivor(s.mutant, s.status, diffs.get(s.mutant, ""), _identity(identities[s.mutant])) for s in survivors
     ]
     scored = score(results, judged)
     marked = markings()
@@ -330,52 +273,55 @@ def run_scope(
         found = recorded_killers(project.root / "mutants")
         kept = {} if recorded is None else history.killers(identities, recorded)
         history.save(store, every, identities, killers={**kept, **found}, **stamp)
-    report: JSONObject = {
-        "kind": "mutation",
-        "scope": scope.name,
-        "scope_doc": scope.doc,
-        "wall_s": wall,
-        "mutmut": version("mutmut"),
-        "total": len(results),
-        "reused": len(reused),
-        "ran": ran,
-        **score_fields(scored),
-        "passes": all(m["passes"] for m in modules.values())
-        and not any(e["problem"] for e in marked)
-        and not resolution.problems,
-        "verdicts": verdicts(results),
-        "only": only,
-        "modules": modules,
-        "survivors": survivors,
-        "equivalents_files": list(scope.equivalents),
-        "judged_equivalent": judged,
-        "stale_equivalents": stale(results, asked),
-        "unmatched_equivalents": resolution.problems,
-        "review_equivalents": [
-            {"mutant": name, "entry": j.describe(), "function_hash": identities[name].function_hash}
+    report = MutationReport(
+        scope=scope.name,
+        scope_doc=scope.doc,
+        wall_s=wall,
+        mutmut=stamp["mutmut"],
+        total=len(results),
+        reused=len(reused),
+        ran=ran,
+        equivalent=scored.equivalent,
+        killed=scored.killed,
+        score=scored.percent,
+        verdict=verdict_of(
+            all(m.verdict == "pass" for m in modules.values())
+            and not any(e.problem for e in marked)
+            and not resolution.problems
+        ),
+        verdicts=verdicts(results),
+        only=tuple(only),
+        modules=modules,
+        survivors=tuple(survivors),
+        equivalents_files=scope.equivalents,
+        judged_equivalent=judged,
+        stale_equivalents=tuple(stale(results, asked)),
+        unmatched_equivalents=tuple(resolution.problems),
+        review_equivalents=tuple(
+            ReviewEntry(mutant=name, entry=j.describe(), function_hash=identities[name].function_hash)
             for name, j in sorted(resolution.review.items())
-        ],
-        "equivalents": marked,
-    }
-    page = write_report(out, "mutation", report, render_markdown(report, markings_section))
+        ),
+        markings=tuple(marked),
+    )
+    page, _ = write_report(out, "mutation", report.to_json(), mutation_markdown(report))
     print(
-        f"mutation ({scope.name}): {report['score']}% ({scored.killed}/{scored.counted} killed) in {wall} s "
+        f"mutation ({scope.name}): {report.score}% ({scored.killed}/{scored.counted} killed) in {wall} s "
         f"({ran} run, {len(reused)} recorded results reused); "
-        f"gate {'pass' if report['passes'] else 'FAIL'}; report {page}"
+        f"gate {'pass' if report.verdict == 'pass' else 'FAIL'}; report {page}"
     )
     for module, m in modules.items():
-        if not m["passes"]:
-            print(f"  {module}: {m['score']}% < {m['gate']}% ({len(m['survivors'])} survivors)")
+        if m.verdict == "fail":
+            print(f"  {module}: {m.score}% < {m.gate}% ({len(m.survivors)} survivors)")
     for e in marked:
-        if e["problem"]:
-            print(f"  {e['where']}: {e['problem']}")
+        if e.problem:
+            print(f"  {e.where}: {e.problem}")
     for line in resolution.problems:
         print(f"  {line}")
-    for entry in report["review_equivalents"]:
-        print(f"  {REVIEW}: {entry['entry']} (now {entry['mutant']}, function_hash {entry['function_hash']})")
-    for name in report["stale_equivalents"]:
+    for entry in report.review_equivalents:
+        print(f"  {REVIEW}: {entry.entry} (now {entry.mutant}, function_hash {entry.function_hash})")
+    for name in report.stale_equivalents:
         print(f"  {STALE}: {name}")
-    return 0 if report["passes"] else 1
+    return 0 if report.verdict == "pass" else 1
 
 
 def _in_order(mutant: str) -> tuple[str, int]:

@@ -1,17 +1,18 @@
 """The no-mutate pragmas (mutmut's markings) of a source tree, each with its one-line reason and the
 problem that makes the gate refuse it: what ppaux's own runs report beside the equivalents files
-(:mod:`ppaux.mutation.own`), while the markings last."""
+(:mod:`ppaux.mutation.own`; the report's section is :func:`ppaux.report.render.markings_section`),
+while the markings last."""
 
 from __future__ import annotations
 
 import io
 import re
 import tokenize
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-__all__ = ["NO_REASON", "REGION_AFTER_CODE", "REGION_INSIDE_BRACKETS", "markings", "markings_section"]
+from ppaux.report import Marking
+
+__all__ = ["NO_REASON", "REGION_AFTER_CODE", "REGION_INSIDE_BRACKETS", "markings"]
 
 _PRAGMA = re.compile(r"#\s*pragma:\s*no mutate(?: (?P<kind>block|start|end))?(?:\s+-\s+(?P<reason>\S.*?))?\s*$")
 
@@ -40,7 +41,7 @@ def _bracket_depths(text: str) -> dict[int, int]:
     return depths
 
 
-def markings(source: Path) -> list[dict[str, object]]:
+def markings(source: Path) -> list[Marking]:
     """Every no-mutate pragma under ``source``: where it is, whether it covers more than its
     line, the one-line reason after its `` - `` (``None`` when it gives none), and the
     ``problem`` that makes the gate refuse it (``None`` for a sound marking)."""
@@ -68,26 +69,11 @@ def markings(source: Path) -> list[dict[str, object]]:
                 else NO_REASON
             )
             found.append(
-                {
-                    "where": f"{path.relative_to(source.parent).as_posix()}:{number}",
-                    "block": m["kind"] in ("block", "start") and not after_code,
-                    "reason": m["reason"],
-                    "problem": problem,
-                }
+                Marking(
+                    where=f"{path.relative_to(source.parent).as_posix()}:{number}",
+                    block=m["kind"] in ("block", "start") and not after_code,
+                    reason=m["reason"],
+                    problem=problem,
+                )
             )
     return found
-
-
-def _marking_line(marking: Mapping[str, object]) -> str:
-    said = [str(marking["reason"])] if marking["reason"] else []
-    said += [f"**{marking['problem']}**"] if marking.get("problem") else []
-    return f"- `{marking['where']}`{' (block)' if marking['block'] else ''}: {' '.join(said)}"
-
-
-def markings_section(report: Mapping[str, Any]) -> list[str]:  # Any: a report's JSON, read by key
-    """The report's section of the markings (``report["equivalents"]``), each with its reason and problem."""
-    return [
-        "## Marked equivalent (`# pragma: no mutate`)",
-        "",
-        *(_marking_line(e) for e in report.get("equivalents", [])),
-    ]

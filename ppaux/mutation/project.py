@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -30,12 +31,14 @@ from ppaux.testing.progress import Progress
 __all__ = [
     "MUTANT_PYTEST_ARGS",
     "UNREADABLE_MUTANTS",
+    "MutmutProgress",
     "MutmutProject",
     "changed_line",
     "crashes",
     "module_of",
     "mutmut_table",
     "name_crashes",
+    "parse_mutmut_progress",
     "parse_results",
     "run_with_mutant",
     "select",
@@ -57,8 +60,37 @@ _RESULT_LINE = re.compile(r"^\s*(?P<name>\S+__mutmut_\d+): (?P<status>.+?)\s*$")
 # How often, and how far apart, a .meta file that does not parse is read again (a fifth of a second in all).
 _META_READS = 10
 _META_REREAD_S = 0.02
-# mutmut's progress line: "⠹ 44/53  🎉 44 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0".
-_PROGRESS = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+)\s+🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)")
+
+
+@dataclass(frozen=True)
+class MutmutProgress:
+    """What one of mutmut's progress lines says: mutants ``done`` of ``total``, those ``killed``
+    (mutmut's killed and timed out) and those that ``survived``. "suspicious" stays out of both
+    until the verdicts are read."""
+
+    done: int
+    total: int
+    killed: int
+    survived: int
+
+
+def parse_mutmut_progress(text: str) -> list[MutmutProgress]:
+    """Every progress line of mutmut's in ``text``, in order.
+
+    mutmut offers its progress as no data (no API, no machine-readable output), only a status line
+    of emoji rewritten with a carriage return; this function is the one place that reads it.
+    Written for the releases ppaux supports, mutmut 3.x (``mutmut>=3.3,<4``; CI pins 3.8.1), whose
+    line reads ``done/total  🎉 killed 🫥 no-tests  ⏰ timeout  🤔 suspicious  🙁 survived`` and
+    more counts after it, as in this line of a real 3.8.1 run (after its spinner):
+    ``⠸ 2/2  🎉 2 🫥 0  ⏰ 0  🤔 0  🙁 0  🔇 0  🧙 0``. Nothing past the survived count is read. A
+    release that changes the line shows here (tests/test_mutate.py pins it), not as a run whose
+    progress stays at nothing."""
+    line = re.compile(r"(\d+)/(\d+)\s+🎉 (\d+)\s+🫥 (\d+)\s+⏰ (\d+)\s+🤔 (\d+)\s+🙁 (\d+)")
+    found = []
+    for match in line.finditer(text):
+        done, total, killed, _, timeout, _, survived = map(int, match.groups())
+        found.append(MutmutProgress(done, total, killed + timeout, survived))
+    return found
 
 
 def show_counts(
@@ -83,7 +115,7 @@ def show_counts(
         progress.update(text, state=counts)
 
 
-def status_lines(chunks: Iterable[str]) -> Iterator[tuple[str, list[re.Match[str]]]]:
+def status_lines(chunks: Iterable[str]) -> Iterator[tuple[str, list[MutmutProgress]]]:
     """Each chunk of mutmut's output with the progress lines it completes: a line that a chunk
     boundary cuts in two is read once, whole (read alone, its second half looks like a line)."""
     pending = ""
@@ -91,9 +123,9 @@ def status_lines(chunks: Iterable[str]) -> Iterator[tuple[str, list[re.Match[str
         pending += chunk
         cut = max(pending.rfind("\r"), pending.rfind("\n")) + 1
         complete, pending = pending[:cut], pending[cut:]
-        yield chunk, list(_PROGRESS.finditer(complete))
+        yield chunk, parse_mutmut_progress(complete)
     if pending:
-        yield "", list(_PROGRESS.finditer(pending))
+        yield "", parse_mutmut_progress(pending)
 
 
 def parse_results(text: str) -> dict[str, str]:
@@ -162,11 +194,9 @@ def mutmut_table(config: Mapping[str, object]) -> str:
     return tomli_w.dumps({"tool": {"mutmut": config}})
 
 
-def _counts(match: re.Match[str], selected: int | None = None) -> tuple[int, int, int, int]:
-    """(done, total, killed, survived) from mutmut's progress line; ``selected``: the total of a
-    narrowed run. "suspicious" stays out of both until the verdicts are read."""
-    done, total, killed, _, timeout, _, survived = map(int, match.groups())
-    return done, total if selected is None else selected, killed + timeout, survived
+def _counts(line: MutmutProgress, selected: int | None = None) -> tuple[int, int, int, int]:
+    """(done, total, killed, survived) of a progress line; ``selected``: the total of a narrowed run."""
+    return line.done, line.total if selected is None else selected, line.killed, line.survived
 
 
 def _follow(proc: subprocess.Popen[bytes], written: BinaryIO) -> Iterator[str]:
@@ -226,12 +256,12 @@ class MutmutProject:
             selected: int | None = None
             try:
                 # mutmut rewrites its status line with "\r": read it in chunks, not lines.
-                for _, matches in status_lines(_follow(proc, written)):
-                    for match in matches:
+                for _, lines in status_lines(_follow(proc, written)):
+                    for line in lines:
                         if only and selected is None:
                             selected = len(select(_exit_codes(self.root / "mutants"), only))
-                        seen = match
-                        show_counts(progress, *_counts(match, selected))
+                        seen = line
+                        show_counts(progress, *_counts(line, selected))
                 code = proc.wait()
             except KeyboardInterrupt:
                 # Outside the terminal's process group, mutmut did not see the Ctrl-C: pass it on.

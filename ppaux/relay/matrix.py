@@ -2,9 +2,10 @@
 
 The scenario: three stages (first pops, one middle, last samples), two steps each with a
 two-tensor auxiliary output, the fault aimed at step 0's first aux tensor on the last -> first
-hop; ``diverge`` runs on two stages of two all-gather ranks each. The matrix is printed and
-written as Markdown and JSON; the exit status is 1 when a cell differs from :data:`EXPECTED`,
-the outcomes the test suite asserts. ``ppaux faults`` (:mod:`ppaux.cli.faults`) prints it.
+hop; ``diverge`` runs on two stages of two all-gather ranks each. ``ppaux faults``
+(:mod:`ppaux.cli.faults`) prints the matrix and writes it as Markdown and JSON (its typed report:
+:class:`ppaux.report.FaultsReport`); the exit status is 1 when a cell differs from
+:data:`EXPECTED`, the outcomes the test suite asserts.
 """
 
 from __future__ import annotations
@@ -99,37 +100,3 @@ def run_fault(name: str, *, channel: str, integrity: bool, timeout: float) -> Ve
 
 def matrix(*, channel: str, integrity: bool, timeout: float) -> dict[str, Verdict]:
     return {name: run_fault(name, channel=channel, integrity=integrity, timeout=timeout) for name in ["none", *FAULTS]}
-
-
-def markdown(
-    cells: dict[str, Verdict],
-    *,
-    channel: str,
-    integrity: bool,
-    expected: dict[str, str],
-    model: dict[str, Verdict] | None = None,
-) -> str:
-    """The matrix as Markdown; ``model``, when given, is ppaux's model's column beside SGLang's code's."""
-    mode = "integrity mode" if integrity else "SGLang's wire (integrity off)"
-    outcome = "SGLang's own code" if model is not None else "outcome at the popping stage"
-    beside = " ppaux's model (gloo) |" if model is not None else ""
-    rows = [
-        f"### Fault matrix: {channel} channel, {mode}",
-        "",
-        f"| fault | what it does | {outcome} |{beside} expected | detail |",
-        "| --- | --- | --- |" + (" --- |" if model else "") + " --- | --- |",
-    ]
-    for name, v in cells.items():
-        doc = FAULTS[name].doc if name in FAULTS else Fault.doc
-        mark = "" if expected.get(name) == v.outcome else " **(differs)**"
-        side = (
-            f" {model[name].outcome}{'' if model[name].outcome == v.outcome else ' **(differs)**'} |"
-            if model is not None
-            else ""
-        )
-        rows.append(
-            f"| {name} | {doc} | {v.outcome}{mark} |{side} {expected.get(name)} | {v.detail.replace('|', '/')} |"
-        )
-    silent = [n for n, v in cells.items() if v.outcome == S]
-    rows += ["", f"Silent corruptions: {len(silent)}" + (f" ({', '.join(silent)})" if silent else "")]
-    return "\n".join(rows) + "\n"

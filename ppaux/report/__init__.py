@@ -14,8 +14,20 @@ from importlib import resources
 from typing import Any
 
 from ppaux.report.conformance import ClauseResult, ConformanceReport, RegressionFile, RegressionSummary, TestOutcome
+from ppaux.report.faults import FaultCell, FaultOutcome, FaultsReport
 from ppaux.report.files import write_atomic, write_report
 from ppaux.report.fuzz import FuzzFailure, FuzzReplayReport, FuzzRunReport
+from ppaux.report.mutation import (
+    BaselineComparison,
+    Marking,
+    ModuleScore,
+    MutantResult,
+    MutateReport,
+    MutationReport,
+    ReviewEntry,
+    Survivor,
+    SurvivorIdentity,
+)
 from ppaux.report.versions import SCHEMA_VERSIONS, ReportFormatError, check_version
 
 __all__ = [
@@ -33,6 +45,21 @@ __all__ = [
     "schema",
     "write_atomic",
     "write_report",
+]
+# The mutation reports (ppaux mutate's, a checkout's own run) and the fault matrix (issue 35).
+__all__ += [
+    "BaselineComparison",
+    "FaultCell",
+    "FaultOutcome",
+    "FaultsReport",
+    "Marking",
+    "ModuleScore",
+    "MutantResult",
+    "MutateReport",
+    "MutationReport",
+    "ReviewEntry",
+    "Survivor",
+    "SurvivorIdentity",
 ]
 
 
