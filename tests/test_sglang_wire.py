@@ -198,6 +198,10 @@ def test_the_boundary_records_every_call_and_lets_a_fault_change_or_drop_a_messa
             "sglang==9.9.9: GroupCoordinator.send_object is no longer a method (['obj', 'dst', 'async_send', 'tag'])",
         ),
         (
+            PARALLEL_STATE.replace("class GroupCoordinator", "GroupCoordinator = object\n\n\nclass Coordinator"),
+            "sglang==9.9.9: GroupCoordinator is no longer a class in sglang/srt/distributed/parallel_state.py",
+        ),
+        (
             PARALLEL_STATE.replace("class GroupCoordinator", "class Coordinator"),
             (
                 "sglang==9.9.9: sglang/srt/distributed/parallel_state.py "
@@ -599,6 +603,13 @@ def test_a_fault_changes_sglangs_messages_as_it_changes_a_dict_on_the_model(link
     assert fake.calls == []
     link_.send({"step": torch.tensor([1])}, Reorder(), faulty=False)
     assert [tensors for _, tensors in _messages(fake)] == [[[1]], [[0]]]
+
+
+def test_a_faulty_step_without_a_fault_is_a_clean_send_as_on_the_models_link(link):
+    link_, fake = link
+    link_.send({"ids": torch.tensor([1, 2]), AUX: torch.tensor([0.5])}, None, faulty=True)
+    ((meta, tensors),) = _messages(fake)
+    assert [k for k, _ in meta] == ["ids", AUX] and tensors == [[1, 2], [0.5]]
 
 
 def test_pipeline_and_hop_start_a_world_that_runs_sglangs_code(monkeypatch):

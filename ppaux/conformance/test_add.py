@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from hypothesis import strategies as st
@@ -26,6 +28,7 @@ from ppaux.conformance.support import (
     transports,
     verdict,
 )
+from ppaux.testing.impl import Implementation
 from ppaux.testing.profiles import given
 
 pytestmark = pytest.mark.contract
@@ -33,7 +36,7 @@ pytestmark = pytest.mark.contract
 
 @pytest.mark.clause("add.1")
 @given(data=st.data())
-def test_none_output_leaves_dict_untouched(ppaux_impl, data):
+def test_none_output_leaves_dict_untouched(ppaux_impl: Implementation, data: st.DataObject) -> None:
     """add.1: a None output returns and leaves the dict untouched."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix, aux=True), label="d")
@@ -45,7 +48,7 @@ def test_none_output_leaves_dict_untouched(ppaux_impl, data):
 
 @pytest.mark.clause("add.2")
 @given(data=st.data())
-def test_output_without_pp_support_is_a1(ppaux_impl, data):
+def test_output_without_pp_support_is_a1(ppaux_impl: Implementation, data: st.DataObject) -> None:
     """add.2: an output that does not support PP transport raises A1 and writes nothing."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
@@ -57,7 +60,7 @@ def test_output_without_pp_support_is_a1(ppaux_impl, data):
 
 @pytest.mark.clause("add.3")
 @given(data=st.data())
-def test_to_pp_tensors_called_once_and_its_error_propagates(ppaux_impl, data):
+def test_to_pp_tensors_called_once_and_its_error_propagates(ppaux_impl: Implementation, data: st.DataObject) -> None:
     """add.3: to_pp_tensors is called exactly once; what it raises propagates unchanged."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
@@ -74,7 +77,7 @@ def test_to_pp_tensors_called_once_and_its_error_propagates(ppaux_impl, data):
 
 @pytest.mark.clause("add.4")
 @given(data=st.data(), payload=st.sampled_from([{}, None, (), 0, ""]))
-def test_falsy_payload_is_a2(ppaux_impl, data, payload):
+def test_falsy_payload_is_a2(ppaux_impl: Implementation, data: st.DataObject, payload: object) -> None:
     """add.4: a falsy payload (empty mapping, None) raises A2."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
@@ -84,7 +87,7 @@ def test_falsy_payload_is_a2(ppaux_impl, data, payload):
     assert_same_dict(d, snap)
 
 
-def _check_first_failing_item(t, d, out):
+def _check_first_failing_item(t: Implementation, d: dict[Any, Any], out: object) -> None:
     if isinstance(out, RaisingPPOutput):
         raised(ObserverFailure, f"add({out!r}) to propagate the ObserverFailure of to_pp_tensors()", t.add, d, out)
         return
@@ -98,7 +101,7 @@ def _check_first_failing_item(t, d, out):
 
 @pytest.mark.clause("add.5")
 @given(data=st.data())
-def test_first_failing_item_decides_the_error(ppaux_impl, data):
+def test_first_failing_item_decides_the_error(ppaux_impl: Implementation, data: st.DataObject) -> None:
     """add.5: items are checked in order, name (A3) before value (A4) before collision (A5);
     the first failing item decides."""
     _check_first_failing_item(*data.draw(add_cases(ppaux_impl, valid=False), label="case"))
@@ -114,7 +117,9 @@ def test_first_failing_item_decides_the_error(ppaux_impl, data):
     ],
     ids=["A3 before a later A4", "A4 before a later A3", "A5 after a valid item"],
 )
-def test_first_failing_item_decides_the_error_in_known_cases(ppaux_impl, d, payload):
+def test_first_failing_item_decides_the_error_in_known_cases(
+    ppaux_impl: Implementation, d: dict[str, torch.Tensor], payload: dict[object, object]
+) -> None:
     """add.5: the first failing item decides, whatever a later item does wrong."""
     d = {(ppaux_impl.prefix + k if k == "scores" else k): v for k, v in d.items()}
     _check_first_failing_item(ppaux_impl, d, PPOutput(payload))
@@ -122,7 +127,9 @@ def test_first_failing_item_decides_the_error_in_known_cases(ppaux_impl, d, payl
 
 @pytest.mark.clause("add.7")
 @given(data=st.data())
-def test_success_adds_one_key_per_item_bound_to_the_same_tensor(ppaux_impl, data):
+def test_success_adds_one_key_per_item_bound_to_the_same_tensor(
+    ppaux_impl: Implementation, data: st.DataObject
+) -> None:
     """add.7: success adds exactly prefix+name per item bound to the very tensor;
     earlier keys keep value and position."""
     t = data.draw(transports(ppaux_impl), label="transport")

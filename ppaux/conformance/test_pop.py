@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+import torch
 from hypothesis import strategies as st
 from ppaux_strategies import (
     NotPPObserver,
@@ -27,6 +30,7 @@ from ppaux.conformance.support import (
     transports,
     verdict,
 )
+from ppaux.testing.impl import Implementation
 from ppaux.testing.profiles import given
 
 pytestmark = pytest.mark.contract
@@ -34,7 +38,9 @@ pytestmark = pytest.mark.contract
 
 @pytest.mark.clause("pop.1")
 @given(data=st.data(), tensor=tensors())
-def test_name_is_key_with_prefix_removed_once(ppaux_impl, data, tensor):
+def test_name_is_key_with_prefix_removed_once(
+    ppaux_impl: Implementation, data: st.DataObject, tensor: torch.Tensor
+) -> None:
     """pop.1: an aux item's name is its key with the prefix removed once; a name may itself contain the prefix."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
@@ -48,7 +54,9 @@ def test_name_is_key_with_prefix_removed_once(ppaux_impl, data, tensor):
 
 @pytest.mark.clause("pop.2")
 @given(data=st.data(), obs=observers())
-def test_no_aux_items_returns_none_without_calling_observer(ppaux_impl, data, obs):
+def test_no_aux_items_returns_none_without_calling_observer(
+    ppaux_impl: Implementation, data: st.DataObject, obs: object
+) -> None:
     """pop.2: without aux items pop returns None, leaves the dict untouched and never calls the observer
     (any observer)."""
     t = data.draw(transports(ppaux_impl), label="transport")
@@ -61,7 +69,7 @@ def test_no_aux_items_returns_none_without_calling_observer(ppaux_impl, data, ob
         assert obs.calls == [], f"expected no call of from_pp_tensors(), got {len(obs.calls)}"
 
 
-def _check_precedence(t, d, obs):
+def _check_precedence(t: Implementation, d: dict[Any, Any], obs: object) -> None:
     expected = Oracle(t.prefix).pop_error(d, obs)
     if expected is None:
         return
@@ -75,7 +83,7 @@ def _check_precedence(t, d, obs):
 
 @pytest.mark.clause("pop.3")
 @given(data=st.data())
-def test_observer_checks_precede_value_checks(ppaux_impl, data):
+def test_observer_checks_precede_value_checks(ppaux_impl: Implementation, data: st.DataObject) -> None:
     """pop.3: with aux items, observer None is P1, else an observer without PP support is P2,
     else a non-tensor aux value is P3."""
     _check_precedence(*data.draw(pop_cases(ppaux_impl), label="case"))
@@ -83,14 +91,16 @@ def test_observer_checks_precede_value_checks(ppaux_impl, data):
 
 @pytest.mark.clause("pop.3")
 @pytest.mark.parametrize("obs", [None, NotPPObserver(), RecordingObserver()], ids=["P1", "P2", "P3"])
-def test_observer_checks_precede_value_checks_on_a_non_tensor(ppaux_impl, obs):
+def test_observer_checks_precede_value_checks_on_a_non_tensor(ppaux_impl: Implementation, obs: object) -> None:
     """pop.3: a non-tensor aux value is P3 only once the observer is there and supports PP transport."""
     _check_precedence(ppaux_impl, {ppaux_impl.prefix + "a": [1]}, obs)
 
 
 @pytest.mark.clause("pop.4")
 @given(data=st.data(), mode=st.sampled_from(["rebuild", "return_none", "raise"]))
-def test_observer_called_once_with_a_new_dict_of_the_same_objects(ppaux_impl, data, mode):
+def test_observer_called_once_with_a_new_dict_of_the_same_objects(
+    ppaux_impl: Implementation, data: st.DataObject, mode: str
+) -> None:
     """pop.4: from_pp_tensors is called once with a new {name: value} dict of all aux items, values the very objects."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix, aux=True), label="d")
@@ -113,7 +123,7 @@ def test_observer_called_once_with_a_new_dict_of_the_same_objects(ppaux_impl, da
 
 @pytest.mark.clause("pop.4")
 @given(data=st.data())
-def test_observer_error_propagates_unchanged(ppaux_impl, data):
+def test_observer_error_propagates_unchanged(ppaux_impl: Implementation, data: st.DataObject) -> None:
     """pop.4: an exception raised by from_pp_tensors propagates unchanged."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix, aux=True), label="d")
@@ -124,7 +134,7 @@ def test_observer_error_propagates_unchanged(ppaux_impl, data):
 
 @pytest.mark.clause("pop.5")
 @given(data=st.data())
-def test_observer_returning_none_is_p4(ppaux_impl, data):
+def test_observer_returning_none_is_p4(ppaux_impl: Implementation, data: st.DataObject) -> None:
     """pop.5: an observer that returns None raises P4."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix, aux=True), label="d")
@@ -134,7 +144,7 @@ def test_observer_returning_none_is_p4(ppaux_impl, data):
 
 @pytest.mark.clause("pop.6")
 @given(data=st.data())
-def test_failed_pop_leaves_dict_exactly_as_before(ppaux_impl, data):
+def test_failed_pop_leaves_dict_exactly_as_before(ppaux_impl: Implementation, data: st.DataObject) -> None:
     """pop.6: when pop raises, for any reason (P1-P4 or the observer's own error), the dict is exactly as before."""
     t, d, obs = data.draw(pop_cases(ppaux_impl), label="case")
     assert_all_or_nothing(t.pop, d, obs)
@@ -142,7 +152,9 @@ def test_failed_pop_leaves_dict_exactly_as_before(ppaux_impl, data):
 
 @pytest.mark.clause("pop.7")
 @given(data=st.data())
-def test_success_returns_observer_object_and_removes_exactly_aux_keys(ppaux_impl, data):
+def test_success_returns_observer_object_and_removes_exactly_aux_keys(
+    ppaux_impl: Implementation, data: st.DataObject
+) -> None:
     """pop.7: success returns the observer's own object; the dict loses exactly the aux keys,
     others keep value and position."""
     t = data.draw(transports(ppaux_impl), label="transport")

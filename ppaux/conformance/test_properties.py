@@ -3,6 +3,8 @@ values never read (any dtype, shape, layout, device)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import torch
 from hypothesis import strategies as st
@@ -17,6 +19,7 @@ from ppaux_strategies import (
 )
 
 from ppaux.conformance.support import assert_same_dict, assert_same_objects, raises_documented, snapshot, transports
+from ppaux.testing.impl import Implementation
 from ppaux.testing.profiles import given
 
 pytestmark = pytest.mark.contract
@@ -24,7 +27,7 @@ pytestmark = pytest.mark.contract
 
 @pytest.mark.clause("round-trip")
 @given(data=st.data())
-def test_round_trip(ppaux_impl, data):
+def test_round_trip(ppaux_impl: Implementation, data: st.DataObject) -> None:
     """round-trip: add then pop returns the observer's object, restores the dict,
     and hands over the identical tensors."""
     t = data.draw(transports(ppaux_impl), label="transport")
@@ -43,7 +46,7 @@ def test_round_trip(ppaux_impl, data):
 
 @pytest.mark.clause("composition")
 @given(data=st.data())
-def test_outputs_with_disjoint_names_compose(ppaux_impl, data):
+def test_outputs_with_disjoint_names_compose(ppaux_impl: Implementation, data: st.DataObject) -> None:
     """composition: outputs with disjoint names can be added one after the other;
     one pop hands the observer all of them."""
     t = data.draw(transports(ppaux_impl), label="transport")
@@ -63,7 +66,7 @@ def test_outputs_with_disjoint_names_compose(ppaux_impl, data):
 
 @pytest.mark.clause("prefix-hygiene")
 @given(data=st.data())
-def test_keys_that_only_resemble_the_prefix_are_ordinary(ppaux_impl, data):
+def test_keys_that_only_resemble_the_prefix_are_ordinary(ppaux_impl: Implementation, data: st.DataObject) -> None:
     """prefix-hygiene: keys with no trailing dot, other case or the prefix mid-key are ordinary keys."""
     t = data.draw(transports(ppaux_impl), label="transport")
     d = data.draw(transport_dicts(prefix=t.prefix), label="d")
@@ -87,7 +90,9 @@ def test_keys_that_only_resemble_the_prefix_are_ordinary(ppaux_impl, data):
 
 @pytest.mark.clause("prefix-hazard")
 @given(data=st.data(), name=st.sampled_from(["token_ids", "user_key", "x"]))
-def test_ordinary_key_that_starts_with_the_prefix_is_taken_as_aux(ppaux_impl, data, name):
+def test_ordinary_key_that_starts_with_the_prefix_is_taken_as_aux(
+    ppaux_impl: Implementation, data: st.DataObject, name: str
+) -> None:
     """prefix-hazard: the documented hazard, an ordinary key that happens to start with the prefix is an aux key to pop
     (P1 without an observer; handed to the observer and removed with one)."""
     t = data.draw(transports(ppaux_impl), label="transport")
@@ -105,9 +110,16 @@ class _TrapTensor(torch.Tensor):
     """A tensor that fails on any torch operation: proof that add and pop never read, copy or move it."""
 
     @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
+    def __torch_function__(
+        cls,
+        func: Callable[..., object],
+        types: tuple[type, ...],
+        args: tuple[object, ...] = (),
+        kwargs: dict[str, object] | None = None,
+    ) -> object:
         if func in (torch.Tensor.__repr__, torch.Tensor.__format__, torch.Tensor.__hash__):
-            return super().__torch_function__(func, types, args, kwargs)
+            # torch's Tensor.__torch_function__ carries no annotations.
+            return super().__torch_function__(func, types, args, kwargs)  # type: ignore[no-untyped-call]
         raise AssertionError(
             f"expected add and pop never to touch an aux tensor, got a call of {getattr(func, '__name__', func)}"
         )
@@ -115,7 +127,7 @@ class _TrapTensor(torch.Tensor):
 
 @pytest.mark.clause("values-never-read")
 @given(data=st.data())
-def test_any_dtype_shape_layout_and_device_travels_untouched(ppaux_impl, data):
+def test_any_dtype_shape_layout_and_device_travels_untouched(ppaux_impl: Implementation, data: st.DataObject) -> None:
     """values-never-read: tensors of any dtype, shape (0-d, empty), view and device
     (meta too) pass add and pop untouched."""
     t = data.draw(transports(ppaux_impl), label="transport")

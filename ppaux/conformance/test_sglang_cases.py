@@ -9,17 +9,18 @@ import torch
 from ppaux_strategies import PPOutput, RecordingObserver
 
 from ppaux.conformance.support import assert_same_dict, assert_same_objects, raises_documented, snapshot
+from ppaux.testing.impl import Implementation
 
 pytestmark = pytest.mark.contract
 
 
 @pytest.fixture
-def t(ppaux_impl):
+def t(ppaux_impl: Implementation) -> Implementation:
     return ppaux_impl
 
 
 @pytest.mark.clause("add.1")
-def test_none_output_leaves_transport_unchanged(t):
+def test_none_output_leaves_transport_unchanged(t: Implementation) -> None:
     """add.1: a None output leaves the dict as it was (SGLang's case)."""
     tensors = {"hidden_states": torch.tensor([1.0])}
     snap = snapshot(tensors)
@@ -28,7 +29,7 @@ def test_none_output_leaves_transport_unchanged(t):
 
 
 @pytest.mark.clause("add.7")
-def test_add_namespaces_multiple_auxiliary_tensors(t):
+def test_add_namespaces_multiple_auxiliary_tensors(t: Implementation) -> None:
     """add.7: two tensors are added under prefix + name, after the ordinary key, the ordinary key untouched
     (SGLang's case)."""
     hidden, scores, token_ids = torch.tensor([1.0]), torch.tensor([0.2, 0.8]), torch.tensor([3, 7])
@@ -50,14 +51,16 @@ def test_add_namespaces_multiple_auxiliary_tensors(t):
     ],
     ids=["empty mapping", "empty name", "non-string name", "non-tensor value"],
 )
-def test_add_rejects_malformed_payloads(t, payload, code, name):
+def test_add_rejects_malformed_payloads(
+    t: Implementation, payload: dict[object, object], code: str, name: str | None
+) -> None:
     """add.5: an empty mapping is A2, an empty or non-string name A3, a non-tensor value A4 (SGLang's cases)."""
     with raises_documented(t, code, *([name] if name else [])):
         t.add({}, PPOutput(payload))
 
 
 @pytest.mark.clause("add.5")
-def test_add_rejects_reserved_key_collision_without_overwriting(t):
+def test_add_rejects_reserved_key_collision_without_overwriting(t: Implementation) -> None:
     """add.5: a name whose reserved key is already in the dict is A5, and the key keeps its tensor (SGLang's case)."""
     existing = torch.tensor([9.0])
     tensors = {t.prefix + "scores": existing}
@@ -72,7 +75,7 @@ def test_add_rejects_reserved_key_collision_without_overwriting(t):
 
 
 @pytest.mark.clause("pop.2")
-def test_pop_without_auxiliary_data_skips_observer(t):
+def test_pop_without_auxiliary_data_skips_observer(t: Implementation) -> None:
     """pop.2: without aux items pop returns None and calls no observer (SGLang's case)."""
     tensors = {"hidden_states": torch.tensor([1.0])}
     snap = snapshot(tensors)
@@ -84,7 +87,7 @@ def test_pop_without_auxiliary_data_skips_observer(t):
 
 
 @pytest.mark.clause("pop.3")
-def test_pop_rejects_non_tensor_payload_before_observer(t):
+def test_pop_rejects_non_tensor_payload_before_observer(t: Implementation) -> None:
     """pop.3: a non-tensor aux value is P3, raised before the observer is called (SGLang's case)."""
     observer = RecordingObserver()
     with raises_documented(t, "P3"):
@@ -93,7 +96,7 @@ def test_pop_rejects_non_tensor_payload_before_observer(t):
 
 
 @pytest.mark.clause("pop.5")
-def test_pop_rejects_failed_reconstruction(t):
+def test_pop_rejects_failed_reconstruction(t: Implementation) -> None:
     """pop.5: an observer that returns None is P4, after it was handed the aux tensor itself (SGLang's case)."""
     scores = torch.tensor([0.4, 0.6])
     observer = RecordingObserver("return_none")
@@ -104,7 +107,7 @@ def test_pop_rejects_failed_reconstruction(t):
 
 
 @pytest.mark.clause("pop.3")
-def test_pop_without_an_observer_is_p1(t):
+def test_pop_without_an_observer_is_p1(t: Implementation) -> None:
     """pop.3: aux items and no observer is P1, and the dict stays as it was (the case SGLang's tests leave out)."""
     scores = torch.tensor([0.4, 0.6])
     tensors = {"hidden_states": torch.tensor([1.0]), t.prefix + "scores": scores}

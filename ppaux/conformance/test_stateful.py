@@ -7,7 +7,8 @@ the few calls that show the bug, values in each call (``state.add(output=PPOutpu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 import torch
@@ -44,7 +45,7 @@ def outputs(max_items: int) -> st.SearchStrategy[object]:
     good = st.dictionaries(NAMES, TENSORS, min_size=1, max_size=max_items)
     bad_item = st.tuples(st.one_of(NAMES, st.sampled_from(["", 3])), st.one_of(TENSORS, st.just([0.5])))
     bad = st.lists(bad_item, min_size=1, max_size=max_items).map(dict)
-    payloads = st.one_of(good, bad, st.just({}))
+    payloads: st.SearchStrategy[object] = st.one_of(good, bad, st.just({}))
     return st.one_of(payloads.map(PPOutput), st.builds(NotPPOutput), st.builds(RaisingPPOutput))
 
 
@@ -55,7 +56,7 @@ def observers(modes: Sequence[str]) -> st.SearchStrategy[object]:
     )
 
 
-def machine(max_items: int, observer_modes: Sequence[str]) -> type:
+def machine(max_items: int, observer_modes: Sequence[str]) -> Callable[[Implementation], RuleBasedStateMachine]:
     """A state machine over one PP dict whose model is the dict the contract says we must have:
     ordinary keys plus the aux keys of unpopped successful adds."""
 
@@ -64,11 +65,11 @@ def machine(max_items: int, observer_modes: Sequence[str]) -> type:
             super().__init__()
             self.t = impl
             # The ordinary entries SGLang's last stage always sends; every step must keep them in place.
-            self.d: dict = {"next_token_ids": torch.zeros(2), "__msg_type__": "pp_output"}
-            self.model: list = list(self.d.items())
+            self.d: dict[object, object] = {"next_token_ids": torch.zeros(2), "__msg_type__": "pp_output"}
+            self.model: list[tuple[object, object]] = list(self.d.items())
 
         @rule(output=outputs(max_items))
-        def add(self, output):
+        def add(self, output: Any) -> None:  # Any: a drawn output, valid or not (an accepted one is a PPOutput)
             expected = None if isinstance(output, RaisingPPOutput) else Oracle(self.t.prefix).add_error(self.d, output)
             try:
                 self.t.add(self.d, output)
@@ -88,7 +89,7 @@ def machine(max_items: int, observer_modes: Sequence[str]) -> type:
             self.no_leaked_keys()
 
         @rule(observer=observers(observer_modes))
-        def pop(self, observer):
+        def pop(self, observer: Any) -> None:  # Any: a drawn observer (one that was called records)
             aux = [(k, v) for k, v in self.model if isinstance(k, str) and k.startswith(self.t.prefix)]
             expected = Oracle(self.t.prefix).pop_error(self.d, observer)
             try:
@@ -112,7 +113,7 @@ def machine(max_items: int, observer_modes: Sequence[str]) -> type:
                     self.model = [(k, v) for k, v in self.model if (k, v) not in aux]
             self.no_leaked_keys()
 
-        def no_leaked_keys(self):
+        def no_leaked_keys(self) -> None:
             # Checked at the end of every step rather than as an @invariant, which Hypothesis
             # would print as a line of its own after each step of a counterexample.
             expected = [k for k, _ in self.model]
@@ -131,17 +132,19 @@ RobustMachine = machine(max_items=3, observer_modes=("rebuild", "return_none", "
 
 @pytest.mark.contract
 @pytest.mark.clause("no-leaked-keys")
-def test_interleaved_adds_and_pops_leak_no_key(ppaux_impl, ppaux_settings):
+def test_interleaved_adds_and_pops_leak_no_key(ppaux_impl: Implementation, ppaux_settings: settings) -> None:
     """no-leaked-keys: after any sequence of adds and pops of one-item outputs, valid or not, the dict holds exactly the
     ordinary keys and the aux keys of successful adds not yet popped."""
     run = settings(ppaux_settings, stateful_step_count=bound("steps"))
-    run_state_machine_as_test(lambda: ContractMachine(ppaux_impl), settings=run)
+    # hypothesis types the factory as a class, yet runs any callable that returns a machine.
+    run_state_machine_as_test(lambda: ContractMachine(ppaux_impl), settings=run)  # type: ignore[arg-type]
 
 
 @pytest.mark.robustness
 @pytest.mark.clause("no-leaked-keys")
-def test_interleaved_faulty_adds_and_pops_leak_no_key(ppaux_impl, ppaux_settings):
+def test_interleaved_faulty_adds_and_pops_leak_no_key(ppaux_impl: Implementation, ppaux_settings: settings) -> None:
     """no-leaked-keys: holds with any output and any observer too; multi-item outputs that fail half-way and
     observers that change the dict they are handed leave no key behind (SGLang leaks both)."""
     run = settings(ppaux_settings, stateful_step_count=bound("steps"))
-    run_state_machine_as_test(lambda: RobustMachine(ppaux_impl), settings=run)
+    # hypothesis types the factory as a class, yet runs any callable that returns a machine.
+    run_state_machine_as_test(lambda: RobustMachine(ppaux_impl), settings=run)  # type: ignore[arg-type]

@@ -11,15 +11,16 @@ import json
 import os
 import sys
 import unittest
+from collections.abc import Iterator
 
 
-def _files_of(module_name):
+def _files_of(module_name: str) -> set[str]:
     module = sys.modules.get(module_name)
     path = getattr(module, "__file__", None)
     return {os.path.realpath(path)} if path else set()
 
 
-def run_file(path, module_name):
+def run_file(path: str, module_name: str) -> dict[str, object]:
     folder, stem = os.path.split(os.path.abspath(path))
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -31,7 +32,9 @@ def run_file(path, module_name):
     result = unittest.TestResult()
     suite = unittest.defaultTestLoader.loadTestsFromModule(module)
     # A suite lets go of each test once it ran: name them all first.
-    outcomes = {test.id().rsplit(".", 1)[-1]: {"outcome": "pass"} for test in _tests(suite)}
+    outcomes: dict[str, dict[str, object]] = {
+        test.id().rsplit(".", 1)[-1]: {"outcome": "pass"} for test in _tests(suite)
+    }
     suite.run(result)
     for test, text in result.failures:
         outcomes[test.id().rsplit(".", 1)[-1]] = {"outcome": "fail", "text": text}
@@ -46,7 +49,7 @@ def run_file(path, module_name):
     return {"tests": outcomes}
 
 
-def _errored_in(text, files):
+def _errored_in(text: str, files: set[str]) -> bool:
     """Whether a formatted traceback passes through one of ``files`` (the implementation's module)."""
     lines = [line.strip() for line in text.splitlines()]
     # From the right: a path may hold a double quote, the rest of the line cannot.
@@ -54,7 +57,7 @@ def _errored_in(text, files):
     return any(os.path.realpath(frame) in files for frame in frames)
 
 
-def _tests(suite):
+def _tests(suite: unittest.TestSuite) -> Iterator[unittest.TestCase]:
     for item in suite:
         if isinstance(item, unittest.TestSuite):
             yield from _tests(item)

@@ -11,7 +11,7 @@ metadata list compared by what it says). :func:`difference` says where they part
 
 from __future__ import annotations
 
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import hypothesis
 import torch
@@ -105,8 +105,8 @@ def ring(ctx: gloo.RankContext, sent: TensorDict, side: str) -> dict[str, object
             log.append(("begin", "recv"))
             return recv_tensor_dict(from_prev, all_gather_group=gather)
     else:  # pragma: no cover - SGLang's side runs in gloo worker processes (tests/test_wire_diff.py, -m sglang)
-        s = ctx.sglang  # type: ignore[attr-defined]  # set by sglang.join, the world's extension
-        log = s.boundary.messages
+        s: sglang.SGLangRank = ctx.sglang  # type: ignore[attr-defined]  # set by sglang.join, the world's extension
+        log = cast(Log, s.boundary.messages)  # its records, and this ring's ("begin", op) markers
         log.clear()
 
         def send(d: TensorDict) -> None:
@@ -183,6 +183,7 @@ def difference(outcomes: dict[str, dict[int, Outcome]]) -> str | None:
 
 def _said(o: Outcome) -> str:
     if o.status == "error":
+        assert isinstance(o.error, gloo.RankFailure)  # a gloo world's error outcome: the rank's exception
         return f"raised {o.error.type_name}: {str(o.error).splitlines()[0] if str(o.error) else ''}"
     return {"ok": "delivered", "hang": "hung", "died": "died"}.get(o.status, o.status)
 

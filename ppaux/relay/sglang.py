@@ -123,6 +123,8 @@ def wire_source(version: str = DEFAULT_VERSION) -> str:
 
     parts = ["\n".join(segment(_definition(tree, name, version))) for name in MODULE_LEVEL]
     coordinator = _definition(tree, "GroupCoordinator", version)
+    if not isinstance(coordinator, ast.ClassDef):  # an alias or a function has no methods to cut out
+        raise ReleaseChanged(f"sglang=={version}: GroupCoordinator is no longer a class in {WIRE_FILE}")
     methods = {node.name: node for node in coordinator.body if isinstance(node, ast.FunctionDef)}
     for name in METHODS:
         if name not in methods:
@@ -243,7 +245,8 @@ class Coordinator:
         return self.wire.send_tensor_dict(self, tensor_dict, dst, all_gather_group, async_send)
 
     def recv_tensor_dict(self, src: int | None = None, all_gather_group: Coordinator | None = None) -> TensorDict:
-        return self.wire.recv_tensor_dict(self, src, all_gather_group)
+        received: TensorDict = self.wire.recv_tensor_dict(self, src, all_gather_group)  # SGLang's untyped wire code
+        return received
 
     def all_gather(self, tensor: torch.Tensor, dim: int = 0) -> torch.Tensor:
         outputs = [torch.empty_like(tensor) for _ in range(self.world_size)]
@@ -269,7 +272,10 @@ def join(ctx: Any, version: str, source: str) -> None:  # pragma: no cover - run
     warnings.filterwarnings("ignore", message="The given buffer is not writable")
     if not dist.is_initialized():
         dist.init_process_group(
-            "gloo", store=dist.PrefixStore("sglang", ctx.store), rank=ctx.rank, world_size=ctx.world_size
+            "gloo",
+            store=dist.PrefixStore("sglang", ctx.store),  # type: ignore[attr-defined]  # not in torch's stubs
+            rank=ctx.rank,
+            world_size=ctx.world_size,
         )
     ag, stages = ctx.ag_size, ctx.world_size // ctx.ag_size
     groups: dict[int, str] = {}
@@ -352,7 +358,7 @@ class Link:
         faulty: bool = False,
         state: dict[str, TensorDict] | None = None,
     ) -> None:
-        if not faulty:
+        if not faulty or fault is None:  # no fault is a clean send, as on the model's link
             self._send(d)
             if self.held:  # a message held back by reorder goes after this one
                 self._emit(self.held)
@@ -421,4 +427,5 @@ def relay(tensor_dict: TensorDict, *, version: str = DEFAULT_VERSION) -> TensorD
     w = gloo.world(2, extension=(join, (version, wire_source(version))))
     outcomes = w.run({0: (_recv_one, ()), 1: (_send_one, (tensor_dict,))})
     gloo.raise_failure(outcomes)
-    return outcomes[0].value
+    received: TensorDict = outcomes[0].value  # what _recv_one returned: the dict
+    return received

@@ -49,7 +49,8 @@ class Implementation:
 
     name: str
     prefix: str
-    add: Callable[[Any, Any], None] = field(repr=False)
+    # object: what the implementation under test returns (the contract says None: add.1 checks it).
+    add: Callable[[Any, Any], object] = field(repr=False)
     pop: Callable[[Any, Any], Any] = field(repr=False)
     transport: PPAuxTransport | None = field(default=None, repr=False)
     guard: Guard | None = field(default=None, repr=False)

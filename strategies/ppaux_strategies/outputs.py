@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import torch
 from hypothesis import strategies as st
@@ -84,6 +84,27 @@ def _malformed_payload(
     return payload()
 
 
+# Typed by ``valid``: a valid payload is a dict of names to tensors, a malformed one anything add must refuse.
+@overload
+def aux_payloads(
+    *,
+    prefix: str = ...,
+    valid: Literal[True] = ...,
+    min_size: int = ...,
+    max_size: int | None = ...,
+    tensors: st.SearchStrategy[torch.Tensor] | None = ...,
+    collide_with: Mapping[Any, object] | None = ...,
+) -> st.SearchStrategy[dict[str, torch.Tensor]]: ...
+@overload
+def aux_payloads(
+    *,
+    prefix: str = ...,
+    valid: bool,
+    min_size: int = ...,
+    max_size: int | None = ...,
+    tensors: st.SearchStrategy[torch.Tensor] | None = ...,
+    collide_with: Mapping[Any, object] | None = ...,
+) -> st.SearchStrategy[dict[Any, Any] | None]: ...
 def aux_payloads(
     *,
     prefix: str = SGLANG_PREFIX,
@@ -153,6 +174,29 @@ def _aux_payloads(
     )
 
 
+# Typed by ``valid`` and ``allow_none``: by default every drawn output is a PPOutput.
+@overload
+def aux_outputs(
+    *,
+    prefix: str = ...,
+    valid: Literal[True] = ...,
+    allow_none: Literal[False] = ...,
+    min_size: int = ...,
+    max_size: int | None = ...,
+    tensors: st.SearchStrategy[torch.Tensor] | None = ...,
+    collide_with: Mapping[Any, object] | None = ...,
+) -> st.SearchStrategy[PPOutput]: ...
+@overload
+def aux_outputs(
+    *,
+    prefix: str = ...,
+    valid: bool = ...,
+    allow_none: bool = ...,
+    min_size: int = ...,
+    max_size: int | None = ...,
+    tensors: st.SearchStrategy[torch.Tensor] | None = ...,
+    collide_with: Mapping[Any, object] | None = ...,
+) -> st.SearchStrategy[PPOutput | NotPPOutput | RaisingPPOutput | None]: ...
 def aux_outputs(
     *,
     prefix: str = SGLANG_PREFIX,

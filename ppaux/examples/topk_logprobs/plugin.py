@@ -25,7 +25,7 @@ class TopKLogprobsHostOutput:
 
     values: torch.Tensor
     token_ids: torch.Tensor
-    per_request: list[list[tuple]] = field(default_factory=list)
+    per_request: list[list[tuple[int, float]]] = field(default_factory=list)
 
     def consume(self, batch: Any, commits: Sequence[Any]) -> None:
         for row_ids, row_values in zip(self.token_ids.tolist(), self.values.tolist()):
@@ -76,5 +76,5 @@ def make_output(observer: Any, logits: torch.Tensor) -> Any:
     return observer.after_sample(state, logits.argmax(dim=-1))
 
 
-def as_dict(output: TopKLogprobsOutput) -> dict[str, list]:
+def as_dict(output: TopKLogprobsOutput) -> dict[str, list[Any]]:  # Any: torch's tolist(), nested by rank
     return {name: t.tolist() for name, t in output.to_pp_tensors().items()}

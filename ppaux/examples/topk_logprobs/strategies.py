@@ -15,7 +15,7 @@ def logits(*, max_batch: int = 4, max_vocab: int = 8) -> st.SearchStrategy[torch
     """Draw a [batch, vocab] float32 logits tensor; shrinks towards one request, one token, zeros."""
 
     @st.composite
-    def build(draw):
+    def build(draw: st.DrawFn) -> torch.Tensor:
         batch = draw(st.integers(1, max_batch))
         vocab = draw(st.integers(1, max_vocab))
         flat = draw(st.lists(st.floats(-20, 20, width=32), min_size=batch * vocab, max_size=batch * vocab))
