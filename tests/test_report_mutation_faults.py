@@ -181,18 +181,25 @@ def test_a_mutant_shown_without_the_line_it_changes_is_refused():
     assert caught.value.message == "'line' is a dependency of 'diff'"
 
 
+# What the refusal line tells the reader to run again, each kind its own command.
+REMAKES = {
+    "mutate": "run ppaux mutate again",
+    "mutation": "run the mutation run again",
+    "faults": "run ppaux faults again",
+}
+
+
 @pytest.mark.parametrize("kind", sorted(SAMPLES))
 @pytest.mark.parametrize(
     "change, line",
     [
         (
             {"schema_version": None},
-            "this {kind} report was written before 0.4 (no schema_version); ppaux reads format version 1: "
-            "run the check again",
+            "this {kind} report was written before 0.4 (no schema_version); ppaux reads format version 1: {remake}",
         ),
         (
             {"schema_version": 2},
-            "this {kind} report was written in format version 2; ppaux reads format version 1: run the check again",
+            "this {kind} report was written in format version 2; ppaux reads format version 1: {remake}",
         ),
         ({"kind": "conformance"}, "not a {kind} report: its kind is 'conformance'"),
     ],
@@ -203,7 +210,7 @@ def test_a_report_of_another_format_version_is_refused_with_one_line(kind, chang
         del data["schema_version"], data["kind"]  # as 0.3 wrote it
     with pytest.raises(ReportFormatError) as caught:
         MODELS[kind].from_json(data)
-    assert str(caught.value) == line.format(kind=kind)
+    assert str(caught.value) == line.format(kind=kind, remake=REMAKES[kind])
 
 
 # The files 0.3 wrote: "passes" where 0.4 writes "verdict", no kind (the fault matrix) and no schema_version.
@@ -231,7 +238,7 @@ def test_a_report_of_0_3_is_shown_on_the_page_as_unreadable_with_its_version_and
     assert '<span class="tile missing">missing</span></h2>' in section
     assert (
         f"<p class='missing'>{Path(name).name} cannot be read: this {kind} report was written before 0.4 "
-        "(no schema_version); ppaux reads format version 1: run the check again. "
+        f"(no schema_version); ppaux reads format version 1: {REMAKES[kind]}. "
         f"Run <code>{COMMANDS[kind]}</code>.</p>"
     ) in section
 

@@ -10,6 +10,11 @@ SCHEMA_VERSIONS = {"conformance": 1}
 SCHEMA_VERSIONS |= {"fuzz-run": 1, "fuzz-replay": 1}
 # What writes a kind's report again, for the refusal line (a kind not named here: a check).
 REMAKE = {"fuzz-run": "run the fuzz job again", "fuzz-replay": "run the replay again"}
+REMAKE |= {
+    "mutate": "run ppaux mutate again",
+    "mutation": "run the mutation run again",
+    "faults": "run ppaux faults again",
+}
 # ppaux mutate, ppaux's own mutation runs, ppaux faults (issue 35).
 SCHEMA_VERSIONS.update(mutate=1, mutation=1, faults=1)
 
