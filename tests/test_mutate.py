@@ -25,7 +25,7 @@ from ppaux.mutation.mutate import KillSet, MutateOptions, MutateRun
 from ppaux.mutation.project import changed_line, crashes, name_crashes, parse_results, show_counts
 from ppaux.mutation.score import is_killed, verdicts
 from ppaux.mutation.target import Target, resolve, scratch_package_init, write_config, write_scratch
-from ppaux.report import MutateReport
+from ppaux.report import MutateReport, TestOutcome
 from ppaux.report.render import mutate_markdown
 from ppaux.testing import progress as progress_module
 from ppaux.testing import state
@@ -687,7 +687,7 @@ class _CleanRun:
 
 
 def _row(nodeid, outcome, *marks):
-    return {"nodeid": nodeid, "outcome": outcome, "marks": list(marks or ["contract"])}
+    return TestOutcome(nodeid, None, outcome, marks=marks or ("contract",)).to_json()
 
 
 def _stand_in_clean_run(monkeypatch, rows, **kw):

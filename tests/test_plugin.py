@@ -120,7 +120,7 @@ def test_results_record_hangs_and_crashes_with_where_they_were_and_any_kind_of_t
         detail="",
     )
     assert rows["test_empty_message"] == dict(
-        plain, nodeid="test_findings.py::test_empty_message", outcome="failed", error="ValueError: ", finding=None
+        plain, nodeid="test_findings.py::test_empty_message", outcome="failed", error="ValueError: "
     )
     # A test in a class is described by its class, as the suite's stateful tests are.
     assert rows["TestObserverChecks::test_in_a_class"]["doc"] == "pop.9: an observer's checks, as its class says."
@@ -131,7 +131,6 @@ def test_results_record_hangs_and_crashes_with_where_they_were_and_any_kind_of_t
         outcome="failed",
         error="DocTestFailure: <DocTest test_findings.double from "
         f"{pytester.path / 'test_findings.py'}:30 (1 example)>",
-        finding=None,
     )
     # An expected failure is skipped; its error is pytest's report of the failure, ending at the raise.
     assert rows["test_xfail"]["outcome"] == "skipped"

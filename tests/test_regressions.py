@@ -36,6 +36,7 @@ from ppaux.regressions import MARKER, driver, module_search_path, write_regressi
 from ppaux.regressions.expect import expected_steps
 from ppaux.regressions.layout import wrap
 from ppaux.regressions.render import STANDARD, RegressionCase, imported_roots, method_name, render
+from ppaux.report import RefusedFinding, RegressionFile, TestOutcome
 from ppaux.testing import results, scenario
 from ppaux.testing.scenario import Call, CallRecorder, Unwritable, describe, tensor_expr
 from tests.fake_pytest import FakePytest
@@ -137,17 +138,18 @@ def test_the_steps_of_a_counterexample_read_as_a_hand_written_test(tmp_path):
     scores = torch.zeros(())
     d = {"next_token_ids": torch.zeros(2)}
     call = Call("add", d, PPOutput({"scores": scores, "": None}), list(d.items()))
-    row = {
-        "nodeid": "t.py::test_failed_add_leaves_dict_exactly_as_before",
-        "clause": "add.6",
-        "outcome": "failed",
-        "scenario": describe([call], "__sampling_observer_output__."),
-    }
-    report = {"clauses": [{"clause": "add.6", "verdict": "fail", "tests": [row]}]}
-    summary_ = write_regressions(report, "tests.impls.torch_only", tmp_path, 10.0, [str(ROOT)])
-    assert summary_["refused"] == [] and [f["path"] for f in summary_["files"]] == [str(tmp_path / "test_add_6.py")]
+    test = TestOutcome(
+        "t.py::test_failed_add_leaves_dict_exactly_as_before",
+        "add.6",
+        "failed",
+        scenario=describe([call], "__sampling_observer_output__."),
+    )
+    summary_, regression_of = write_regressions(
+        {"add.6": [test]}, "tests.impls.torch_only", tmp_path, 10.0, [str(ROOT)]
+    )
+    assert summary_.refused == () and [f.path for f in summary_.files] == [str(tmp_path / "test_add_6.py")]
     assert (
-        row["regression"]["code"]
+        regression_of[test.nodeid].code
         == f'''\
 def test_failed_add_leaves_dict_exactly_as_before(self):
     """add.6: {statement("add.6")[:78]}
@@ -173,12 +175,11 @@ def test_failed_add_leaves_dict_exactly_as_before(self):
 @pytest.mark.subprocess
 def test_a_test_that_passes_against_the_implementation_is_not_written(tmp_path):
     call = Call("add", {}, None, [])
-    row = {"nodeid": "t.py::test_none", "clause": "add.1", "outcome": "failed", "scenario": describe([call], "p.")}
-    report = {"clauses": [{"clause": "add.1", "verdict": "fail", "tests": [row]}]}
-    done = write_regressions(report, "tests.impls.torch_only", tmp_path, 10.0, [str(ROOT)])
+    test = TestOutcome("t.py::test_none", "add.1", "failed", scenario=describe([call], "p."))
+    done, regression_of = write_regressions({"add.1": [test]}, "tests.impls.torch_only", tmp_path, 10.0, [str(ROOT)])
     why = "it passes against the implementation: the failure depends on more than the calls the test replays"
-    assert done["files"] == [] and done["refused"] == [{"clause": "add.1", "nodeid": "t.py::test_none", "why": why}]
-    assert row["regression"] == {"why": why} and list(tmp_path.iterdir()) == []
+    assert done.files == () and done.refused == (RefusedFinding("add.1", "t.py::test_none", why),)
+    assert regression_of == {"t.py::test_none": RegressionFile(why=why)} and list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.subprocess
@@ -445,22 +446,16 @@ def test_a_crash_becomes_a_test_that_runs_the_calls_in_a_child_with_a_time_limit
     d["__sampling_observer_output__.scores"] = add.arg.payload["scores"]
     add.after = list(d.items())
     pop = Call("pop", d, None, list(d.items()))
-    row = {
-        "nodeid": "t.py::test_pop_without_an_observer_is_p1",
-        "clause": "pop.3",
-        "outcome": "failed",
-        "finding": "crash",
-        "scenario": describe([add, pop], "__sampling_observer_output__."),
-    }
-    impl = ROOT / "tests" / "impls" / "segfaults_without_observer.py"
-    done = write_regressions(
-        {"clauses": [{"clause": "pop.3", "verdict": "fail", "tests": [row]}]},
-        str(impl),
-        tmp_path,
-        5.0,
-        [str(impl.parent), str(ROOT)],
+    test = TestOutcome(
+        "t.py::test_pop_without_an_observer_is_p1",
+        "pop.3",
+        "failed",
+        finding="crash",
+        scenario=describe([add, pop], "__sampling_observer_output__."),
     )
-    assert done["refused"] == []
+    impl = ROOT / "tests" / "impls" / "segfaults_without_observer.py"
+    done, regression_of = write_regressions({"pop.3": [test]}, str(impl), tmp_path, 5.0, [str(impl.parent), str(ROOT)])
+    assert done.refused == ()
     source = (tmp_path / "test_pop_3.py").read_text()
     assert (
         f"# segfaults_without_observer is {impl} (ppaux check --impl {impl}): run with its directory on PYTHONPATH.\n"
@@ -480,7 +475,7 @@ def pop_without_an_observer_is_p1_calls():
 '''
         in source
     )
-    assert row["regression"]["code"].endswith("""
+    assert regression_of[test.nodeid].code.endswith("""
     exitcode = run_in_child(pop_without_an_observer_is_p1_calls, seconds=5.0)
     self.assertIsNotNone(exitcode, "the calls did not return within 5 s")
     self.assertEqual(exitcode, 0, "the process making the calls died")  # here: it ended its process""")
@@ -840,19 +835,13 @@ def test_a_hang_and_an_assertion_of_one_clause_share_a_file():
 def test_a_clause_keeps_the_tests_that_tell_the_implementation_from_the_reference(tmp_path):
     atomic = Call("add", {}, PPOutput({"scores": torch.zeros(1), "bad": [0.5]}), [])
     none = Call("add", {}, None, [])
-    rows = [
-        {"nodeid": f"t.py::{name}", "clause": "add.6", "outcome": "failed", "scenario": describe([call], "p.")}
+    tests = [
+        TestOutcome(f"t.py::{name}", "add.6", "failed", scenario=describe([call], "p."))
         for name, call in (("test_atomic", atomic), ("test_none", none))
     ]
-    done = write_regressions(
-        {"clauses": [{"clause": "add.6", "verdict": "fail", "tests": rows}]},
-        "tests.impls.torch_only",
-        tmp_path,
-        10.0,
-        [str(ROOT)],
-    )
-    assert [(f["clause"], f["tests"]) for f in done["files"]] == [("add.6", ["test_atomic"])]
-    assert [r["nodeid"] for r in done["refused"]] == ["t.py::test_none"]
+    done, _ = write_regressions({"add.6": tests}, "tests.impls.torch_only", tmp_path, 10.0, [str(ROOT)])
+    assert [(f.clause, f.tests) for f in done.files] == [("add.6", ("test_atomic",))]
+    assert [r.nodeid for r in done.refused] == ["t.py::test_none"]
     assert "def test_none" not in (tmp_path / "test_add_6.py").read_text()
 
 

@@ -19,6 +19,7 @@ import ppaux.regressions as regressions
 import ppaux.regressions.doubles as doubles
 import ppaux.regressions.prove as proof
 from ppaux.regressions import MARKER, write_regressions
+from ppaux.report import TestOutcome
 from ppaux.testing.scenario import Call, describe
 from tests.scripted_proof import GREEN, PREFIX, RED, ScriptedProof
 
@@ -47,6 +48,19 @@ def implementation(tmp: Path, module: str) -> Path:
 def failing(nodeid: str, clause: str, calls: list[Call] | None, **row) -> dict:
     scenario = {"scenario": describe(calls, PREFIX)} if calls else {}
     return {"nodeid": nodeid, "clause": clause, "outcome": "failed", **scenario, **row}
+
+
+def write_report(report: dict, *args) -> dict:
+    """write_regressions of a report's failed clauses, given and answered as the JSON ppaux check writes:
+    the summary, and each failed clause's test gaining its ``regression`` (its file, or why there is none)."""
+    broken = [c for c in report["clauses"] if c["verdict"] == "fail"]
+    failed = {c["clause"]: [TestOutcome.from_json(t) for t in c["tests"]] for c in broken}
+    summary, regression_of = write_regressions(failed, *args)
+    for clause in broken:
+        for test in clause["tests"]:
+            if test["nodeid"] in regression_of:
+                test["regression"] = {k: v for k, v in vars(regression_of[test["nodeid"]]).items() if v is not None}
+    return summary.to_json()
 
 
 def add_findings() -> list[dict]:
@@ -280,7 +294,7 @@ def test_each_broken_clause_becomes_one_proven_file_and_each_failing_test_says_w
         },
     )
     impl = implementation(tmp_path, "mypkg.impls.mine")
-    done = write_regressions(report, "mypkg.impls.mine", folder, 2.5, [str(impl)])
+    done = write_report(report, "mypkg.impls.mine", folder, 2.5, [str(impl)])
 
     add_file, pop_file = folder / "test_add_1.py", folder / "test_pop_3.py"
     passes = "it passes against the implementation: the failure depends on more than the calls the test replays"
@@ -389,7 +403,7 @@ def test_a_proof_that_outlasts_its_limit_refuses_its_findings_and_the_limit_grow
     ]
     impl = implementation(tmp_path, "mine")
     report = {"clauses": [{"clause": "pop.2", "verdict": "fail", "tests": rows}]}
-    done = write_regressions(report, str(impl / "mine.py"), tmp_path, 0.1, [str(impl)])
+    done = write_report(report, str(impl / "mine.py"), tmp_path, 0.1, [str(impl)])
     why = "against the implementation, the test run did not finish within 0.25 s"
     assert done["files"] == [] and done["refused"] == [
         {"clause": "pop.2", "nodeid": f"t.py::test_{name}", "why": why} for name in ("hang", "crash", "plain")

@@ -14,7 +14,15 @@ import jsonschema
 import pytest
 
 from ppaux.cli.main import main as ppaux_main
-from ppaux.report import FuzzReplayReport, FuzzRunReport, RegressionSummary, ReportFormatError, schema
+from ppaux.report import (
+    FuzzReplayReport,
+    FuzzRunReport,
+    RefusedFinding,
+    RegressionSummary,
+    ReportFormatError,
+    WrittenRegressions,
+    schema,
+)
 from tests.test_fuzz import COLLECTED, FAILURE, ScriptedSuite
 
 # The fields of a failure a run found, beside its depth (and its shard, merged).
@@ -136,7 +144,12 @@ def test_a_replay_report_with_or_without_regression_files_reads_back_into_the_sa
     assert FuzzReplayReport.from_json(data).regressions == (
         None
         if regressions is None
-        else RegressionSummary("reg", tuple(WRITTEN["files"]), tuple(WRITTEN["refused"]), ("reg/test_pop_4.py",))
+        else RegressionSummary(
+            "reg",
+            (WrittenRegressions("add.7", "reg/test_add_7.py", ("test_t",)),),
+            (RefusedFinding("pop.4", "t.py::v", "the test's calls were not recorded"),),
+            ("reg/test_pop_4.py",),
+        )
     )
 
 

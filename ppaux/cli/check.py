@@ -113,6 +113,6 @@ def run(args: argparse.Namespace) -> int:
     print(markdown)
     print("report written to " + ", ".join(str(p) for p in written))
     if report.regressions is not None:
-        files = [f["path"] for f in report.regressions.files]
+        files = [f.path for f in report.regressions.files]
         print(f"regression tests written to {args.regressions}: {', '.join(files) if files else 'none'}")
     return 0 if report.verdict == "pass" else 1

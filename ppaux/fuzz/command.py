@@ -13,7 +13,8 @@ from typing import Any
 from ppaux.fuzz.options import FuzzUsageError, parse_shard
 from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock
 from ppaux.regressions import module_search_path, write_regressions
-from ppaux.report import FuzzFailure, RegressionSummary
+from ppaux.report import FuzzFailure, RegressionSummary, TestOutcome
+from ppaux.report.conformance import UNCLASSIFIED
 from ppaux.testing.impl import DEFAULT_IMPL
 from ppaux.testing.state import STATE, StateError, check_directory, report_directory
 
@@ -219,8 +220,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     said = (
         []
         if written is None
-        else [f"  REGRESSION TEST {f['path']} ({f['clause']}): {', '.join(f['tests'])}" for f in written.files]
-        + [f"  NO REGRESSION TEST for {r['nodeid']}: {r['why']}" for r in written.refused]
+        else [f"  REGRESSION TEST {f.path} ({f.clause}): {', '.join(f.tests)}" for f in written.files]
+        + [f"  NO REGRESSION TEST for {r.nodeid}: {r.why}" for r in written.refused]
     )
     print("\n".join(said), end="\n" if said else "")
     print(f"fuzz replay: report {path}")
@@ -244,18 +245,16 @@ def _run_depths(report: Path, db: str) -> Any:  # list[RoundDepth], imported her
 def _write_regressions(still_failing: Sequence[FuzzFailure], suite: Any, folder: Path) -> RegressionSummary:
     """The still-failing tests as regression files, one per clause, proven as ``ppaux check`` proves them;
     what was written, removed and refused."""
-    clauses: dict[str, list[dict[str, object]]] = {}
-    for failure in still_failing:
-        row = dict(failure.to_json(), outcome="failed")  # a failed test's row, as ppaux check's
-        clauses.setdefault(failure.clause or "unclassified", []).append(row)
-    report = {"clauses": [{"clause": c, "verdict": "fail", "tests": rows} for c, rows in clauses.items()]}
+    failed: dict[str, list[TestOutcome]] = {}
+    for f in still_failing:
+        test = TestOutcome(f.nodeid, f.clause, "failed", error=f.error, finding=f.finding, example=f.example,
+                           blob=f.blob, scenario=f.scenario, scenario_error=f.scenario_error)  # fmt: skip
+        failed.setdefault(f.clause or UNCLASSIFIED, []).append(test)
     spec = suite.impl or DEFAULT_IMPL
-    written = write_regressions(
-        report, spec, folder, suite.timeout or DEFAULT_TIMEOUT, module_search_path(spec, suite.cwd)
+    summary, _ = write_regressions(
+        failed, spec, folder, suite.timeout or DEFAULT_TIMEOUT, module_search_path(spec, suite.cwd)
     )
-    return RegressionSummary(
-        written["directory"], tuple(written["files"]), tuple(written["refused"]), tuple(written["removed"])
-    )
+    return summary
 
 
 def cmd_report(args: argparse.Namespace) -> int:

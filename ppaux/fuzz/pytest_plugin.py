@@ -9,6 +9,7 @@ examples, and appends events (progress, failures, per-test outcomes) as JSON lin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -24,6 +25,7 @@ from hypothesis.database import ExampleDatabase, ReadOnlyDatabase
 
 from ppaux.fuzz.database import ROUND_REDIS_TIMEOUT_S, open_database
 from ppaux.fuzz.options import in_shard, parse_shard
+from ppaux.report import TestOutcome
 from ppaux.testing.hypothesis_api import (
     HypothesisAPIError,
     check_hypothesis_api,
@@ -32,7 +34,7 @@ from ppaux.testing.hypothesis_api import (
 )
 from ppaux.testing.plugin import recorded_calls
 from ppaux.testing.profiles import tuned
-from ppaux.testing.results import JSONObject, carried, carry, row
+from ppaux.testing.results import JSONObject, carried, carried_outcome, carry, carry_outcome, row
 
 PROFILE = "ppaux-fuzz"
 # Failure text kept per failure: Hypothesis puts the example and the blob at the end.
@@ -205,8 +207,8 @@ class FuzzRound:
             # from the exception itself, its minimal example and blob, and the calls of that example as code.
             made = row(item, report, call.excinfo)
             if report.when == "call":
-                made.update(recorded_calls(item) or {})
-            carry(report, "outcome", made)
+                made = dataclasses.replace(made, **(recorded_calls(item) or {}))
+            carry_outcome(report, made)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         counted = carried(report, "round")
@@ -226,20 +228,19 @@ class FuzzRound:
         if report.failed:
             # Made where the test ran, or here for a forked child that could not report one (it died in
             # both forks, or passed only with each call isolated).
-            made = carried(report, "outcome")
-            self.emit(
-                {
-                    "kind": "failure",
-                    "nodeid": report.nodeid,
-                    "clause": made.get("clause"),
-                    "error": made.get("error"),
-                    "finding": made.get("finding"),
-                    "example": made.get("example"),
-                    "blob": made.get("blob"),
-                    "text": report.longreprtext[-TEXT_LIMIT:],
-                    **{k: made[k] for k in ("scenario", "scenario_error") if k in made},
-                }
-            )
+            made = carried_outcome(report) or TestOutcome(report.nodeid, None, "failed")
+            failure: JSONObject = {
+                "kind": "failure",
+                "nodeid": report.nodeid,
+                "clause": made.clause,
+                "error": made.error,
+                "finding": made.finding,
+                "example": made.example,
+                "blob": made.blob,
+                "text": report.longreprtext[-TEXT_LIMIT:],
+            }
+            calls = {"scenario": made.scenario, "scenario_error": made.scenario_error}
+            self.emit(failure | {k: v for k, v in calls.items() if v is not None})
         self.emit({"kind": "progress", "examples": self.examples})
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

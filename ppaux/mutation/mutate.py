@@ -48,7 +48,7 @@ from ppaux.report.render import mutate_markdown
 from ppaux.testing.impl import ImplementationError
 from ppaux.testing.profiles import TUNINGS
 from ppaux.testing.progress import Progress
-from ppaux.testing.results import read_jsonl
+from ppaux.testing.results import read_outcomes
 from ppaux.testing.state import StateError, report_directory
 from ppaux.testing.suite import DEFAULT_MARKS, SuiteRun
 
@@ -180,21 +180,21 @@ def kill_set(options: MutateOptions, target: Target, scratch: Path) -> KillSet:
     cmd = [sys.executable, "-m", "pytest", "tests", "-q", *_suite_args(options, target, results)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(scratch), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True)
-    rows = read_jsonl(results)
+    rows = read_outcomes(results)
     if proc.returncode not in (0, 1) or not rows:
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
         ended = f"was killed by {signal_name(-proc.returncode)}" if proc.returncode < 0 else f"exit {proc.returncode}"
         raise MutateInputError(f"the conformance suite did not run on the unmutated module (pytest {ended})")
-    failed = [r for r in rows if r["outcome"] == "failed"]
-    red = [r["nodeid"] for r in failed if "robustness" not in r["marks"]]
+    failed = [r for r in rows if r.outcome == "failed"]
+    red = [r.nodeid for r in failed if "robustness" not in r.marks]
     if red:
         raise MutateInputError(
             f"the unmutated module fails {len(red)} contract test(s), so they cannot kill mutants: {', '.join(red)}"
         )
-    passed = [r["nodeid"] for r in rows if r["outcome"] == "passed"]
+    passed = [r.nodeid for r in rows if r.outcome == "passed"]
     if not passed:
         raise MutateInputError("no conformance test passes on the unmutated module: nothing can kill a mutant")
-    return KillSet(passed=passed, left_out=[r["nodeid"] for r in failed])
+    return KillSet(passed=passed, left_out=[r.nodeid for r in failed])
 
 
 def baseline_imports_the_copy(command: list[str], target: Target, scratch: Path) -> None:

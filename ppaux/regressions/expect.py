@@ -11,7 +11,6 @@ import torch
 from ppaux.core.errors import AuxiliaryPPError
 from ppaux.regressions.doubles import source as doubles_source
 from ppaux.testing.impl import reference
-from ppaux.testing.results import JSONObject
 from ppaux.testing.scenario import key_code, literal
 
 FUNCTIONS = {"add": "add_auxiliary_output_to_pp_tensors", "pop": "pop_auxiliary_output_from_pp_tensors"}
@@ -30,7 +29,7 @@ class ExpectedStep(TypedDict):
 class _Run:
     """The file's namespace while the reference runs its steps; names values back by identity."""
 
-    def __init__(self, scenario: JSONObject) -> None:
+    def __init__(self, scenario: Mapping[str, Any]) -> None:
         self.prefix = scenario["prefix"]
         # Any: what the file's lines define, values of every type.
         self.ns: dict[str, Any] = {"torch": torch, "_OUTPUT_PREFIX": self.prefix}
@@ -80,7 +79,7 @@ def _double_checks(run: _Run, arg: str) -> list[str]:
     return []
 
 
-def expected_steps(scenario: JSONObject) -> list[ExpectedStep]:
+def expected_steps(scenario: Mapping[str, Any]) -> list[ExpectedStep]:
     """Each step with the lines that make it and check it as the contract says, from the reference's run.
 
     Step: ``setup`` (definitions), ``call`` (the call's code), ``raised`` (``None`` or the

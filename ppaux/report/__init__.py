@@ -13,7 +13,15 @@ import json
 from importlib import resources
 from typing import Any
 
-from ppaux.report.conformance import ClauseResult, ConformanceReport, RegressionFile, RegressionSummary, TestOutcome
+from ppaux.report.conformance import (
+    ClauseResult,
+    ConformanceReport,
+    RefusedFinding,
+    RegressionFile,
+    RegressionSummary,
+    TestOutcome,
+    WrittenRegressions,
+)
 from ppaux.report.faults import FaultCell, FaultOutcome, FaultsReport
 from ppaux.report.files import write_atomic, write_report
 from ppaux.report.fuzz import FuzzFailure, FuzzReplayReport, FuzzRunReport
@@ -38,9 +46,11 @@ __all__ = [
     "FuzzReplayReport",
     "FuzzRunReport",
     "RegressionFile",
+    "RefusedFinding",
     "RegressionSummary",
     "ReportFormatError",
     "TestOutcome",
+    "WrittenRegressions",
     "check_version",
     "schema",
     "write_atomic",

@@ -122,22 +122,49 @@ class ClauseResult:
 
 
 @dataclass(frozen=True)
+class WrittenRegressions:
+    """One broken clause's regression file: where it is and the test method of each finding in it."""
+
+    clause: str
+    path: str
+    tests: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RefusedFinding:
+    """A failing test that did not become a regression test, and why."""
+
+    clause: str
+    nodeid: str
+    why: str
+
+
+@dataclass(frozen=True)
 class RegressionSummary:
     """What ``--regressions`` did: the files written (each a clause's, with its test methods), the
-    findings refused (``nodeid``, ``clause``, ``why``), and the files of an earlier run removed."""
+    findings refused, and the files of an earlier run removed."""
 
     directory: str
-    files: tuple[Mapping[str, Any], ...] = ()
-    refused: tuple[Mapping[str, Any], ...] = ()
+    files: tuple[WrittenRegressions, ...] = ()
+    refused: tuple[RefusedFinding, ...] = ()
     removed: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
             "directory": self.directory,
-            "files": [dict(f) for f in self.files],
-            "refused": [dict(r) for r in self.refused],
+            "files": [{"clause": f.clause, "path": f.path, "tests": list(f.tests)} for f in self.files],
+            "refused": [{"clause": r.clause, "nodeid": r.nodeid, "why": r.why} for r in self.refused],
             "removed": list(self.removed),
         }
+
+    @classmethod
+    def from_json(cls, data: _JSON) -> RegressionSummary:
+        return cls(
+            directory=data["directory"],
+            files=tuple(WrittenRegressions(f["clause"], f["path"], tuple(f["tests"])) for f in data["files"]),
+            refused=tuple(RefusedFinding(r["clause"], r["nodeid"], r["why"]) for r in data["refused"]),
+            removed=tuple(data["removed"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -237,13 +264,7 @@ class ConformanceReport:
             for c in data["clauses"]
         )
         found = data.get("regressions")
-        regressions = (
-            None
-            if found is None
-            else RegressionSummary(
-                found["directory"], tuple(found["files"]), tuple(found["refused"]), tuple(found["removed"])
-            )
-        )
+        regressions = None if found is None else RegressionSummary.from_json(found)
         return cls(
             implementation=data["implementation"],
             profile=data["profile"],

@@ -533,9 +533,5 @@ class FuzzReplayReport:
             saved_examples=data["saved_examples"],
             still_failing=tuple(FuzzFailure.from_json(f) for f in data["still_failing"]),
             no_longer_failing=tuple(FixedTest.from_json(t) for t in data["no_longer_failing"]),
-            regressions=None
-            if found is None
-            else RegressionSummary(
-                found["directory"], tuple(found["files"]), tuple(found["refused"]), tuple(found["removed"])
-            ),
+            regressions=None if found is None else RegressionSummary.from_json(found),
         )

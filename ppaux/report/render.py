@@ -103,11 +103,11 @@ def _regression_files(summary: RegressionSummary | None) -> list[str]:
             + ", ".join(f"`{Path(p).name}`" for p in summary.removed)
             + "."
         )
-    lines += [""] + [f"- `{f['path']}` ({f['clause']}): {', '.join(f['tests'])}" for f in summary.files]
+    lines += [""] + [f"- `{f.path}` ({f.clause}): {', '.join(f.tests)}" for f in summary.files]
     if not summary.files:
         lines.append("- none written" + ("" if summary.refused else ": no clause is broken"))
     for r in summary.refused:
-        lines.append(f"- not written for `{r['nodeid']}` ({r['clause']}): {r['why']}")
+        lines.append(f"- not written for `{r.nodeid}` ({r.clause}): {r.why}")
     lines.append("")
     if summary.files:
         lines.append(

@@ -17,15 +17,20 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from _pytest.runner import runtestprotocol
 
 from ppaux.isolation import ChildOutcome, Contained, Guard, Worker, resident_bytes
+from ppaux.report.conformance import FindingKind
 from ppaux.testing.hypothesis_api import replace_seed_generator
-from ppaux.testing.results import JSONObject, carry, row
+from ppaux.testing.results import JSONObject, carry_outcome, row
 from ppaux.testing.suite import SUITE
+
+# A contained run that crashed or hung, as the finding its test's outcome records.
+AS_FINDING: dict[str, FindingKind] = {"crash": "crash", "hang": "hang"}
 
 # A worker runs this many tests at most, or until its resident memory has grown this much past what
 # it held after its first test; the next contained test then starts a fresh one (what one test
@@ -185,8 +190,8 @@ def run_alone(
                 f"the test's process {first.outcome.describe()}, but it passed when run again with each call "
                 "isolated: the crash or hang depends on state outside the drawn example"
             )
-            made = dict(row(item, report), error=f"{first.kind}: the test's process {first.outcome.describe()}")
-            carry(report, "outcome", dict(made, finding=first.kind))
+            error = f"{first.kind}: the test's process {first.outcome.describe()}"
+            carry_outcome(report, replace(row(item, report), error=error, finding=AS_FINDING[first.kind]))
     return reports
 
 
@@ -227,5 +232,5 @@ def _died(item: pytest.Item, first: Contained, second: Contained) -> pytest.Test
         duration=first.outcome.seconds + outcome.seconds,
     )
     head, _, detail = text.partition("\n")
-    carry(report, "outcome", dict(row(item, report), error=head, finding=second.kind, detail=detail))
+    carry_outcome(report, replace(row(item, report), error=head, finding=AS_FINDING[second.kind], detail=detail))
     return report

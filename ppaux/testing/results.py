@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Generator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeAlias
 
 import pluggy
 import pytest
 
+from ppaux.report import TestOutcome
+from ppaux.report.conformance import FindingKind
 from ppaux.testing.scenario import CallRecorder, Unwritable, describe
 
 # A JSON object as json.loads gives it (a test's row, a fuzz event, a run's summary): its values are
@@ -76,37 +79,54 @@ def failure_details(text: str) -> dict[str, str | None]:
     return {"example": example, "blob": blob.group(0) if blob else None}
 
 
-def finding(error_type: str | None) -> str | None:
+def finding(error_type: str | None) -> FindingKind | None:
     """What kind of finding a failure is, beside a broken assertion: a hang or a crash."""
-    return {"Hang": "hang", "Crash": "crash"}.get(error_type or "")
+    kinds: dict[str, FindingKind] = {"Hang": "hang", "Crash": "crash"}
+    return kinds.get(error_type or "")
 
 
 def row(
     item: pytest.Item, report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException] | None = None
-) -> JSONObject:
-    """One test's row: its clause, kind, description and outcome; a failure's error, example and blob."""
+) -> TestOutcome:
+    """One test's outcome: its clause, kind, description and outcome; a failure's error, example and blob."""
     clause = item.get_closest_marker("clause")
     func = getattr(item, "function", None)
     doc = (getattr(item, "cls", None) or func).__doc__ if func else None
-    out: JSONObject = {
-        "nodeid": item.nodeid,
-        "clause": clause.args[0] if clause else None,
-        "marks": sorted({m.name for m in item.iter_markers()} & set(KINDS)),
-        "doc": " ".join((doc or "").split()),
-        "outcome": "skipped" if report.skipped else ("failed" if report.failed else "passed"),
-    }
+    made = TestOutcome(
+        nodeid=item.nodeid,
+        clause=clause.args[0] if clause else None,
+        outcome="skipped" if report.skipped else ("failed" if report.failed else "passed"),
+        marks=tuple(sorted({m.name for m in item.iter_markers()} & set(KINDS))),
+        doc=" ".join((doc or "").split()),
+    )
     if report.failed:
-        out.update(failure_details(report.longreprtext))
+        details = failure_details(report.longreprtext)
+        made = replace(made, example=details["example"], blob=details["blob"])
         if excinfo is not None:
             message = str(excinfo.value).strip().splitlines()
-            out["error"] = f"{excinfo.typename}: {message[0] if message else ''}"
-            out["finding"] = finding(excinfo.typename)
-            if out["finding"]:
-                # Where the call was stuck or died: the lines after the first.
-                out["detail"] = "\n".join(message[1:])
+            kind = finding(excinfo.typename)
+            # A hang's or a crash's detail: where the call was stuck or died, the lines after the first.
+            made = replace(
+                made,
+                error=f"{excinfo.typename}: {message[0] if message else ''}",
+                finding=kind,
+                detail="\n".join(message[1:]) if kind else None,
+            )
     elif report.skipped:
-        out["error"] = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
-    return out
+        why = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        made = replace(made, error=why)
+    return made
+
+
+def carry_outcome(report: pytest.TestReport, outcome: TestOutcome) -> None:
+    """Put the test's outcome on ``report`` (its ``outcome`` part, see :func:`carried`)."""
+    carry(report, "outcome", outcome.to_json())
+
+
+def carried_outcome(report: pytest.TestReport) -> TestOutcome | None:
+    """The outcome put on ``report`` where its test ran (:func:`carry_outcome`), if one was."""
+    found = carried(report, "outcome")
+    return TestOutcome.from_json(found) if found else None
 
 
 def scenario(calls: CallRecorder, prefix: str) -> JSONObject:
@@ -138,6 +158,11 @@ def read_jsonl(path: str | Path) -> list[JSONObject]:
     return split_jsonl(data)[0]
 
 
+def read_outcomes(path: str | Path) -> list[TestOutcome]:
+    """The tests' outcomes a :class:`ResultRecorder` wrote to ``path`` (none when it wrote nothing)."""
+    return [TestOutcome.from_json(row) for row in read_jsonl(path)]
+
+
 class ResultRecorder:
     """Writes one JSON line per test to ``path`` at the end of the run.
 
@@ -149,7 +174,7 @@ class ResultRecorder:
     def __init__(self, path: str, calls_of: Callable[[pytest.Item], JSONObject | None] | None = None) -> None:
         self.path = path
         self.calls_of = calls_of
-        self.rows: list[JSONObject] = []
+        self.rows: list[TestOutcome] = []
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(
@@ -160,14 +185,14 @@ class ResultRecorder:
         if report.when == "call" or report.failed or report.skipped:
             made = row(item, report, call.excinfo)
             if report.failed and report.when == "call" and self.calls_of is not None:
-                made.update(self.calls_of(item) or {})
-            carry(report, "outcome", made)
+                made = replace(made, **(self.calls_of(item) or {}))
+            carry_outcome(report, made)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        found = carried(report, "outcome")
-        if found:
+        found = carried_outcome(report)
+        if found is not None:
             self.rows.append(found)
 
     def pytest_sessionfinish(self) -> None:
         # Bytes, UTF-8 encoded here: the file does not depend on the locale.
-        Path(self.path).write_bytes("".join(json.dumps(r) + "\n" for r in self.rows).encode())
+        Path(self.path).write_bytes("".join(json.dumps(r.to_json()) + "\n" for r in self.rows).encode())

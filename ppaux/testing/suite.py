@@ -21,7 +21,7 @@ from hypothesis import settings
 
 from ppaux.report import TestOutcome
 from ppaux.testing.profiles import suite_run_args
-from ppaux.testing.results import read_jsonl
+from ppaux.testing.results import read_outcomes
 
 __all__ = [
     "DEFAULT_MARKS",
@@ -167,11 +167,11 @@ def run_installed(run: SuiteRun) -> list[TestOutcome]:
         ini.write_bytes(b"[pytest]\n")
         with mock.patch.dict(os.environ, OWN_PLUGINS_ONLY):  # and the caller's environment back after
             status, printed = run_in_process(installed_args(dataclasses.replace(run, results=str(results)), ini))
-        rows = read_jsonl(results)
+        outcomes = read_outcomes(results)
     if status not in (0, 1):
         wrong = _WRONG_EXPRESSION.search(printed)
         if wrong:
             option = "marks" if wrong.group(1) == "m" else "tests"
             raise SuiteNotRun(f"not a valid pytest -{wrong.group(1)} expression: {wrong.group(2)}", option, printed)
         raise SuiteNotRun(f"the suite did not run (pytest exit {status})", None, printed)
-    return [TestOutcome.from_json(row) for row in rows]
+    return outcomes
