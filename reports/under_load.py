@@ -1,0 +1,80 @@
+"""The README's test command on a busy machine: ``python -m reports.under_load [--runs N] [--hogs K]``.
+
+Runs ``pytest --hypothesis-profile=ci -n 2`` (the README's second command) N times (default 5) in
+this checkout while K processes (default 2, one per core of CI's machine) spin without pause, and
+says each run's exit status, its summary line and its wall time. The goal (issue 34): every run
+green; no verdict of the suite may depend on how busy the machine is. Writes
+reports/out/under_load.{json,md}; nothing here is asserted, and the times are only what a loaded
+machine took.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OUT = Path("reports") / "out"
+README_TESTS = ["pytest", "--hypothesis-profile=ci", "-n", "2", "-q"]
+
+
+def spin() -> None:  # pragma: no cover - the load, in a process of its own
+    while True:
+        pass
+
+
+def one_run(number: int) -> dict[str, object]:
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", *README_TESTS], capture_output=True, text=True)
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    return {
+        "run": number,
+        "exit": proc.returncode,
+        "summary": lines[-1] if lines else proc.stderr.strip()[-200:],
+        "wall_s": round(time.monotonic() - start, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reports.under_load", description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--hogs", type=int, default=2, help="busy processes beside the runs (default 2)")
+    args = parser.parse_args(argv)
+    hogs = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.hogs)]
+    for hog in hogs:
+        hog.start()
+    runs = []
+    try:
+        for number in range(1, args.runs + 1):
+            runs.append(one_run(number))
+            print(f"run {number}: exit {runs[-1]['exit']} in {runs[-1]['wall_s']} s: {runs[-1]['summary']}", flush=True)
+    finally:
+        for hog in hogs:
+            hog.kill()
+    green = sum(r["exit"] == 0 for r in runs)
+    OUT.mkdir(parents=True, exist_ok=True)
+    result = {"command": " ".join(README_TESTS), "hogs": args.hogs, "cores": os.cpu_count(), "runs": runs}
+    (OUT / "under_load.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    table = [f"| {r['run']} | {r['exit']} | {r['wall_s']} | {r['summary']} |" for r in runs]
+    md = [
+        f"# The README's tests under load: {green}/{len(runs)} green",
+        "",
+        f"`{result['command']}` beside {args.hogs} busy processes, {os.cpu_count()} cores.",
+        "",
+        "| run | exit | wall s | summary |",
+        "| --- | --- | --- | --- |",
+        *table,
+        "",
+    ]
+    (OUT / "under_load.md").write_text("\n".join(md), encoding="utf-8")
+    print(f"under load: {green}/{len(runs)} green; reports/out/under_load.md")
+    return 0 if green == len(runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
