@@ -56,8 +56,10 @@ def conforms(data: dict, kind: str) -> None:
 
 
 BROKEN = str(ROOT / "tests" / "impls" / "broken_contiguous_copy.py")
-# Seed 7 finds the planted bug in round 1 (the only test selected), a few seconds in.
-PLANTED = ["--impl", BROKEN, "--tests", "bound_to_the_same_tensor", "--seed", "7", "--workers", "1"]
+# Every example with a tensor shows this planted bug (add.7), so the end-to-end runs stop at their
+# first failure within seconds of the round's start on any machine (the demo's bug needs a rare draw).
+COPIES = str(ROOT / "tests" / "impls" / "copies_every_tensor.py")
+PLANTED = ["--impl", COPIES, "--tests", "bound_to_the_same_tensor", "--seed", "7", "--workers", "1"]
 BROKEN_TEST = "ppaux/conformance/test_add.py::test_success_adds_one_key_per_item_bound_to_the_same_tensor"
 OTHER_SHARD_TEST = "ppaux/conformance/test_pop.py::test_name_is_key_with_prefix_removed_once"
 
@@ -1887,7 +1889,7 @@ def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> N
 
     regressions = report / "regressions"
     status, out, err = ppaux_fuzz(
-        capsys, "replay", "--db", db, "--report", str(report), "--impl", BROKEN, "--regressions", str(regressions)
+        capsys, "replay", "--db", db, "--report", str(report), "--impl", COPIES, "--regressions", str(regressions)
     )
     assert status == 1, err
     replay = json.loads((report / "replay.json").read_text())
@@ -2008,7 +2010,7 @@ def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_a
         "--report",
         str(tmp_path / "shard1"),
         "--impl",
-        BROKEN,
+        COPIES,
         "--seed",
         "7",
         *tests,
@@ -2019,7 +2021,7 @@ def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_a
     status = fuzz_run_held(
         monkeypatch,
         lambda now: examples_ran(tmp_path / "shard2"),
-        *("--shard", "2/2", "--budget", "20s", "--db", url, "--report", str(tmp_path / "shard2"), "--impl", BROKEN),
+        *("--shard", "2/2", "--budget", "20s", "--db", url, "--report", str(tmp_path / "shard2"), "--impl", COPIES),
         *tests,
     )
     err = capsys.readouterr().err
@@ -2031,7 +2033,7 @@ def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_a
     assert {r["tests"] for r in shard2["rounds"] if r["tests"] is not None} == {1} and shard2["examples"] > 0
 
     # Another machine: nothing but the URL (and the implementation under test).
-    status, out, err = ppaux_fuzz(capsys, "replay", "--db", url, "--report", str(tmp_path / "replay"), "--impl", BROKEN)
+    status, out, err = ppaux_fuzz(capsys, "replay", "--db", url, "--report", str(tmp_path / "replay"), "--impl", COPIES)
     assert status == 1, err
     replayed = json.loads((tmp_path / "replay" / "replay.json").read_text())
     conforms(replayed, "fuzz-replay")
