@@ -116,6 +116,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("ppaux_timeout", "per-call time limit in seconds on the implementation under test (default 10)")
     parser.addini("ppaux_isolation", "'test' (default) or 'off': see --ppaux-isolation")
     parser.addini("ppaux_profile", "ppaux's Hypothesis tuning for its own tests: see --ppaux-profile")
+    parser.addini(
+        "ppaux_suite_copies",
+        "directories holding a copy of ppaux.conformance's test modules (ppaux mutate's scratch project): "
+        "their tests run as the shipped suite's (its tuning, scope and isolation)",
+        type="paths",
+        default=[],
+    )
     parser.addini("ppaux_max_examples", "examples per property for ppaux's own tests alone: see --ppaux-max-examples")
 
 

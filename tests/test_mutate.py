@@ -227,9 +227,10 @@ def test_mutmut_reads_the_scratch_projects_table_and_forks_each_mutant_from_a_se
     assert (config.process_isolation.value, config.forkserver_warmup.value) == ("forkserver", "collect")
     assert config.pytest_add_cli_args == [*project.MUTANT_PYTEST_ARGS, "-k", "p4"]
     assert (config.only_mutate, config.pytest_add_cli_args_test_selection) == (["own_pop.py"], ["tests/"])
-    # The copy is pytest's rootdir (no configuration above it is read) and pytest keeps no cache in it.
+    # The copy is pytest's rootdir (no configuration above it is read), pytest keeps no cache in it, and
+    # its tests/ run as the shipped suite (test_a_crash_in_the_unmutated_modules_run_...).
     tool = tomllib.loads((scratch / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
-    assert tool["pytest"] == {"ini_options": {"addopts": "-p no:cacheprovider"}}
+    assert tool["pytest"] == {"ini_options": {"addopts": "-p no:cacheprovider", "ppaux_suite_copies": ["tests"]}}
 
 
 def test_a_diff_mutmut_cannot_make_says_why_and_no_mutant_needs_no_process(tmp_path):
@@ -902,24 +903,14 @@ def _mutate(tmp_path, monkeypatch, *argv):
 
 @pytest.mark.subprocess
 def test_an_implementation_that_breaks_the_contract_cannot_be_mutation_tested(tmp_path, monkeypatch, capsys):
-    """Its red contract tests would "kill" every mutant: bad input, naming them."""
-    assert (
-        _mutate(
-            tmp_path,
-            monkeypatch,
-            "--impl",
-            str(IMPLS / "unstripped_names.py"),
-            "--tests",
-            "round_trip or compose",
-            "--profile",
-            "ci",
-        )
-        == 2
-    )
+    """Its red contract tests would "kill" every mutant: bad input, naming them. A crash is one of them:
+    the copied suite runs contained, as ppaux check runs it, not as a pytest process that dies."""
+    impl = str(IMPLS / "segfaults_without_observer.py")
+    assert _mutate(tmp_path, monkeypatch, "--impl", impl, "--tests", "test_observer_checks_precede_value_checks") == 2
     assert capsys.readouterr().err == (
         "ppaux: error: the unmutated module fails 2 contract test(s), so they cannot kill mutants: "
-        "tests/test_properties.py::test_round_trip, "
-        "tests/test_properties.py::test_outputs_with_disjoint_names_compose\n"
+        "tests/test_pop.py::test_observer_checks_precede_value_checks, "
+        "tests/test_pop.py::test_observer_checks_precede_value_checks_on_a_non_tensor[P1]\n"
     )
 
 

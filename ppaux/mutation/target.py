@@ -104,7 +104,10 @@ def write_config(target: Target, root: Path, *, pytest_args: Sequence[str]) -> N
     }
     # Fork each mutant from a server that has already imported torch and collected the suite.
     config.update({"process_isolation": "forkserver", "forkserver_warmup": "collect"})
-    # The [tool.pytest.ini_options] table stops pytest from reading any configuration above this project.
+    # The [tool.pytest.ini_options] table stops pytest from reading any configuration above this project;
+    # ppaux_suite_copies: the copied tests run as the shipped suite's (under the run's tuning and scope, contained).
     (root / "pyproject.toml").write_text(
-        mutmut_table(config) + '\n[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\n', encoding="utf-8"
+        mutmut_table(config)
+        + '\n[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider"\nppaux_suite_copies = ["tests"]\n',
+        encoding="utf-8",
     )

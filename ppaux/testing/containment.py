@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,10 +41,14 @@ RECYCLE_GROWTH = 1 << 30
 
 
 def is_suite_test(item: pytest.Item) -> bool:
-    """A test of the shipped suite (:mod:`ppaux.conformance`)."""
+    """A test of the shipped suite (:mod:`ppaux.conformance`), or of a copy of its modules in a directory
+    the ``ppaux_suite_copies`` ini value names (``ppaux mutate`` runs such a copy, named ``tests/test_add.py``)."""
     module = getattr(item, "module", None)
     name = getattr(module, "__name__", "")
-    return name == SUITE or name.startswith(SUITE + ".")
+    if name == SUITE or name.startswith(SUITE + "."):
+        return True
+    copies: list[Path] = item.config.getini("ppaux_suite_copies")
+    return any(item.path.is_relative_to(directory) for directory in copies)
 
 
 def is_contained(item: pytest.Item) -> bool:
