@@ -86,6 +86,26 @@ def test_the_contained_tests_of_a_run_share_one_forked_worker(pytester, monkeypa
     assert str(os.getpid()) not in pids
 
 
+def test_the_tests_in_a_directory_named_as_a_copy_of_the_suite_run_contained_as_the_suites(pytester, monkeypatch):
+    """ppaux mutate copies the suite's modules into its scratch project's tests/ and names that directory in
+    the ini value ppaux_suite_copies: their tests run as the suite's, in the worker; a user's test does not."""
+    pytester.makeini("[pytest]\nppaux_suite_copies = copied\n")
+    pytester.makepyfile(
+        forklog=LOG, test_users="from forklog import log\n\ndef test_users(ppaux_impl):\n    log('users')\n"
+    )
+    (pytester.path / "copied").mkdir()
+    (pytester.path / "copied" / "test_add.py").write_text(
+        "from forklog import log\n\ndef test_copied(ppaux_impl):\n    log('copied')\n"
+    )
+    monkeypatch.syspath_prepend(str(pytester.path))
+    log = pytester.path / "fork.log"
+    monkeypatch.setenv("FORK_LOG", str(log))
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", "copied", "test_users.py")
+    result.assert_outcomes(passed=2)
+    ran_in = dict(line.split() for line in log.read_text().splitlines())
+    assert ran_in["users"] == str(os.getpid()) != ran_in["copied"]
+
+
 def test_a_test_that_kills_the_worker_is_rerun_alone_and_the_next_test_gets_a_fresh_worker(pytester, monkeypatch):
     result, lines = run(pytester, monkeypatch, FORK_DIES="1")
     result.assert_outcomes(passed=5, failed=1)
