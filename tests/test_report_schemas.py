@@ -51,8 +51,9 @@ def test_a_check_of_a_broken_and_of_a_correct_implementation_writes_what_the_sch
 
 @pytest.mark.subprocess
 def test_a_check_that_writes_regression_files_writes_what_the_schema_describes(tmp_path):
-    data = checked(tmp_path, "--impl", str(IMPLS / "non_atomic_add.py"), "--regressions", str(tmp_path / "reg"))
-    assert data["regressions"]["files"]
+    impl = str(IMPLS / "non_atomic_add.py")
+    data = checked(tmp_path, "--impl", impl, "--tests", ADD_6, "--regressions", str(tmp_path / "reg"))
+    assert [f["clause"] for f in data["regressions"]["files"]] == ["add.6"]
     validate(data, "conformance")
     assert ConformanceReport.from_json(data).to_json() == data
 
