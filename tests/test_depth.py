@@ -227,6 +227,7 @@ def aux_keys_in(example: str) -> int:
 @pytest.mark.subprocess
 def test_a_fuzz_round_fuzzes_the_suite_s_stateful_runs_at_its_scope(tmp_path):
     """The stateful runs call Hypothesis themselves (not @given): a round keeps them and counts their examples."""
+    from ppaux.fuzz.events import Collected
     from ppaux.fuzz.rounds import Round
 
     suite = Suite(db=str(tmp_path / "db"), workdir=tmp_path, tests="test_interleaved_adds_and_pops_leak_no_key")
@@ -234,7 +235,7 @@ def test_a_fuzz_round_fuzzes_the_suite_s_stateful_runs_at_its_scope(tmp_path):
     rnd = Round.start(suite, 1, "cpu", 3, mode="run", depth=RoundDepth(grown_scope(1.0)))
     assert rnd.proc.wait(timeout=300) == 0, rnd.log_tail()
     events = rnd.poll_events()
-    assert [e["tests"] for e in events if e["kind"] == "collected"] == [1], rnd.log_tail()
+    assert [e.tests for e in events if isinstance(e, Collected)] == [1], rnd.log_tail()
     assert rnd.examples == 3
 
 

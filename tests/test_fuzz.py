@@ -1271,8 +1271,8 @@ def test_the_verdict_of_a_run_that_fuzzed_nothing_or_lost_a_worker_is_not_clean(
     assert describe_status(-40) == "killed by signal 40"
 
 
-# A stand-in for a round's pytest process: it appends the events $FAKE_ROUND lists for its worker
-# (worker "1", "2"; "*" for any), after an "environment" event with what the fuzz job told it, then
+# A stand-in for a round's pytest process: it writes what the fuzz job told it beside its events file
+# (ROUND.environment.json), appends the events $FAKE_ROUND lists for its worker ("1", "2"; "*" for any), then
 # ends as told: "exit N", "kill" (SIGKILL, as the OOM killer would), "hang" (says it was interrupted on
 # SIGINT, then hangs on), "interrupt-parent" (Ctrl-C to the fuzz job); after "linger" seconds, if given.
 # Its last words go to stderr and stdout (both into the round's log), none if "quiet"; then
@@ -1290,8 +1290,10 @@ def stopped(signum, frame):  # as the plugin does on the parent's SIGINT, but th
 if steps["end"] == "hang":
     signal.signal(signal.SIGINT, stopped)
 told = {k: os.environ.get("PPAUX_FUZZ_" + k.upper()) for k in ("mode", "worker", "seed", "shard", "max_examples")}
+with open(os.environ["PPAUX_FUZZ_EVENTS"].replace(".events.jsonl", ".environment.json"), "w") as fh:
+    json.dump(told, fh)
 with open(os.environ["PPAUX_FUZZ_EVENTS"], "a") as fh:
-    for event in [{"kind": "environment", **told}, *steps["events"]]:
+    for event in steps["events"]:
         fh.write(json.dumps(event) + "\\n")
 if not steps.get("quiet"):
     sys.stderr.write("a warning of worker " + worker + "\\n")
@@ -1552,9 +1554,8 @@ def test_a_run_stopped_at_max_failures_sums_up_its_worker_round_and_each_distinc
     ]
     assert re.fullmatch(r"fuzz 00:\d\d/01:00  round 1 \(cpu\)  examples 7  [\d,]+/s  failures 2", last), last
     # The round was told it fuzzes (this shard), as worker 1 of 1, with its own seed and max_examples.
-    events = tmp_path / "rounds" / "worker-1-round-001.events.jsonl"
-    assert json.loads(events.read_text().splitlines()[0]) == {
-        "kind": "environment",
+    told = tmp_path / "rounds" / "worker-1-round-001.environment.json"
+    assert json.loads(told.read_text()) == {
         "mode": "run",
         "worker": "1/1",
         "seed": "8",
@@ -1597,7 +1598,7 @@ def test_a_run_on_cuda_fuzzes_on_the_gpus_only_with_the_seed_tests_and_max_failu
     }
     assert [r["placement"] for r in summary["rounds"]] == ["cuda:0"]
     # Round 1 of worker 1 draws from seed 11 + 1.
-    told = json.loads((report / "rounds" / "worker-1-round-001.events.jsonl").read_text().splitlines()[0])
+    told = json.loads((report / "rounds" / "worker-1-round-001.environment.json").read_text())
     assert (told["seed"], told["worker"]) == ("12", "1/1")
 
 
@@ -1607,8 +1608,9 @@ def test_a_round_that_breaks_after_its_tests_were_collected_is_a_dead_worker_not
     run = scripted_run(tmp_path, monkeypatch, {"*": {"events": events, "end": "exit 3"}}, workers=1)
     run.run()
     assert [(d.worker, d.test, d.exit_status) for d in run.dead] == [(1, "t.py::t", 3)]
-    # Each round leaves its events and its log under the report's rounds/, named by worker and round.
-    assert sorted(p.name for p in (tmp_path / "rounds").iterdir()) == [
+    # Each round leaves its events and its log under the report's rounds/, named by worker and round
+    # (beside the stand-in's own record of what it was told).
+    assert sorted(p.name for p in (tmp_path / "rounds").iterdir() if not p.name.endswith(".environment.json")) == [
         "worker-1-round-001.events.jsonl",
         "worker-1-round-001.log",
     ]
@@ -1733,9 +1735,8 @@ def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tm
         "",
     )
     # One round, round 0 of worker 1, told to replay: no seed, no shard (every shard's failures), no max_examples.
-    told = (report / "rounds" / "worker-1-round-000.events.jsonl").read_text().splitlines()[0]
+    told = (report / "rounds" / "worker-1-round-000.environment.json").read_text()
     assert json.loads(told) == {
-        "kind": "environment",
         "mode": "replay",
         "worker": "1/1",
         "seed": None,

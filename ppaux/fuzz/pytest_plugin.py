@@ -10,7 +10,6 @@ examples, and appends events (progress, failures, per-test outcomes) as JSON lin
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import random
 import signal
@@ -24,8 +23,21 @@ from hypothesis import Phase, is_hypothesis_test, settings
 from hypothesis.database import ExampleDatabase, ReadOnlyDatabase
 
 from ppaux.fuzz.database import ROUND_REDIS_TIMEOUT_S, open_database
+from ppaux.fuzz.events import (
+    Collected,
+    Finished,
+    Interrupted,
+    Progress,
+    RoundEvent,
+    RoundFailure,
+    Running,
+    Started,
+    TestDone,
+    encode,
+)
 from ppaux.fuzz.options import in_shard, parse_shard
 from ppaux.report import TestOutcome
+from ppaux.report.conformance import Outcome
 from ppaux.testing.hypothesis_api import (
     HypothesisAPIError,
     check_hypothesis_api,
@@ -34,7 +46,7 @@ from ppaux.testing.hypothesis_api import (
 )
 from ppaux.testing.plugin import recorded_calls
 from ppaux.testing.profiles import tuned
-from ppaux.testing.results import JSONObject, carried, carried_outcome, carry, carry_outcome, row
+from ppaux.testing.results import carried, carried_outcome, carry, carry_outcome, row
 
 PROFILE = "ppaux-fuzz"
 # Failure text kept per failure: Hypothesis puts the example and the blob at the end.
@@ -122,19 +134,18 @@ class FuzzRound:
     def saved(self, nodeid: str) -> int | None:
         return None if self.database is None else self.database.saved.get(nodeid)
 
-    def emit(self, event: JSONObject) -> None:
+    def emit(self, event: RoundEvent) -> None:
         if not self.events:
             return
-        event.setdefault("time", time.time())
         with open(self.events, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(event) + "\n")
+            fh.write(encode(event, time.time()) + "\n")
 
     def _count_example(self, status: str) -> None:
         self.examples += 1
         now = time.monotonic()
         if now - self._last_write >= PROGRESS_EVERY_S:
             self._last_write = now
-            self.emit({"kind": "progress", "examples": self.examples})
+            self.emit(Progress(self.examples))
 
     def pytest_configure(self, config: pytest.Config) -> None:
         # Every test case Hypothesis runs, stateful ones and those of a forked child included.
@@ -160,7 +171,7 @@ class FuzzRound:
         self.session = session
         handler = signal.signal(signal.SIGINT, self._stop)
         self._undo.append(lambda: signal.signal(signal.SIGINT, handler))
-        self.emit({"kind": "started", "pid": os.getpid()})
+        self.emit(Started(os.getpid()))
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -172,7 +183,7 @@ class FuzzRound:
         if dropped:
             config.hook.pytest_deselected(items=dropped)
         items[:] = _worker_order(keep)
-        self.emit({"kind": "collected", "tests": len(keep), "selected": len(fuzzable)})
+        self.emit(Collected(len(keep), len(fuzzable)))
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(
@@ -180,11 +191,11 @@ class FuzzRound:
     ) -> Generator[None, pluggy.Result[object], None]:
         self.running = item.nodeid
         # Which test a worker was running, should it die.
-        self.emit({"kind": "running", "nodeid": item.nodeid})
+        self.emit(Running(item.nodeid))
         outcome = yield
         if outcome.excinfo is not None and issubclass(outcome.excinfo[0], KeyboardInterrupt):
             # Stopped with the round (the test's child, if it had one, is killed): no verdict, but never dropped.
-            self.emit({"kind": "interrupted", "nodeid": item.nodeid})
+            self.emit(Interrupted(item.nodeid))
         self.running = None
 
     @pytest.hookimpl(tryfirst=True)
@@ -218,34 +229,32 @@ class FuzzRound:
         if report.when != "call" and not report.failed:
             return
         if self.stopping and "KeyboardInterrupt" in report.longreprtext:
-            self.emit({"kind": "interrupted", "nodeid": report.nodeid})
+            self.emit(Interrupted(report.nodeid))
             return  # our own stop: no verdict, not a finding
-        outcome = "failed" if report.failed else ("skipped" if report.skipped else "passed")
-        event: JSONObject = {"kind": "test", "nodeid": report.nodeid, "outcome": outcome}
-        if self.mode == "replay":
-            event["saved"] = self.saved(report.nodeid) or 0
-        self.emit(event)
+        outcome: Outcome = "failed" if report.failed else ("skipped" if report.skipped else "passed")
+        self.emit(TestDone(report.nodeid, outcome, (self.saved(report.nodeid) or 0) if self.mode == "replay" else None))
         if report.failed:
             # Made where the test ran, or here for a forked child that could not report one (it died in
             # both forks, or passed only with each call isolated).
             made = carried_outcome(report) or TestOutcome(report.nodeid, None, "failed")
-            failure: JSONObject = {
-                "kind": "failure",
-                "nodeid": report.nodeid,
-                "clause": made.clause,
-                "error": made.error,
-                "finding": made.finding,
-                "example": made.example,
-                "blob": made.blob,
-                "text": report.longreprtext[-TEXT_LIMIT:],
-            }
-            calls = {"scenario": made.scenario, "scenario_error": made.scenario_error}
-            self.emit(failure | {k: v for k, v in calls.items() if v is not None})
-        self.emit({"kind": "progress", "examples": self.examples})
+            self.emit(
+                RoundFailure(
+                    nodeid=report.nodeid,
+                    clause=made.clause,
+                    error=made.error,
+                    finding=made.finding,
+                    example=made.example,
+                    blob=made.blob,
+                    text=report.longreprtext[-TEXT_LIMIT:],
+                    scenario=made.scenario,
+                    scenario_error=made.scenario_error,
+                )
+            )
+        self.emit(Progress(self.examples))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        self.emit({"kind": "progress", "examples": self.examples})
-        self.emit({"kind": "finished", "exitstatus": int(exitstatus)})
+        self.emit(Progress(self.examples))
+        self.emit(Finished(int(exitstatus)))
 
 
 # First: Hypothesis' own pytest_configure loads --hypothesis-profile=ppaux-fuzz, which must exist by then.

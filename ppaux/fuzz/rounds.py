@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ppaux.fuzz.depth import RoundDepth
+from ppaux.fuzz.events import Collected, Progress, RoundEvent, Running, decode
 from ppaux.isolation import MONOTONIC, Clock, signal_group
-from ppaux.testing.results import JSONObject, split_jsonl
+from ppaux.testing.results import split_jsonl
 from ppaux.testing.suite import OWN_PLUGINS_ONLY, ROOT, SuiteRun, installed_suite
 
 __all__ = ["PROFILE", "Round", "Suite", "from_checkout"]
@@ -156,19 +157,21 @@ class Round:
             )
         return cls(number, worker[0], placement, max_examples, events, log, proc, depth, clock=clock)
 
-    def poll_events(self) -> list[JSONObject]:
+    def poll_events(self) -> list[RoundEvent]:
+        """The events the round wrote since the last poll (a line still being written waits for the next)."""
         with open(self.events_path, "rb") as fh:
             fh.seek(self._offset)
             chunk = fh.read()
         self._offset += len(chunk)
-        events, self._partial = split_jsonl(self._partial + chunk)
+        lines, self._partial = split_jsonl(self._partial + chunk)
+        events = [decode(line) for line in lines]
         for event in events:
-            if event["kind"] == "progress":
-                self.examples = max(self.examples, event["examples"])
-            elif event["kind"] == "collected":
-                self.collected, self.selected = event["tests"], event.get("selected")
-            elif event["kind"] == "running":
-                self.running = event["nodeid"]
+            if isinstance(event, Progress):
+                self.examples = max(self.examples, event.examples)
+            elif isinstance(event, Collected):
+                self.collected, self.selected = event.tests, event.selected
+            elif isinstance(event, Running):
+                self.running = event.nodeid
         return events
 
     def stop(self, grace: float = 10.0) -> None:

@@ -13,11 +13,13 @@ from typing import Any
 
 from ppaux.fuzz.database import DatabaseError, open_database
 from ppaux.fuzz.depth import RoundDepth, round_depth, save_depth
+from ppaux.fuzz.events import Interrupted, RoundEvent, RoundFailure, TestDone
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.rounds import Round, Suite
 from ppaux.fuzz.timeline import Timeline, thin
 from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock, signal_name
 from ppaux.report import FuzzFailure, FuzzReplayReport, FuzzRunReport
+from ppaux.report.conformance import Outcome
 from ppaux.report.fuzz import FAILURE_FIELDS, DeadWorker, FixedTest, FuzzRound, InterruptedTest, WorkerRun
 from ppaux.testing.impl import DEFAULT_IMPL
 from ppaux.testing.progress import Progress
@@ -30,10 +32,6 @@ SCHEDULE = (50, 200, 1000)
 # pytest exit statuses that, before any test ran, mean the selection cannot run anywhere: every
 # worker would say the same. After that, a round that ends so is a worker that died.
 _BROKEN = {2: "interrupted or collection error", 3: "internal error", 4: "usage error", 5: "no tests collected"}
-# A round's event, as its pytest plugin wrote it (ppaux.fuzz.pytest_plugin): JSON, read key by key.
-Event = Mapping[str, Any]
-
-
 # How often the run looks at its rounds (their event files, their processes).
 POLL = 0.1
 
@@ -237,30 +235,28 @@ class FuzzRun:
             f"{rnd.running or 'no test yet'}: {describe_status(status)}; the other workers go on"
         )
 
-    def _take(self, events: Sequence[Event], worker: Worker, elapsed: float, reason: str) -> None:
+    def _take(self, events: Sequence[RoundEvent], worker: Worker, elapsed: float, reason: str) -> None:
         rnd: Round = worker.current  # type: ignore[assignment]  # called only while the worker has a round
         for event in events:
-            if event["kind"] == "failure":
+            if isinstance(event, RoundFailure):
                 self._record_failure(event, worker, rnd, elapsed)
-            elif event["kind"] == "interrupted":
+            elif isinstance(event, Interrupted):
                 # A test still running when the round was stopped: no verdict, and said so.
-                self.interrupted.append(
-                    InterruptedTest(event["nodeid"], worker.number, rnd.number, rnd.placement, reason)
-                )
+                self.interrupted.append(InterruptedTest(event.nodeid, worker.number, rnd.number, rnd.placement, reason))
                 self.progress.say(
-                    f"fuzz: interrupted {event['nodeid']} (worker {worker.number}, round {rnd.number}, "
+                    f"fuzz: interrupted {event.nodeid} (worker {worker.number}, round {rnd.number}, "
                     f"{rnd.placement}): still running when the round was stopped ({reason}); no verdict"
                 )
 
-    def _record_failure(self, event: Event, worker: Worker, rnd: Round, elapsed: float) -> None:
+    def _record_failure(self, event: RoundFailure, worker: Worker, rnd: Round, elapsed: float) -> None:
         failure = FuzzFailure(
-            nodeid=event["nodeid"],
-            clause=event.get("clause"),
-            error=event.get("error"),
-            finding=event.get("finding"),
-            example=event.get("example"),
-            blob=event.get("blob"),
-            text=event.get("text", ""),
+            nodeid=event.nodeid,
+            clause=event.clause,
+            error=event.error,
+            finding=event.finding,
+            example=event.example,
+            blob=event.blob,
+            text=event.text,
             worker=worker.number,
             workers=(worker.number,),
             round=rnd.number,
@@ -285,8 +281,8 @@ class FuzzRun:
         self.failures[failure.key] = failure
         self._keep_depth(rnd.depth)
         self.progress.say(
-            f"fuzz: FAILURE {event['nodeid']} (worker {worker.number}, round {rnd.number}, {rnd.placement}): "
-            f"{event.get('error') or 'see the report'}"
+            f"fuzz: FAILURE {event.nodeid} (worker {worker.number}, round {rnd.number}, {rnd.placement}): "
+            f"{event.error or 'see the report'}"
         )
 
     def _keep_depth(self, depth: RoundDepth) -> None:
@@ -351,13 +347,24 @@ def verdict(report: FuzzRunReport) -> tuple[int, str | None]:
     return (1 if report.verdict == "fail" else 0), report.why_not_clean
 
 
+@dataclass(frozen=True)
+class ReplayedTest:
+    """A test of the replay rounds: its outcome (failed if it failed under any depth), the examples the
+    database had saved for it, and the depth it ran under (the one it failed under, if it failed)."""
+
+    nodeid: str
+    outcome: Outcome
+    saved: int
+    depth: RoundDepth
+
+
 @dataclass
 class Replay:
     suite: Suite
     placement: str
-    # Each test's row of the replay rounds (its outcome, its saved examples, the depth it failed under).
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    failures: dict[str, Event] = field(default_factory=dict)
+    # Each test of the replay rounds, and the first failure event of each failing test.
+    rows: list[ReplayedTest] = field(default_factory=list)
+    failures: dict[str, RoundFailure] = field(default_factory=dict)
     # One replay round per scope and swarm configuration the run's failures were found under.
     depths: list[RoundDepth] = field(default_factory=lambda: [RoundDepth()])
 
@@ -376,10 +383,10 @@ class Replay:
         finally:
             rnd.kill()
         for event in rnd.poll_events():
-            if event["kind"] == "test":
-                self._take_row(dict(event, **depth.record()) if depth != RoundDepth() else event)
-            elif event["kind"] == "failure" and event["nodeid"] not in self.failures:
-                self.failures[event["nodeid"]] = event
+            if isinstance(event, TestDone):
+                self._take_row(ReplayedTest(event.nodeid, event.outcome, event.saved or 0, depth))
+            elif isinstance(event, RoundFailure) and event.nodeid not in self.failures:
+                self.failures[event.nodeid] = event
         status = rnd.proc.returncode
         if status not in (0, 1, 5):
             raise RunError(
@@ -387,35 +394,53 @@ class Replay:
                 + (rnd.log_tail(1) or "no output")
             )
 
-    def _take_row(self, row: dict[str, Any]) -> None:
+    def _take_row(self, row: ReplayedTest) -> None:
         """A test's row of one replay round: a test that fails under any depth still fails (with that depth)."""
-        seen = next((i for i, r in enumerate(self.rows) if r["nodeid"] == row["nodeid"]), None)
+        seen = next((i for i, r in enumerate(self.rows) if r.nodeid == row.nodeid), None)
         if seen is None:
             self.rows.append(row)
             return
-        saved = max(self.rows[seen].get("saved") or 0, row.get("saved") or 0)
-        if row["outcome"] == "failed" and self.rows[seen]["outcome"] != "failed":
-            self.rows[seen] = row
-        self.rows[seen]["saved"] = saved
+        before = self.rows[seen]
+        kept = row if row.outcome == "failed" and before.outcome != "failed" else before
+        self.rows[seen] = replace(kept, saved=max(before.saved, row.saved))
+
+    def _still_failing(self, row: ReplayedTest) -> FuzzFailure:
+        """A test that still fails, with its failure's details (none where the round wrote no failure event)."""
+        depth, failure = row.depth, self.failures.get(row.nodeid)
+        still = FuzzFailure(
+            row.nodeid, saved=row.saved, scope=depth.scope, swarm=depth.swarm, swarm_seed=depth.swarm_seed
+        )
+        if failure is None:
+            return still
+        return replace(
+            still,
+            clause=failure.clause,
+            error=failure.error,
+            finding=failure.finding,
+            example=failure.example,
+            blob=failure.blob,
+            text=failure.text,
+            scenario=failure.scenario,
+            scenario_error=failure.scenario_error,
+        )
 
     def summary(self) -> FuzzReplayReport:
         """The replay's report (replay.json): the tests with saved failures, those that still fail
         (with their failure's details), those that pass now."""
-        saved = [r for r in self.rows if r.get("saved")]
-        kept = ("clause", "example", "blob", "error", "finding", "text", "scenario", "scenario_error")
-        still = [
-            FuzzFailure.from_json(dict(r, **{k: self.failures.get(r["nodeid"], {}).get(k) for k in kept}))
+        saved = [r for r in self.rows if r.saved]
+        still = [self._still_failing(r) for r in saved if r.outcome == "failed"]
+        fixed = [
+            FixedTest(r.nodeid, r.saved, r.depth.scope, r.depth.swarm, r.depth.swarm_seed)
             for r in saved
-            if r["outcome"] == "failed"
+            if r.outcome == "passed"
         ]
-        fixed = [FixedTest.from_json(r) for r in saved if r["outcome"] == "passed"]
         return FuzzReplayReport(
             at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             impl=self.suite.impl or DEFAULT_IMPL,
             db=self.suite.db,
             placement=self.placement,
             tests_with_saved_failures=len(saved),
-            saved_examples=sum(r["saved"] for r in saved),
+            saved_examples=sum(r.saved for r in saved),
             still_failing=tuple(still),
             no_longer_failing=tuple(fixed),
         )
