@@ -1708,6 +1708,29 @@ def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeyp
     assert str(caught.value) == f"pytest could not run the replay (exit 3); see {log}: \ufffd\ufffd core dumped"
 
 
+def test_a_replayed_failure_whose_round_wrote_no_details_still_fails_with_its_saved_examples(
+    tmp_path, monkeypatch, capsys
+):
+    """A round that says a test failed but not how (it died before its failure event): the test still
+    fails in the replay, with its saved examples and no details rather than another test's."""
+    import ppaux.fuzz.rounds as rounds
+
+    events = [{"kind": "test", "nodeid": "t.py::t", "outcome": "failed", "saved": 2}]
+    monkeypatch.setenv("FAKE_ROUND", json.dumps({"*": {"events": events, "end": "exit 1"}}))
+    monkeypatch.setattr(rounds, "Suite", ScriptedSuite)
+    (tmp_path / "db").mkdir()
+    report = tmp_path / "report"
+    status, _, _ = ppaux_fuzz(
+        capsys, "replay", "--devices", "cpu", "--db", str(tmp_path / "db"), "--report", str(report)
+    )
+    assert status == 1
+    replayed = json.loads((report / "replay.json").read_text())
+    conforms(replayed, "fuzz-replay")
+    assert replayed["still_failing"] == [
+        {"nodeid": "t.py::t", "clause": None, "error": None, "example": None, "blob": None, "saved": 2}
+    ]
+
+
 def test_a_replay_says_which_saved_failures_still_fail_and_which_no_longer_do(tmp_path, monkeypatch, capsys):
     """``ppaux fuzz replay`` with a scripted round: the tests with saved examples, split into those
     that still fail (with their finding) and those that pass now, on the console and in replay.md."""
