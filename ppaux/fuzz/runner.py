@@ -249,14 +249,8 @@ class FuzzRun:
                 )
 
     def _record_failure(self, event: RoundFailure, worker: Worker, rnd: Round, elapsed: float) -> None:
-        failure = FuzzFailure(
-            nodeid=event.nodeid,
-            clause=event.clause,
-            error=event.error,
-            finding=event.finding,
-            example=event.example,
-            blob=event.blob,
-            text=event.text,
+        failure = replace(
+            _found(event),
             worker=worker.number,
             workers=(worker.number,),
             round=rnd.number,
@@ -347,6 +341,19 @@ def verdict(report: FuzzRunReport) -> tuple[int, str | None]:
     return (1 if report.verdict == "fail" else 0), report.why_not_clean
 
 
+def _found(event: RoundFailure) -> FuzzFailure:
+    """What a round's failure event says of the failure (a run adds where it was found, a replay what was saved)."""
+    return FuzzFailure(
+        nodeid=event.nodeid,
+        clause=event.clause,
+        error=event.error,
+        finding=event.finding,
+        example=event.example,
+        blob=event.blob,
+        text=event.text,
+    )
+
+
 @dataclass(frozen=True)
 class ReplayedTest:
     """A test of the replay rounds: its outcome (failed if it failed under any depth), the examples the
@@ -405,24 +412,14 @@ class Replay:
         self.rows[seen] = replace(kept, saved=max(before.saved, row.saved))
 
     def _still_failing(self, row: ReplayedTest) -> FuzzFailure:
-        """A test that still fails, with its failure's details (none where the round wrote no failure event)."""
-        depth, failure = row.depth, self.failures.get(row.nodeid)
-        still = FuzzFailure(
-            row.nodeid, saved=row.saved, scope=depth.scope, swarm=depth.swarm, swarm_seed=depth.swarm_seed
-        )
-        if failure is None:
-            return still
-        return replace(
-            still,
-            clause=failure.clause,
-            error=failure.error,
-            finding=failure.finding,
-            example=failure.example,
-            blob=failure.blob,
-            text=failure.text,
-            scenario=failure.scenario,
-            scenario_error=failure.scenario_error,
-        )
+        """A test that still fails, with its failure's details and its calls as code (none where the round
+        wrote no failure event)."""
+        failure = self.failures.get(row.nodeid)
+        depth = row.depth
+        still = FuzzFailure(row.nodeid) if failure is None else replace(
+            _found(failure), scenario=failure.scenario, scenario_error=failure.scenario_error
+        )  # fmt: skip
+        return replace(still, saved=row.saved, scope=depth.scope, swarm=depth.swarm, swarm_seed=depth.swarm_seed)
 
     def summary(self) -> FuzzReplayReport:
         """The replay's report (replay.json): the tests with saved failures, those that still fail
