@@ -170,6 +170,15 @@ def test_a_file_that_only_re_exports_an_implementation_cannot_be_mutated(tmp_pat
     )
 
 
+def test_a_file_named_relative_to_another_directory_is_the_file_it_names(tmp_path, monkeypatch):
+    """``--impl ../own_pop.py`` from a subdirectory, as ppaux check takes it."""
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    target = resolve("../own_pop.py")
+    assert (target.module, target.source) == ("own_pop", tmp_path / "own_pop.py")
+
+
 def test_a_module_is_mutated_in_its_parent_packages():
     target = resolve("ppaux.core.transport")
     assert (target.module, target.relative_path) == ("ppaux.core.transport", Path("ppaux/core/transport.py"))

@@ -25,8 +25,11 @@ def resolve(spec: str) -> Target:
         module, source, packages = path.stem, path.resolve(), ()
         if not module.isidentifier():
             raise ImplementationError(f"implementation file {spec!r}: {module!r} is not a module name; rename the file")
-        defined_here = {impl.add.__module__, impl.pop.__module__} & {
-            m for m, mod in sys.modules.items() if getattr(mod, "__file__", None) == str(source)
+        # The loaded module's __file__ is the path as given (``../t.py``): compare where each points.
+        defined_here = {
+            name
+            for name in (impl.add.__module__, impl.pop.__module__)
+            if (file := getattr(sys.modules.get(name), "__file__", None)) and Path(file).resolve() == source
         }
     else:
         found = importlib.util.find_spec(spec)
