@@ -1886,8 +1886,14 @@ def ppaux_fuzz(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> None:
+    _find(capsys, db, report, *PLANTED)
+    _replay(capsys, db, report, replay_fixed=replay_fixed)
+
+
+def _find(capsys, db: str, report: Path, *args: str) -> None:
+    """A run stopped by the planted failure: its summary, report and console line say what it found."""
     status, _, err = ppaux_fuzz(
-        capsys, "run", "--budget", "90s", "--max-failures", "1", "--db", db, "--report", str(report), *PLANTED
+        capsys, "run", "--budget", "90s", "--max-failures", "1", "--db", db, "--report", str(report), *args
     )
     assert status == 1, err
     summary = json.loads((report / "fuzz.json").read_text())
@@ -1911,6 +1917,10 @@ def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> N
     assert re.search(rf"^fuzz: FAILURE {re.escape(BROKEN_TEST)} \(worker 1, round \d+, cpu\): ", err, re.M), err
     assert BROKEN_TEST in (report / "fuzz.md").read_text()
 
+
+def _replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> None:
+    """The saved failure replayed on the planted implementation (a regression file written and proven),
+    then, with ``replay_fixed``, on the reference, where it no longer fails."""
     regressions = report / "regressions"
     status, out, err = ppaux_fuzz(
         capsys, "replay", "--db", db, "--report", str(report), "--impl", COPIES, "--regressions", str(regressions)
@@ -1938,7 +1948,10 @@ def _find_save_replay(capsys, db: str, report: Path, *, replay_fixed: bool) -> N
     assert replay["still_failing"] == [] and [r["nodeid"] for r in replay["no_longer_failing"]] == [BROKEN_TEST]
 
 
+# Nightly: CI runs the same finding, saving and replaying over Redis (below), and the wheel smoke run
+# (.ci/wheel-smoke) finds and replays from the default directory database.
 @pytest.mark.slow
+@pytest.mark.thorough
 def test_planted_failure_is_found_saved_and_replayed_from_a_directory(tmp_path, capsys):
     _find_save_replay(capsys, str(tmp_path / "db"), tmp_path / "report", replay_fixed=True)
     assert any((tmp_path / "db").iterdir())
@@ -2020,26 +2033,7 @@ def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_a
     # Shard 1 of 2 holds the planted bug's test, shard 2 the other (in_shard hashes the ids).
     tests = ["--tests", f"bound_to_the_same_tensor or {OTHER_SHARD_TEST.rpartition('::')[2]}", "--workers", "1"]
     assert in_shard(BROKEN_TEST, (1, 2)) and in_shard(OTHER_SHARD_TEST, (2, 2))
-    status, _, err = ppaux_fuzz(
-        capsys,
-        "run",
-        "--shard",
-        "1/2",
-        "--budget",
-        "90s",
-        "--max-failures",
-        "1",
-        "--db",
-        url,
-        "--report",
-        str(tmp_path / "shard1"),
-        "--impl",
-        COPIES,
-        "--seed",
-        "7",
-        *tests,
-    )
-    assert status == 1, err
+    _find(capsys, url, tmp_path / "shard1", "--shard", "1/2", "--impl", COPIES, "--seed", "7", *tests)
     # The budget runs once a round has run an example, however long a loaded machine takes to start it.
     capsys.readouterr()
     status = fuzz_run_held(
@@ -2053,15 +2047,10 @@ def test_two_shards_share_a_real_redis_a_replay_naming_only_the_url_reproduces_a
     assert client.keys(b"hypothesis-example:*")
     shard2 = json.loads((tmp_path / "shard2" / "fuzz.json").read_text())
     conforms(shard2, "fuzz-run")
-    conforms(json.loads((tmp_path / "shard1" / "fuzz.json").read_text()), "fuzz-run")
     assert {r["tests"] for r in shard2["rounds"] if r["tests"] is not None} == {1} and shard2["examples"] > 0
 
-    # Another machine: nothing but the URL (and the implementation under test).
-    status, out, err = ppaux_fuzz(capsys, "replay", "--db", url, "--report", str(tmp_path / "replay"), "--impl", COPIES)
-    assert status == 1, err
-    replayed = json.loads((tmp_path / "replay" / "replay.json").read_text())
-    conforms(replayed, "fuzz-replay")
-    assert [r["nodeid"] for r in replayed["still_failing"]] == [BROKEN_TEST]
+    # Another machine: nothing but the URL (and the implementation under test), then the fixed one.
+    _replay(capsys, url, tmp_path / "replay", replay_fixed=True)
 
     status, out, err = ppaux_fuzz(
         capsys,
