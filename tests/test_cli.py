@@ -290,6 +290,17 @@ def test_a_plugin_installed_beside_ppaux_takes_no_part_in_the_check(capsys, tmp_
     capsys.readouterr()
 
 
+def test_the_callers_pytest_addopts_take_no_part_in_the_check_and_stay_theirs(capsys, tmp_path, monkeypatch):
+    """A CI job's PYTEST_ADDOPTS is for its own runs, as its addopts is: an option of a plugin the
+    suite's run does not load (pytest-cov's) would otherwise stop the check with a usage error."""
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--cov=theirs --cov-report=")
+    assert main(["check", "--tests", "round_trip", "--report", str(tmp_path / "out")]) == 0
+    report = json.loads((tmp_path / "out" / "conformance.json").read_text(encoding="utf-8"))
+    assert (report["verdict"], report["counts"]["passed"] > 0) == ("pass", True)
+    assert os.environ["PYTEST_ADDOPTS"] == "--cov=theirs --cov-report="
+    capsys.readouterr()
+
+
 def test_each_check_in_one_process_runs_under_its_own_profile_and_leaves_the_callers(capsys, tmp_path, monkeypatch):
     """A run under the mutation profile (no blob) must not decide the next run's settings; the
     caller's profile, and its imports of the suite's modules, are the same afterwards."""

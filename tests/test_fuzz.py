@@ -695,8 +695,9 @@ def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_ro
     assert checkout.what == "ppaux.conformance and ppaux's tests/"
     # ppaux's own tests take this checkout's plugins (pytester, xdist's): autoloaded as in its own runs.
     monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--cov=theirs")
     checkout_env = checkout.env(mode="run", events=tmp_path / "e", placement="cpu", max_examples=None, worker=(1, 1))
-    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in checkout_env
+    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in checkout_env and checkout_env["PYTEST_ADDOPTS"] == "--cov=theirs"
     env = installed.env(mode="run", events=tmp_path / "e", placement="cuda:2,0", max_examples=50, worker=(2, 4), seed=9)
     assert {k: env[k] for k in env if k.startswith(("PPAUX_FUZZ_", "CUDA_"))} == {
         "PPAUX_FUZZ_SEED": "9",
@@ -708,7 +709,8 @@ def test_an_installed_suite_runs_from_the_users_directory_a_checkout_from_its_ro
         "PPAUX_FUZZ_MAX_EXAMPLES": "50",
         "CUDA_VISIBLE_DEVICES": "2,0",
     }
-    assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
+    # The caller's options for their own runs are not the installed suite's (as in ppaux check).
+    assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1" and "PYTEST_ADDOPTS" not in env
     # A replay replays every shard's failures; a cpu round sees no GPU.
     env = installed.env(mode="replay", events=tmp_path / "e", placement="cpu", max_examples=None, worker=(1, 1))
     assert "PPAUX_FUZZ_SHARD" not in env and "PPAUX_FUZZ_SEED" not in env and env["CUDA_VISIBLE_DEVICES"] == ""

@@ -13,7 +13,7 @@ from ppaux.fuzz.depth import RoundDepth
 from ppaux.fuzz.events import Collected, Progress, RoundEvent, Running, decode
 from ppaux.isolation import MONOTONIC, Clock, signal_group
 from ppaux.testing.results import split_jsonl
-from ppaux.testing.suite import OWN_PLUGINS_ONLY, ROOT, SuiteRun, installed_suite
+from ppaux.testing.suite import ROOT, SuiteRun, installed_suite, own_environment
 
 __all__ = ["PROFILE", "Round", "Suite", "from_checkout"]
 
@@ -97,9 +97,8 @@ class Suite:
             env["PPAUX_FUZZ_MAX_EXAMPLES"] = str(max_examples)
         # "cpu" hides every GPU; "cuda:G" or "cuda:G,H" shows those.
         env["CUDA_VISIBLE_DEVICES"] = placement.partition(":")[2]
-        if not self.checkout:
-            env.update(OWN_PLUGINS_ONLY)  # as `ppaux check` runs the installed suite
-        return env
+        # As `ppaux check` runs the installed suite.
+        return env if self.checkout else own_environment(env)
 
 
 @dataclass

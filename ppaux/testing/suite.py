@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
@@ -25,12 +26,12 @@ from ppaux.testing.results import read_outcomes
 
 __all__ = [
     "DEFAULT_MARKS",
-    "OWN_PLUGINS_ONLY",
     "ROOT",
     "SUITE",
     "SuiteNotRun",
     "SuiteRun",
     "installed_suite",
+    "own_environment",
     "run_installed",
     "run_in_process",
     "suite_files",
@@ -55,12 +56,21 @@ def suite_files() -> list[Path]:
 # sixth of a check). The variable, not --disable-plugin-autoload: pytest 8.0 to 8.3 have no flag.
 OWN_PLUGINS_ONLY = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 _OWN_PLUGINS = ["-p", "_hypothesis_pytestplugin", "-p", "ppaux_pytest"]
+# Options the caller gives their own runs, as their ``addopts`` does (a CI job's --cov=PKG): an
+# option of a plugin the suite's run does not load would stop it with a usage error.
+_CALLERS_OPTIONS = "PYTEST_ADDOPTS"
+
+
+def own_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` as a run of the installed suite gets it: no plugin loaded but the ones it names, and
+    none of the caller's ``PYTEST_ADDOPTS``."""
+    return {**{k: v for k, v in environ.items() if k != _CALLERS_OPTIONS}, **OWN_PLUGINS_ONLY}
 
 
 def installed_suite(ini: Path) -> list[str]:
     """pytest's arguments that select the installed suite, under ``ini`` (an empty config of ppaux's own:
     the caller's ``addopts`` and ``conftest.py`` are theirs, not the suite's), naming the plugins it
-    needs: run it with :data:`OWN_PLUGINS_ONLY` in its environment."""
+    needs: run it in :func:`own_environment`."""
     return ["--pyargs", SUITE, "-c", str(ini), "--rootdir", str(ROOT), "--confcutdir", str(_SUITE_DIR), *_OWN_PLUGINS]
 
 
@@ -165,7 +175,7 @@ def run_installed(run: SuiteRun) -> list[TestOutcome]:
     with tempfile.TemporaryDirectory() as tmp:
         results, ini = Path(tmp) / "results.jsonl", Path(tmp) / "pytest.ini"
         ini.write_bytes(b"[pytest]\n")
-        with mock.patch.dict(os.environ, OWN_PLUGINS_ONLY):  # and the caller's environment back after
+        with mock.patch.dict(os.environ, own_environment(os.environ), clear=True):  # the caller's back after
             status, printed = run_in_process(installed_args(dataclasses.replace(run, results=str(results)), ini))
         outcomes = read_outcomes(results)
     if status not in (0, 1):
