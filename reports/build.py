@@ -110,44 +110,32 @@ def _scalars(data: dict[str, Any]) -> str:
     )
 
 
-# The test runs a checkout's CI makes (.ci/run): the README's command, and the slow and subprocess
-# tests in a run of their own (absent where they ran within the README's command).
-TEST_RUNS = (("junit.xml", "the README's test command"), ("junit-subprocess.xml", "the slow and subprocess tests"))
-
-
 def section_tests(page: Page) -> None:
-    runs = [(page.out / name, what) for name, what in TEST_RUNS if (page.out / name).exists()]
-    if not runs:
+    path = page.out / "junit.xml"
+    if not path.exists():
         return page.add(
             "tests",
             "Test suite",
             "missing",
             _missing("pytest --hypothesis-profile=ci --junitxml=reports/out/junit.xml"),
         )
-    body, bad = "", 0
-    for path, what in runs:
-        counts, failed = _test_run(path)
-        bad += len(failed)
-        named = f"{E(what)}: " if len(runs) > 1 else ""
-        body += f"<p>{named}{counts} {page.link(path, 'JUnit XML')}</p>"
-        body += "<ul>" + "".join(f"<li><code>{E(f)}</code></li>" for f in failed) + "</ul>" if failed else ""
-    page.add("tests", "Test suite", "fail" if bad else "pass", body)
-
-
-def _test_run(path: Path) -> tuple[str, list[str]]:
-    """One JUnit file: its counts in words, and its failed tests by name."""
     root = ET.parse(path).getroot()
     suites = [root] if root.tag == "testsuite" else list(root)
     counts = {k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
     secs = sum(float(s.get("time", 0)) for s in suites)
+    bad = counts["failures"] + counts["errors"]
     failed = [
         f"{c.get('classname')}::{c.get('name')}"
         for s in suites
         for c in s.iter("testcase")
         if c.find("failure") is not None or c.find("error") is not None
     ]
-    bad = counts["failures"] + counts["errors"]
-    return f"{counts['tests']} tests, {bad} failed, {counts['skipped']} skipped in {secs:.1f} s.", failed
+    body = (
+        f"<p>{counts['tests']} tests, {bad} failed, {counts['skipped']} skipped in {secs:.1f} s. "
+        f"{page.link(path, 'JUnit XML')}</p>"
+        + ("<ul>" + "".join(f"<li><code>{E(f)}</code></li>" for f in failed) + "</ul>" if failed else "")
+    )
+    page.add("tests", "Test suite", "fail" if bad else "pass", body)
 
 
 def section_conformance(page: Page) -> None:

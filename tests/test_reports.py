@@ -287,30 +287,6 @@ def test_the_markdown_twins_render_below_the_page_headings_with_their_tables_and
     assert "<h4>PP auxiliary relay benchmarks</h4>\n<table>" in page and "<td>add+pop</td>\n<td>1.5</td>" in page
 
 
-def test_ci_s_two_test_runs_are_one_section_each_with_its_counts_and_a_failure_in_either_fails_it(tmp_path):
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "junit.xml").write_text(
-        '<testsuites><testsuite tests="3" failures="0" errors="0" skipped="1" time="2.5">'
-        '<testcase classname="t" name="a"/></testsuite></testsuites>'
-    )
-    (out / "junit-subprocess.xml").write_text(
-        '<testsuites><testsuite tests="2" failures="1" errors="0" skipped="0" time="4.0">'
-        '<testcase classname="tests.test_x" name="b"><failure message="m"/></testcase></testsuite></testsuites>'
-    )
-    index = tmp_path / "index.html"
-    build(str(out), str(index))
-    section = index.read_text().split('<section id="tests">', 1)[1].split("</section>", 1)[0]
-    assert section.startswith('<h2>Test suite <span class="tile fail">fail</span></h2>')
-    assert (
-        "<p>the README&#x27;s test command: 3 tests, 0 failed, 1 skipped in 2.5 s. "
-        '<a href="out/junit.xml">JUnit XML</a></p>'
-        "<p>the slow and subprocess tests: 2 tests, 1 failed, 0 skipped in 4.0 s. "
-        '<a href="out/junit-subprocess.xml">JUnit XML</a></p>'
-        "<ul><li><code>tests.test_x::b</code></li></ul>"
-    ) in section
-
-
 def test_a_conformance_report_of_0_3_is_shown_as_unreadable_with_its_version_and_the_command(tmp_path):
     out = tmp_path / "out"
     (out / "conformance").mkdir(parents=True)
