@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -21,7 +22,7 @@ import pytest
 from ppaux.cli.main import main
 from ppaux.mutation import mutate, project
 from ppaux.mutation.equivalents import NO_MUTANT, REVIEW
-from ppaux.mutation.mutate import KillSet, MutateOptions, MutateRun
+from ppaux.mutation.mutate import KillSet, MutateInputError, MutateOptions, MutateRun
 from ppaux.mutation.project import changed_line, crashes, name_crashes, parse_results, show_counts
 from ppaux.mutation.score import is_killed, verdicts
 from ppaux.mutation.target import Target, resolve, scratch_package_init, write_config, write_scratch
@@ -647,6 +648,23 @@ def test_a_baseline_that_imports_the_copy_and_passes_on_it_is_timed(tmp_path, mo
 
 
 @pytest.mark.subprocess
+def test_a_baseline_that_finds_the_original_by_itself_is_bad_input_with_no_word_on_the_directory(tmp_path, monkeypatch):
+    """The original is not in the current directory: the command puts it on its own path first."""
+    (tmp_path / "own_pop.py").write_text(OWN_POP)
+    target = resolve(str(tmp_path / "own_pop.py"))
+    scratch = tmp_path / "scratch"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    command = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import own_pop"]
+    with pytest.raises(MutateInputError) as info:
+        mutate.baseline_imports_the_copy(command, target, scratch)
+    assert str(info.value) == (
+        "the baseline command passes even when the module under mutation cannot be imported: "
+        f"it does not import the copy ({shlex.join(command)})"
+    )
+
+
+@pytest.mark.subprocess
 def test_a_baseline_that_does_not_import_the_copy_is_bad_input(tmp_path, monkeypatch, capsys):
     """Beside the original module the baseline imports that, not the mutated copy: it could kill nothing."""
     (tmp_path / "own_pop.py").write_text(OWN_POP)
@@ -672,7 +690,8 @@ def test_a_baseline_that_does_not_import_the_copy_is_bad_input(tmp_path, monkeyp
     assert code == 2
     assert capsys.readouterr().err.endswith(
         "ppaux: error: the baseline command passes even when the module under mutation cannot be imported: "
-        f"it does not import the copy ({sys.executable} baseline.py)\n"
+        f"it does not import the copy ({sys.executable} baseline.py); the current directory holds own_pop.py: "
+        "run ppaux mutate from another one\n"
     )
 
 

@@ -206,8 +206,16 @@ def baseline_imports_the_copy(command: list[str], target: Target, scratch: Path)
     if status == "survived":
         raise MutateInputError(
             "the baseline command passes even when the module under mutation cannot be imported: "
-            f"it does not import the copy ({shlex.join(command)})"
+            f"it does not import the copy ({shlex.join(command)}){_beside_the_original(target)}"
         )
+
+
+def _beside_the_original(target: Target) -> str:
+    """Why a baseline run here would import another module than the copy: ``python -m`` and ``python
+    script.py`` put the current directory (or the script's) before PYTHONPATH, where the copy is."""
+    if not (Path.cwd() / target.relative_path).is_file():
+        return ""
+    return f"; the current directory holds {target.relative_path}: run ppaux mutate from another one"
 
 
 def baseline_on_the_copy(command: list[str], scratch: Path, clock: Clock = MONOTONIC) -> float:
