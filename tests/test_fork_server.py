@@ -243,3 +243,60 @@ def test_a_suite_run_in_process_asks_pytest_for_it():
     # `ppaux check --isolation off`: the same run as pytest's --ppaux-isolation=off.
     assert SuiteRun(isolation="off").options()[-2:] == ["--ppaux-isolation", "off"]
     assert "--ppaux-isolation" not in SuiteRun().options()
+
+
+CUDA_TESTS = """
+import pytest
+
+from forklog import log
+
+
+@pytest.mark.isolated
+@pytest.mark.parametrize("name", ["first", "second", "third"])
+def test_contained(name):
+    log(name)
+"""
+
+# Stands in for CUDA initialized in the pytest process (by a user's GPU test or fixture) where the
+# test asks: at the start of the run, or once the first contained test is done.
+CUDA_CONFTEST = """
+import os
+
+import torch
+
+
+def _initialize():
+    torch.cuda.is_initialized = lambda: True
+
+
+if os.environ["CUDA_AT"] == "start":
+    _initialize()
+
+
+def pytest_runtest_logfinish(nodeid):
+    if nodeid.endswith("[first]") and os.environ["CUDA_AT"] == "after-first":
+        _initialize()
+"""
+
+
+@pytest.mark.parametrize(("cuda_at", "in_worker"), [("start", []), ("after-first", ["first"])])
+def test_once_cuda_is_initialized_here_the_contained_tests_run_here_and_the_run_says_why(
+    pytester, monkeypatch, cuda_at, in_worker
+):
+    """A worker forked after CUDA's initialization could not use it: every test there would fail for that."""
+    import torch
+
+    from ppaux.testing.plugin import CUDA_IN_PROCESS
+
+    monkeypatch.setattr(torch.cuda, "is_initialized", torch.cuda.is_initialized)  # put back after the run
+    pytester.makepyfile(forklog=LOG, test_cuda=CUDA_TESTS)
+    pytester.makeconftest(CUDA_CONFTEST)
+    log = pytester.path / "fork.log"
+    monkeypatch.setenv("FORK_LOG", str(log))
+    monkeypatch.setenv("CUDA_AT", cuda_at)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-W", "default")
+    result.assert_outcomes(passed=3)
+    ran_in = dict(line.split() for line in log.read_text().splitlines())
+    assert [name for name, pid in ran_in.items() if pid != str(os.getpid())] == in_worker
+    # Said once, on the first test it ran here.
+    assert result.stdout.str().count(f"PytestWarning: {CUDA_IN_PROCESS}") == 1

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 from collections.abc import Callable, Generator
 
 import pytest
+import torch
 from hypothesis import settings
 from ppaux_strategies.scope import Scope, Swarm, use_scope
 
@@ -145,11 +147,27 @@ def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
     return None if config.stash[HEADER_KEY] else _header(config)
 
 
+# CUDA, once initialized in a process, does not survive its fork: a worker forked after could touch no
+# cuda tensor, and every test there would fail on that, not on the implementation.
+CUDA_IN_PROCESS = (
+    "ppaux: CUDA is initialized in this pytest process, and a forked process cannot use it: the contained "
+    "tests from here on run in this process, under the per-call time limit alone (a crash, or a hang no "
+    "signal reaches, ends the run). Initialize CUDA inside tests, not at import or in a session fixture."
+)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
     if not (item.config.stash[ISOLATION_KEY] and is_contained(item)):
         return None
     server = item.config.stash.get(SERVER_KEY, None)
+    if torch.cuda.is_initialized():
+        # A live worker was forked before; one that dies could not be replaced: let it go now.
+        if server is not None:
+            server.close()
+        item.config.stash[ISOLATION_KEY] = False
+        warnings.warn(pytest.PytestWarning(CUDA_IN_PROCESS), stacklevel=1)
+        return None
     if server is None:
         server = item.config.stash[SERVER_KEY] = ForkServer(item.session, guard(item.config))
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
