@@ -294,7 +294,7 @@ def test_once_cuda_is_initialized_here_the_contained_tests_run_here_and_the_run_
     log = pytester.path / "fork.log"
     monkeypatch.setenv("FORK_LOG", str(log))
     monkeypatch.setenv("CUDA_AT", cuda_at)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", "-W", "default")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly")
     result.assert_outcomes(passed=3)
     ran_in = dict(line.split() for line in log.read_text().splitlines())
     assert [name for name, pid in ran_in.items() if pid != str(os.getpid())] == in_worker
