@@ -22,7 +22,7 @@ from hypothesis.errors import Flaky, InvalidArgument
 from ppaux.isolation.clock import safety_limit
 from ppaux.isolation.status import Frame
 from ppaux.relay.hop import relay as hop_relay
-from ppaux.testing import Implementation, KitFailure, check_observer, load
+from ppaux.testing import Implementation, KitFailure, check_observer, containment, load
 from ppaux.testing import kit as testing
 from ppaux.testing.calls import Crash, Hang, SuiteGuard
 from ppaux.testing.findings import message
@@ -565,7 +565,7 @@ def test_a_passing_check_runs_in_a_forked_child_unless_a_supervisor_watches_this
 
 
 def test_where_fork_is_missing_the_check_runs_in_this_process(monkeypatch):
-    monkeypatch.setattr(testing, "can_fork", lambda: False)
+    monkeypatch.setattr(containment, "can_fork", lambda: False)  # what the kit asks: ppaux.testing.containment
     pids: list = []
     check_observer(lambda: pids.append(os.getpid()) or Obs(), good(), settings=QUICK)
     assert pids and set(pids) == {os.getpid()}

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from _pytest.runner import runtestprotocol
 
-from ppaux.isolation import ChildOutcome, Contained, Guard, Worker, resident_bytes
+from ppaux.isolation import ChildOutcome, Contained, Guard, Worker, can_fork, resident_bytes
 from ppaux.report.conformance import FindingKind
 from ppaux.testing.hypothesis_api import replace_seed_generator
 from ppaux.testing.results import JSONObject, carry_outcome, row
@@ -38,6 +39,12 @@ AS_FINDING: dict[str, FindingKind] = {"crash": "crash", "hang": "hang"}
 # leaks, or leaves behind in torch's caches, does not pile up for the rest of the run).
 RECYCLE_AFTER = 500
 RECYCLE_GROWTH = 1 << 30
+
+
+def forks_usefully() -> bool:
+    """Whether a child forked from this process now could do what this process does: the platform forks,
+    and CUDA is not initialized here (it does not survive a fork: the child could touch no cuda tensor)."""
+    return can_fork() and not torch.cuda.is_initialized()
 
 
 def is_suite_test(item: pytest.Item) -> bool:

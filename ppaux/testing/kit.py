@@ -38,11 +38,11 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from ppaux.core.errors import CATALOG
 from ppaux.core.notes import add_note
 from ppaux.core.transport import PipelineParallelAuxiliaryOutput
-from ppaux.isolation import ChildOutcome, Crash, Guard, Hang, can_fork, current, parse_timeout
+from ppaux.isolation import ChildOutcome, Crash, Guard, Hang, current, parse_timeout
 from ppaux.relay.hop import channel_kind, relay
 from ppaux.relay.wire import TensorDict
 from ppaux.testing.calls import SuiteGuard
-from ppaux.testing.containment import prime_seed
+from ppaux.testing.containment import forks_usefully, prime_seed
 from ppaux.testing.findings import GLOO_REJECTED_DTYPES, collision, message
 from ppaux.testing.hypothesis_api import add_to_database_key
 from ppaux.testing.impl import Implementation, ImplementationError, load
@@ -189,11 +189,11 @@ def _execute(
 ) -> None:
     """``run()``, here or first in a forked child; ``result`` ends up with the passing run's count.
     ``in_process``: the channel relays within this process (no gloo workers)."""
-    if supervisor is not None or not can_fork() or torch.cuda.is_initialized():
+    if supervisor is not None or not forks_usefully():
         # A supervisor forked this process: a crash or hard hang here is its to report, and
         # it runs the test again with every step isolated (containment.py). A guard of the
-        # kit's own follows it there. CUDA, once initialized, does not survive fork: a forked
-        # child could not touch a cuda tensor, so the kit forks none (only the timer is left).
+        # kit's own follows it there. Where no child could run the check (no fork, or CUDA
+        # initialized here), the kit forks none (only the timer is left).
         guard.isolated = guard.isolated or (supervisor is not None and supervisor.isolated)
         run()
     elif not in_process:

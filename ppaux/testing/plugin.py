@@ -16,13 +16,12 @@ import warnings
 from collections.abc import Callable, Generator
 
 import pytest
-import torch
 from hypothesis import settings
 from ppaux_strategies.scope import Scope, Swarm, use_scope
 
 from ppaux.isolation import DEFAULT_TIMEOUT, Guard, can_fork, parse_timeout
 from ppaux.testing.calls import SuiteGuard
-from ppaux.testing.containment import ForkServer, is_contained, is_suite_test
+from ppaux.testing.containment import ForkServer, forks_usefully, is_contained, is_suite_test
 from ppaux.testing.depth import DepthError, read_depth
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.kit import KitResult, check_observer
@@ -147,8 +146,8 @@ def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
     return None if config.stash[HEADER_KEY] else _header(config)
 
 
-# CUDA, once initialized in a process, does not survive its fork: a worker forked after could touch no
-# cuda tensor, and every test there would fail on that, not on the implementation.
+# Once CUDA is initialized here, a worker forked after could touch no cuda tensor, and every test
+# there would fail on that, not on the implementation (containment.forks_usefully).
 CUDA_IN_PROCESS = (
     "ppaux: CUDA is initialized in this pytest process, and a forked process cannot use it: the contained "
     "tests from here on run in this process, under the per-call time limit alone (a crash, or a hang no "
@@ -161,7 +160,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if not (item.config.stash[ISOLATION_KEY] and is_contained(item)):
         return None
     server = item.config.stash.get(SERVER_KEY, None)
-    if torch.cuda.is_initialized():
+    if not forks_usefully():
         # A live worker was forked before; one that dies could not be replaced: let it go now.
         if server is not None:
             server.close()
