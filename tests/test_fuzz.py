@@ -463,7 +463,9 @@ def test_a_round_reports_what_it_runs_and_finds_and_a_replay_round_how_many_exam
         "example": "Failing test case: test_small(\n    n=5,\n)",
         "blob": failure["blob"],
         "error": "AssertionError: too big",
-        "finding": None,
+        "marks": [],
+        "doc": "",
+        "outcome": "failed",
         "text": failure["text"],
     }
     assert (status, events) == (
@@ -584,7 +586,9 @@ def test_a_round_reports_a_test_whose_set_up_failed_and_why_a_failure_s_calls_ar
                 "example": None,
                 "blob": None,
                 "error": "RuntimeError: the fixture broke",
-                "finding": None,
+                "marks": [],
+                "doc": "",
+                "outcome": "failed",
             },
             {
                 "kind": "failure",
@@ -593,7 +597,9 @@ def test_a_round_reports_a_test_whose_set_up_failed_and_why_a_failure_s_calls_ar
                 "example": failures[1]["example"],
                 "blob": failures[1]["blob"],
                 "error": "AssertionError: one is not two",
-                "finding": None,
+                "marks": [],
+                "doc": "",
+                "outcome": "failed",
                 "scenario_error": "the test made no call into the implementation",
             },
             {
@@ -603,7 +609,9 @@ def test_a_round_reports_a_test_whose_set_up_failed_and_why_a_failure_s_calls_ar
                 "example": failures[2]["example"],
                 "blob": failures[2]["blob"],
                 "error": "ExceptionGroup: Hypothesis found 2 distinct failures. (2 sub-exceptions)",
-                "finding": None,
+                "marks": [],
+                "doc": "",
+                "outcome": "failed",
                 "scenario_error": "the test made no call into the implementation",
             },
         ],

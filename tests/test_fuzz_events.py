@@ -20,6 +20,7 @@ from ppaux.fuzz.events import (
     decode,
     encode,
 )
+from ppaux.report import TestOutcome
 
 SCENARIO = {"prefix": "p", "steps": [{"op": "pop", "dict": "d", "arg": "'p.a'", "setup": []}], "doubles": []}
 
@@ -31,9 +32,32 @@ EVENTS = [
     TestDone("t.py::t", "failed", 3),
     TestDone("t.py::u", "passed"),
     RoundFailure(
-        "t.py::t", "add.7", "AssertionError: x", None, "Failing test case: t()", "@reproduce_failure(..)", "E"
+        TestOutcome(
+            "t.py::t",
+            "add.7",
+            "failed",
+            ("contract",),
+            "Adding keeps the tensor.",
+            "AssertionError: x",
+            example="Failing test case: t()",
+            blob="@reproduce_failure(..)",
+        ),
+        "E",
     ),
-    RoundFailure("t.py::h", error="Hang: pop did not return within 1 s", finding="hang", scenario=SCENARIO),
+    RoundFailure(
+        TestOutcome(
+            "t.py::h",
+            None,
+            "failed",
+            error="Hang: pop did not return within 1 s",
+            finding="hang",
+            detail="  File t.py, line 3, in pop",
+            scenario=SCENARIO,
+        )
+    ),
+    RoundFailure(
+        TestOutcome("t.py::u", None, "failed", scenario_error="the test made no call into the implementation")
+    ),
     Progress(17),
     Finished(1),
 ]
@@ -51,12 +75,15 @@ def test_a_line_names_its_kind_and_time_and_only_the_optional_fields_its_event_h
         "outcome": "passed",
         "time": 2.0,
     }
-    assert json.loads(encode(RoundFailure("t.py::t", error="E"), 2.0)) == {
+    # A failure names what its test's report row names (a failure: whether it has an example and a blob).
+    assert json.loads(encode(RoundFailure(TestOutcome("t.py::t", None, "failed", error="E")), 2.0)) == {
         "kind": "failure",
         "nodeid": "t.py::t",
         "clause": None,
+        "marks": [],
+        "doc": "",
+        "outcome": "failed",
         "error": "E",
-        "finding": None,
         "example": None,
         "blob": None,
         "text": "",

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, TypeAlias
 
-from ppaux.report.conformance import FindingKind, Outcome
+from ppaux.report.conformance import Outcome, TestOutcome
 
 __all__ = [
     "Collected",
@@ -77,19 +77,16 @@ class TestDone:
 
 @dataclass(frozen=True)
 class RoundFailure:
-    """A failure, as the test's outcome recorded it where it ran (:class:`ppaux.report.TestOutcome`),
-    with the end of pytest's failure text; its calls as code where the round recorded them."""
+    """A failure: the test's outcome as recorded where it ran (:class:`ppaux.report.TestOutcome`: its
+    clause, error, finding, minimal example, blob and calls as code), and the end of pytest's failure text."""
 
     KIND: ClassVar[str] = "failure"
-    nodeid: str
-    clause: str | None = None
-    error: str | None = None
-    finding: FindingKind | None = None
-    example: str | None = None
-    blob: str | None = None
+    test: TestOutcome
     text: str = ""
-    scenario: Mapping[str, Any] | None = None  # the calls as code: prefix, steps, doubles (JSON)
-    scenario_error: str | None = None
+
+    @property
+    def nodeid(self) -> str:
+        return self.test.nodeid
 
 
 @dataclass(frozen=True)
@@ -113,16 +110,20 @@ _BY_KIND: dict[str, type[RoundEvent]] = {
     kind.KIND: kind for kind in (Started, Collected, Running, Interrupted, TestDone, RoundFailure, Progress, Finished)
 }
 # Written only where set: a line names what the event has, not what it might have had.
-_ONLY_WHEN_SET = frozenset({"saved", "scenario", "scenario_error"})
+_ONLY_WHEN_SET = frozenset({"saved"})
 
 
 def encode(event: RoundEvent, at: float) -> str:
     """The event as one line of the events file (no newline), stamped with the wall-clock time ``at``."""
     data: dict[str, object] = {"kind": event.KIND}
-    for f in fields(event):
-        value = getattr(event, f.name)
-        if value is not None or f.name not in _ONLY_WHEN_SET:
-            data[f.name] = value
+    if isinstance(event, RoundFailure):
+        # The test's outcome as its report row writes it (TestOutcome.to_json), beside the failure text.
+        data.update(event.test.to_json(), text=event.text)
+    else:
+        for f in fields(event):
+            value = getattr(event, f.name)
+            if value is not None or f.name not in _ONLY_WHEN_SET:
+                data[f.name] = value
     data["time"] = at
     return json.dumps(data)
 
@@ -132,4 +133,6 @@ def decode(data: Mapping[str, Any]) -> RoundEvent:  # Any: one line of the event
     kind = _BY_KIND.get(data.get("kind", ""))
     if kind is None:
         raise ValueError(f"a fuzz round wrote an event of unknown kind {data.get('kind')!r}")
+    if kind is RoundFailure:
+        return RoundFailure(TestOutcome.from_json({"outcome": "failed", **data}), data.get("text", ""))
     return kind(**{f.name: data[f.name] for f in fields(kind) if f.name in data})

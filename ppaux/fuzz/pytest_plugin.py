@@ -237,19 +237,7 @@ class FuzzRound:
             # Made where the test ran, or here for a forked child that could not report one (it died in
             # both forks, or passed only with each call isolated).
             made = carried_outcome(report) or TestOutcome(report.nodeid, None, "failed")
-            self.emit(
-                RoundFailure(
-                    nodeid=report.nodeid,
-                    clause=made.clause,
-                    error=made.error,
-                    finding=made.finding,
-                    example=made.example,
-                    blob=made.blob,
-                    text=report.longreprtext[-TEXT_LIMIT:],
-                    scenario=made.scenario,
-                    scenario_error=made.scenario_error,
-                )
-            )
+            self.emit(RoundFailure(made, report.longreprtext[-TEXT_LIMIT:]))
         self.emit(Progress(self.examples))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -250,7 +250,7 @@ class FuzzRun:
 
     def _record_failure(self, event: RoundFailure, worker: Worker, rnd: Round, elapsed: float) -> None:
         failure = replace(
-            _found(event),
+            FuzzFailure.of(event.test, event.text),
             worker=worker.number,
             workers=(worker.number,),
             round=rnd.number,
@@ -276,7 +276,7 @@ class FuzzRun:
         self._keep_depth(rnd.depth)
         self.progress.say(
             f"fuzz: FAILURE {event.nodeid} (worker {worker.number}, round {rnd.number}, {rnd.placement}): "
-            f"{event.error or 'see the report'}"
+            f"{event.test.error or 'see the report'}"
         )
 
     def _keep_depth(self, depth: RoundDepth) -> None:
@@ -339,19 +339,6 @@ def describe_status(status: int) -> str:
 def verdict(report: FuzzRunReport) -> tuple[int, str | None]:
     """The run's exit status (1: its verdict is fail), and why when no test failed: a dead worker, or nothing fuzzed."""
     return (1 if report.verdict == "fail" else 0), report.why_not_clean
-
-
-def _found(event: RoundFailure) -> FuzzFailure:
-    """What a round's failure event says of the failure (a run adds where it was found, a replay what was saved)."""
-    return FuzzFailure(
-        nodeid=event.nodeid,
-        clause=event.clause,
-        error=event.error,
-        finding=event.finding,
-        example=event.example,
-        blob=event.blob,
-        text=event.text,
-    )
 
 
 @dataclass(frozen=True)
@@ -417,7 +404,9 @@ class Replay:
         failure = self.failures.get(row.nodeid)
         depth = row.depth
         still = FuzzFailure(row.nodeid) if failure is None else replace(
-            _found(failure), scenario=failure.scenario, scenario_error=failure.scenario_error
+            FuzzFailure.of(failure.test, failure.text),
+            scenario=failure.test.scenario,
+            scenario_error=failure.test.scenario_error,
         )  # fmt: skip
         return replace(still, saved=row.saved, scope=depth.scope, swarm=depth.swarm, swarm_seed=depth.swarm_seed)
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ppaux.report.conformance import FindingKind, RegressionSummary
+from ppaux.report.conformance import FindingKind, RegressionSummary, TestOutcome
 from ppaux.report.versions import SCHEMA_VERSIONS, check_version
 
 __all__ = [
@@ -93,6 +93,12 @@ class FuzzFailure:
     swarm_seed: int | None = None
     scenario: Depth | None = None
     scenario_error: str | None = None
+
+    @classmethod
+    def of(cls, test: TestOutcome, text: str | None = None) -> FuzzFailure:
+        """The failure its test's outcome records (made where the test ran), with pytest's failure
+        text: a run adds where it found it, a replay what the database had saved."""
+        return cls(test.nodeid, test.clause, test.error, test.finding, test.example, test.blob, text)
 
     @property
     def key(self) -> tuple[str, str]:
