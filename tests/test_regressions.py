@@ -636,7 +636,9 @@ def test_the_reference_run_names_what_it_raised_and_returned():
 
 
 def test_a_failing_test_that_made_no_call_says_so():
-    assert results.scenario(CallRecorder(), "p.") == {"scenario_error": "the test made no call into the implementation"}
+    assert results.scenario(CallRecorder(), "p.") == results.RecordedCalls(
+        scenario_error="the test made no call into the implementation"
+    )
 
 
 def test_bits_torch_cannot_take_back_as_values_are_written_as_bytes():
@@ -689,7 +691,7 @@ def test_names_and_keys_of_any_shape_are_written_as_valid_code():
 def test_a_value_the_recorded_calls_cannot_write_is_the_rows_reason(monkeypatch):
     recorder = CallRecorder()
     recorder.wrap("pop", lambda d, observer: None)({"k": object()}, None)
-    assert results.scenario(recorder, "p.")["scenario_error"].startswith("a object value (<object object at ")
+    assert results.scenario(recorder, "p.").scenario_error.startswith("a object value (<object object at ")
 
 
 def test_two_tests_of_one_name_get_two_methods():
@@ -865,13 +867,13 @@ def test_pop(ppaux_impl):
         ([], None),
         (
             ["--ppaux-record-calls"],
-            {
-                "scenario": {
+            results.RecordedCalls(
+                {
                     "prefix": "__sampling_observer_output__.",
                     "doubles": [],
                     "steps": [{"op": "pop", "dict": "tensors", "arg": "None", "setup": ["tensors = {'k': 1}"]}],
                 }
-            },
+            ),
         ),
     ):
         reports = pytester.inline_run("-p", "no:cacheprovider", *extra).getreports("pytest_runtest_logreport")

@@ -9,7 +9,6 @@ examples, and appends events (progress, failures, per-test outcomes) as JSON lin
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
 import signal
@@ -217,8 +216,9 @@ class FuzzRound:
             # The failure's record, made where the test ran (its forked child): its clause, its error
             # from the exception itself, its minimal example and blob, and the calls of that example as code.
             made = row(item, report, call.excinfo)
-            if report.when == "call":
-                made = dataclasses.replace(made, **(recorded_calls(item) or {}))
+            calls = recorded_calls(item) if report.when == "call" else None
+            if calls is not None:
+                made = calls.on(made)
             carry_outcome(report, made)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

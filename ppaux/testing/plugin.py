@@ -26,7 +26,7 @@ from ppaux.testing.depth import DepthError, read_depth
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.kit import KitResult, check_observer
 from ppaux.testing.profiles import SuiteSettings, UnknownTuning, check_tuning, parse_max_examples, resolve, under
-from ppaux.testing.results import JSONObject, ResultRecorder, scenario
+from ppaux.testing.results import RecordedCalls, ResultRecorder, scenario
 from ppaux.testing.scenario import CallRecorder
 
 IMPL_KEY = pytest.StashKey[Implementation]()
@@ -196,10 +196,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, None]:
         yield
 
 
-def recorded_calls(item: pytest.Item) -> JSONObject | None:
-    """A failing test's calls into the implementation as code (``scenario``, or ``scenario_error``
-    saying why not), when the run records them (``--ppaux-record-calls``); else ``None`` (also in a run
-    that never asked for ppaux)."""
+def recorded_calls(item: pytest.Item) -> RecordedCalls | None:
+    """A failing test's calls into the implementation as code (or why not), when the run records them
+    (``--ppaux-record-calls``); else ``None`` (also in a run that never asked for ppaux)."""
     recorder = item.config.stash.get(RECORDER_KEY, None)
     return None if recorder is None else scenario(recorder, implementation(item.config).prefix)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Generator
-from dataclasses import replace
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -129,14 +129,27 @@ def carried_outcome(report: pytest.TestReport) -> TestOutcome | None:
     return TestOutcome.from_json(found) if found else None
 
 
-def scenario(calls: CallRecorder, prefix: str) -> JSONObject:
-    """A failing test's calls into the implementation, as code (``scenario``), or why they cannot be."""
+@dataclass(frozen=True)
+class RecordedCalls:
+    """A failing test's calls into the implementation, as code (``scenario``: its prefix, steps and
+    doubles, :func:`ppaux.testing.scenario.describe`), or why they cannot be (``scenario_error``)."""
+
+    scenario: Mapping[str, object] | None = None
+    scenario_error: str | None = None
+
+    def on(self, outcome: TestOutcome) -> TestOutcome:
+        """``outcome`` with these calls (a failure's row, made where the test ran)."""
+        return replace(outcome, scenario=self.scenario, scenario_error=self.scenario_error)
+
+
+def scenario(calls: CallRecorder, prefix: str) -> RecordedCalls:
+    """A failing test's calls into the implementation, as code, or why they cannot be."""
     if not calls.calls:
-        return {"scenario_error": "the test made no call into the implementation"}
+        return RecordedCalls(scenario_error="the test made no call into the implementation")
     try:
-        return {"scenario": describe(calls.calls, prefix)}
+        return RecordedCalls(describe(calls.calls, prefix))
     except Unwritable as exc:
-        return {"scenario_error": str(exc)}
+        return RecordedCalls(scenario_error=str(exc))
 
 
 def split_jsonl(data: bytes) -> tuple[list[JSONObject], bytes]:
@@ -171,7 +184,7 @@ class ResultRecorder:
     a failing test's calls into the implementation, as code (``None`` when the run records none).
     """
 
-    def __init__(self, path: str, calls_of: Callable[[pytest.Item], JSONObject | None] | None = None) -> None:
+    def __init__(self, path: str, calls_of: Callable[[pytest.Item], RecordedCalls | None] | None = None) -> None:
         self.path = path
         self.calls_of = calls_of
         self.rows: list[TestOutcome] = []
@@ -184,8 +197,9 @@ class ResultRecorder:
         report = outcome.get_result()
         if report.when == "call" or report.failed or report.skipped:
             made = row(item, report, call.excinfo)
-            if report.failed and report.when == "call" and self.calls_of is not None:
-                made = replace(made, **(self.calls_of(item) or {}))
+            calls = self.calls_of(item) if report.failed and report.when == "call" and self.calls_of else None
+            if calls is not None:
+                made = calls.on(made)
             carry_outcome(report, made)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
