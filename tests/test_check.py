@@ -403,22 +403,15 @@ def test_regression_tests_are_proven_against_the_users_module_found_where_the_ru
     """The proofs (child processes, faked here) import the module given as --impl from the user's
     directory, as the suite's run did, and get the proof's time limit."""
     import ppaux.regressions as regressions
-    from ppaux.regressions.prove import PROOF_SECONDS
+    from ppaux.regressions.prove import PROOF_SECONDS, FileRun, MethodRun, Proof
     from ppaux.testing.scenario import Call, describe
-
-    class Discriminates(dict):
-        def __init__(self, outcome):
-            self.outcome = outcome
-
-        def get(self, method, default=None):
-            return {"outcome": self.outcome}
 
     proofs = []
 
     def prove_files(sources, module, user_path, seconds):
         proofs.append((sorted(sources), module, user_path, seconds))
-        red, green = {"tests": Discriminates("fail")}, {"tests": Discriminates("pass")}
-        return {name: {"red": red, "green": green} for name in sources}
+        red, green = FileRun({"test_b": MethodRun("fail")}), FileRun({"test_b": MethodRun("pass")})
+        return {name: Proof(red, green) for name in sources}
 
     monkeypatch.setattr(regressions, "prove_files", prove_files)
     monkeypatch.delenv("PYTHONPATH", raising=False)

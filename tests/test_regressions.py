@@ -487,11 +487,11 @@ def test_a_proof_run_that_dies_or_outlasts_its_limit_says_so_and_spares_the_othe
     (tmp_path / "test_sleeps.py").write_text("import time\ntime.sleep(30)\n")
     files = [tmp_path / "test_fine.py", tmp_path / "test_exits.py"]
     assert proof._run_side(files, "m", [], 30.0) == {
-        "test_fine.py": {"tests": {"test_x": {"outcome": "pass"}}},
-        "test_exits.py": {"broken": "the test run ended with exit status 3"},
+        "test_fine.py": proof.FileRun({"test_x": proof.MethodRun("pass")}),
+        "test_exits.py": proof.FileRun(broken="the test run ended with exit status 3"),
     }
     assert proof.run([tmp_path / "test_sleeps.py"], "m", [], 0.5) == {
-        "test_sleeps.py": {"broken": "the test run did not finish within 0.5 s"}
+        "test_sleeps.py": proof.FileRun(broken="the test run did not finish within 0.5 s")
     }
 
 
@@ -538,7 +538,8 @@ PASS, FAIL = {"outcome": "pass"}, {"outcome": "fail", "text": "Traceback\nAssert
     ],
 )
 def test_a_test_is_kept_only_when_red_on_the_implementation_and_green_on_the_reference(red, green, why):
-    assert proof.judge(red, green, "t") == why
+    # As the driver prints them (its JSON line), read as the proof reads them.
+    assert proof.judge(proof.FileRun.from_json(red), proof.FileRun.from_json(green), "t") == why
 
 
 def test_a_counterexample_of_several_steps_keeps_its_dict_until_the_test_changes_it():

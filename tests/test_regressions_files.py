@@ -45,6 +45,11 @@ def implementation(tmp: Path, module: str) -> Path:
     return root
 
 
+def proven(red: dict, green: dict) -> proof.Proof:
+    """A file's proof, each side as the driver's JSON line gives it."""
+    return proof.Proof(proof.FileRun.from_json(red), proof.FileRun.from_json(green))
+
+
 def failing(nodeid: str, clause: str, calls: list[Call] | None, **row) -> dict:
     scenario = {"scenario": describe(calls, PREFIX)} if calls else {}
     return {"nodeid": nodeid, "clause": clause, "outcome": "failed", **scenario, **row}
@@ -346,8 +351,7 @@ def test_a_file_that_takes_the_proof_run_down_is_proven_on_its_own_and_spares_th
     impl = implementation(tmp_path, "mine")
     verdicts = proof.prove_files({"test_a.py": source, "test_b.py": source}, "mine", [str(impl)], 30.0)
     assert verdicts == {
-        name: {"red": {"tests": {"test_x": RED}}, "green": {"tests": {"test_x": GREEN}}}
-        for name in ("test_a.py", "test_b.py")
+        name: proven({"tests": {"test_x": RED}}, {"tests": {"test_x": GREEN}}) for name in ("test_a.py", "test_b.py")
     }
     assert scripted.runs("red") == [["test_a.py", "test_b.py"], ["test_a.py"], ["test_b.py"]]
     assert scripted.runs("green") == [["test_a.py", "test_b.py"]]
@@ -359,7 +363,7 @@ def test_files_that_outlast_the_limit_together_are_each_given_the_limit_again_al
     verdicts = proof.prove_files({"test_a.py": "", "test_b.py": ""}, "mine", [str(impl)], 0.2)
     late = {"broken": "the test run did not finish within 0.2 s"}
     # (Each alone as well: given no limit there, each would have answered after its sleep.)
-    assert verdicts == {name: {"red": late, "green": late} for name in ("test_a.py", "test_b.py")}
+    assert verdicts == {name: proven(late, late) for name in ("test_a.py", "test_b.py")}
 
 
 @pytest.mark.parametrize(
@@ -374,7 +378,7 @@ def test_a_proof_run_that_gives_no_verdict_says_why(tmp_path, scripted, script, 
     scripted.set(**script)
     (tmp_path / "test_a.py").write_text("")
     impl = implementation(tmp_path, "mine")
-    assert proof.run([tmp_path / "test_a.py"], "mine", [str(impl)], seconds) == {"test_a.py": {"broken": why}}
+    assert proof.run([tmp_path / "test_a.py"], "mine", [str(impl)], seconds) == {"test_a.py": proof.FileRun(broken=why)}
 
 
 def test_the_reference_side_finds_ppaux_where_this_run_found_it(tmp_path, scripted):
@@ -382,10 +386,9 @@ def test_the_reference_side_finds_ppaux_where_this_run_found_it(tmp_path, script
     included); a module ppaux cannot find on either side is the file's import error."""
     impl = implementation(tmp_path, "mine")
     assert proof.prove_files({"test_a.py": "def test_x(self):\n    pass\n"}, "elsewhere", [str(impl)], 30.0) == {
-        "test_a.py": {
-            "red": {"import_error": "ModuleNotFoundError: No module named 'elsewhere'"},
-            "green": {"tests": {"test_x": GREEN}},
-        }
+        "test_a.py": proven(
+            {"import_error": "ModuleNotFoundError: No module named 'elsewhere'"}, {"tests": {"test_x": GREEN}}
+        )
     }
     assert scripted.runs("none") == [["test_a.py"]] and scripted.runs("green") == [["test_a.py"]]
 
@@ -415,7 +418,5 @@ def test_a_lone_file_that_takes_its_run_down_is_not_run_again(tmp_path, scripted
     scripted.set(die=["test_a.py"])
     impl = implementation(tmp_path, "mine")
     broken = {"broken": "the test run ended with exit status 3: died running test_a.py"}
-    assert proof.prove_files({"test_a.py": ""}, "mine", [str(impl)], 30.0) == {
-        "test_a.py": {"red": broken, "green": broken}
-    }
+    assert proof.prove_files({"test_a.py": ""}, "mine", [str(impl)], 30.0) == {"test_a.py": proven(broken, broken)}
     assert scripted.runs("red") == scripted.runs("green") == [["test_a.py"]]

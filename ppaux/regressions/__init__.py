@@ -103,7 +103,7 @@ def _prove_rounds(
         again = {}
         for clause, found in broken.items():
             verdict = verdicts[file_name(clause)]
-            why = {id(f): judge(verdict["red"], verdict["green"], f.method) for f in found}
+            why = {id(f): judge(verdict.red, verdict.green, f.method) for f in found}
             refused += [RefusedFinding(clause, f.nodeid, reason) for f in found if (reason := why[id(f)])]
             kept = [f for f in found if not why[id(f)]]
             if len(kept) == len(found):
