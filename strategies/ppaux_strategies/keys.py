@@ -28,6 +28,11 @@ SGLANG_TENSOR_KEYS = (
 SGLANG_LIST_KEYS = ("extend_input_len_per_req", "extend_logprob_start_len_per_req")
 MSG_TYPES = ("default", "batch_result", "pp_output")
 
+# What UTF-8 encodes, the characters Hypothesis's text() draws by default: all but the surrogates. Said
+# as its default says it (codec="utf-8"), Hypothesis scans all of Unicode, about 3 s, on the first run in
+# each directory: every `ppaux check` from a fresh clone or directory.
+_UTF8 = st.characters(exclude_categories=["Cs"])
+
 
 def prefixes(*, sglang_only: bool = False) -> st.SearchStrategy[str]:
     """Draw a reserved key prefix: SGLang's, one of a few notable ones, or random text
@@ -43,9 +48,7 @@ def prefixes(*, sglang_only: bool = False) -> st.SearchStrategy[str]:
 def _prefixes(sglang_only: bool) -> st.SearchStrategy[str]:
     if sglang_only:
         return st.just(SGLANG_PREFIX)
-    random = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=8).map(
-        lambda s: s + "."
-    ) | st.text(min_size=1, max_size=6)
+    random = st.text(_UTF8, min_size=1, max_size=8).map(lambda s: s + ".") | st.text(_UTF8, min_size=1, max_size=6)
     return st.one_of(st.sampled_from(NOTABLE_PREFIXES), random)
 
 
@@ -66,7 +69,7 @@ def _aux_names(prefix: str, kinds: tuple[str, ...] | None = None) -> st.SearchSt
         ["scores", "top.k", " ", "é", "a b", prefix, prefix + "x", "x" + prefix, prefix.rstrip(".") or "p"]
     )
     if kinds is None or set(kinds) >= {"plain", "tricky"}:
-        return st.one_of(st.text(min_size=1, max_size=6), tricky)
+        return st.one_of(st.text(_UTF8, min_size=1, max_size=6), tricky)
     if "tricky" in kinds:
         # Unicode, dots, whitespace and the prefix itself: names that trip a parser of keys.
         unicode = st.characters(min_codepoint=0x80, exclude_categories=["Cs"])
