@@ -28,9 +28,9 @@ SGLANG_TENSOR_KEYS = (
 SGLANG_LIST_KEYS = ("extend_input_len_per_req", "extend_logprob_start_len_per_req")
 MSG_TYPES = ("default", "batch_result", "pp_output")
 
-# What UTF-8 encodes, the characters Hypothesis's text() draws by default: all but the surrogates. Said
-# as its default says it (codec="utf-8"), Hypothesis scans all of Unicode, about 3 s, on the first run in
-# each directory: every `ppaux check` from a fresh clone or directory.
+# What UTF-8 encodes, the characters Hypothesis's text() and from_regex() draw from by default: all but
+# the surrogates. Said as their default says it (codec="utf-8"), Hypothesis scans all of Unicode, about
+# 3 s, on the first run in each directory: every `ppaux check` from a fresh clone or directory.
 _UTF8 = st.characters(exclude_categories=["Cs"])
 
 
@@ -75,7 +75,7 @@ def _aux_names(prefix: str, kinds: tuple[str, ...] | None = None) -> st.SearchSt
         unicode = st.characters(min_codepoint=0x80, exclude_categories=["Cs"])
         return st.one_of(tricky, st.text(unicode, min_size=1, max_size=6))
     # Names as a plugin author writes them: ASCII identifiers, many of them distinct.
-    return st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True)
+    return st.from_regex(r"[a-z][a-z0-9_]{0,7}", fullmatch=True, alphabet=_UTF8)
 
 
 def near_prefix_keys(prefix: str) -> tuple[str, ...]:
