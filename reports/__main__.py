@@ -1,4 +1,5 @@
-"""``python -m reports build|mutation|cli-reference``: exit 0 = fine, 1 = below the gate / failed, 2 = usage error."""
+"""``python -m reports build|mutation|judgements|cli-reference``: exit 0 = fine, 1 = below the gate / failed /
+to look at, 2 = usage error."""
 
 from __future__ import annotations
 
@@ -53,6 +54,22 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="list the scope's mutants (those --only picks), each with the line it changes, and run no test",
     )
+    j = sub.add_parser(
+        "judgements",
+        help="the equivalence judgements read against the code as it is, without mutmut: each still on "
+        "the function it was judged on (exit 0), or named (exit 1)",
+    )
+    j.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="equivalents files, relative to the checkout (default: every docs/equivalents/*.json)",
+    )
+    j.add_argument(
+        "--restamp",
+        action="store_true",
+        help="after looking at each mutant again: stamp the judgements whose function changed with its hash now",
+    )
     c = sub.add_parser(
         "cli-reference", help="write docs/cli.md: every ppaux command's --help, rendered from its parser"
     )
@@ -75,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         from reports.build import build
 
         return build(args.out, args.index)
+    if args.command == "judgements":
+        from reports.mutation import judgements
+
+        return judgements(args.files, restamp=args.restamp)
     from reports.mutation import run
 
     return run(args.out, args.max_children, args.only, args.scope, list_only=args.list, full=args.full)

@@ -4,7 +4,8 @@ gate (:data:`SCOPES`, the one source of truth), run by :mod:`ppaux.mutation.own`
 Two scopes: ``contract`` (the modules that carry the contract, every mutant killed; ``.ci/run``)
 and ``package`` (all of ppaux/, score reported; the nightly job). The mutants judged equivalent
 are in ``docs/equivalents/<scope>.json`` (keyed by mutant identity: :mod:`ppaux.mutation.equivalents`);
-``--list`` lists a scope's mutants, each with the line it changes, without running a test.
+``--list`` lists a scope's mutants, each with the line it changes, without running a test;
+:func:`judgements` reads the judgements against the code as it is, without mutmut (``.ci/run``).
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ppaux.mutation.own import CLEAN_RUN_FAILED, Checkout, Scope, list_mutants, run_scope
+from ppaux.mutation.own import CLEAN_RUN_FAILED, Checkout, Scope, audit_judgements, list_mutants, run_scope
 from ppaux.mutation.pragmas import markings
 from ppaux.mutation.score import EquivalentsError
 
-__all__ = ["CHECKOUT", "CLEAN_RUN_FAILED", "SCOPES", "run"]
+__all__ = ["CHECKOUT", "CLEAN_RUN_FAILED", "SCOPES", "judgements", "run"]
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT_MODULES = ("ppaux/core/transport.py", "ppaux/core/errors.py", "ppaux/core/integrity.py", "ppaux/relay/wire.py")
@@ -189,6 +190,20 @@ def run(
             full=full,
             markings=lambda: markings(checkout.root / "ppaux"),
         )
+    except EquivalentsError as exc:
+        print(f"reports: error: equivalents file {exc}", file=sys.stderr)
+        return 2
+
+
+def judgements(files: list[str], *, restamp: bool = False, checkout: Checkout = CHECKOUT) -> int:
+    """Every judgement of ``files`` (default: each file under ``docs/equivalents/``) still on the
+    function it was judged on (exit 0), else each named (1; :func:`~ppaux.mutation.own.audit_judgements`);
+    2 for a file that cannot be read."""
+    names = files or sorted(
+        p.relative_to(checkout.root).as_posix() for p in (checkout.root / "docs" / "equivalents").glob("*.json")
+    )
+    try:
+        return audit_judgements(checkout, names, restamp=restamp)
     except EquivalentsError as exc:
         print(f"reports: error: equivalents file {exc}", file=sys.stderr)
         return 2

@@ -11,16 +11,20 @@ Each judgement must match exactly one mutant of the run (its module, function, c
 occurrence): one that matches none or several fails the run, named. One whose function's AST hash
 is not the hash it was judged on still applies and is listed for review: the change is the same,
 the code around it is not.
+
+:func:`audit` reads the judgements against the code as it is, without mutmut (milliseconds, where
+generating the mutants takes minutes): a CI step on every push, so that a judged function that
+changes is looked at in the change that changed it, not by the next full mutation run.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from ppaux.mutation.identity import MutantIdentity
+from ppaux.mutation.identity import MutantIdentity, function_lines
 from ppaux.mutation.score import EquivalentsError, read_equivalents
 
 __all__ = [
@@ -28,8 +32,10 @@ __all__ = [
     "MANY_MUTANTS",
     "NO_MUTANT",
     "REVIEW",
+    "Audit",
     "Judgement",
     "Resolution",
+    "audit",
     "read_any",
     "read_judgements",
     "resolve",
@@ -94,9 +100,11 @@ def read_any(path: str | Path) -> list[Judgement] | dict[str, str]:
     return read_judgements(path) if isinstance(data, dict) and "format" in data else read_equivalents(path)
 
 
-def write_judgements(path: str | Path, judgements: Iterable[Judgement]) -> None:
-    """The equivalents file at ``path``, one entry per judgement, in module, function, change order."""
-    entries = [{**asdict(j.identity), "reason": j.reason} for j in sorted(judgements, key=lambda j: j.identity.key)]
+def write_judgements(path: str | Path, judgements: Iterable[Judgement], *, sort: bool = True) -> None:
+    """The equivalents file at ``path``, one entry per judgement, in module, function, change order
+    (``sort=False``: in the order given, as a file read and written back keeps its own)."""
+    ordered = sorted(judgements, key=lambda j: j.identity.key) if sort else judgements
+    entries = [{**asdict(j.identity), "reason": j.reason} for j in ordered]
     text = json.dumps({"format": FORMAT, "equivalents": entries}, indent=2, ensure_ascii=False)
     Path(path).write_text(text + "\n", encoding="utf-8")
 
@@ -127,4 +135,53 @@ def resolve(judgements: Iterable[Judgement], identities: Mapping[str, MutantIden
         out.judged[name] = judgement.reason
         if identities[name].function_hash != judgement.identity.function_hash:
             out.review[name] = judgement
+    return out
+
+
+@dataclass
+class Audit:
+    """Judgements read against the code as it is (:func:`audit`): ``gone``, those that can match no
+    mutant any more (their function, or the line they change, is no longer there: a run would fail
+    on them); ``changed``, those whose function changed since (``(judgement, its function's hash
+    now)``: to review, as a run would list them, then :meth:`restamped`)."""
+
+    gone: list[Judgement] = field(default_factory=list)
+    changed: list[tuple[Judgement, str]] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        """One line per judgement to look at, as a mutation run words it."""
+        return [f"{NO_MUTANT}: {j.describe()}" for j in self.gone] + [
+            f"{REVIEW}: {j.describe()} (function_hash now {now})" for j, now in self.changed
+        ]
+
+    def restamped(self, judgements: Iterable[Judgement]) -> list[Judgement]:
+        """``judgements`` with each changed one stamped with its function's hash now: what a reviewer
+        who found them still equivalent writes back (:func:`write_judgements`)."""
+        now = dict(self.changed)
+        return [replace(j, identity=replace(j.identity, function_hash=now[j])) if j in now else j for j in judgements]
+
+
+def _changes(lines: list[str], before: str) -> bool:
+    # A change over several lines is joined by " / " (identity.line_change): any run of lines may be it.
+    most = before.count(" / ") + 1
+    return any(" / ".join(lines[i : i + k]) == before for k in range(1, most + 1) for i in range(len(lines)))
+
+
+def audit(judgements: Iterable[Judgement], module_source: Callable[[str], str | None]) -> Audit:
+    """Each judgement against its function as ``module_source(module)`` (the module's text, ``None``
+    when there is none) defines it now. A function whose hash is the stamped one is the function
+    judged: its mutants are the same. Otherwise the judgement is gone when the function, or the line
+    its mutant changes, is no longer there, and changed when it still is."""
+    out = Audit()
+    sources: dict[str, str | None] = {}
+    for judgement in judgements:
+        identity = judgement.identity
+        if identity.module not in sources:
+            sources[identity.module] = module_source(identity.module)
+        text = sources[identity.module]
+        found = function_lines(text, identity.function) if text is not None else None
+        if found is None or (found[0] != identity.function_hash and not _changes(found[1], identity.before)):
+            out.gone.append(judgement)
+        elif found[0] != identity.function_hash:
+            out.changed.append((judgement, found[0]))
     return out

@@ -20,7 +20,15 @@ import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["MutantIdentity", "function_hash", "identities", "identify_all", "line_change", "split_mutant_name"]
+__all__ = [
+    "MutantIdentity",
+    "function_hash",
+    "function_lines",
+    "identities",
+    "identify_all",
+    "line_change",
+    "split_mutant_name",
+]
 
 
 @dataclass(frozen=True)
@@ -64,8 +72,35 @@ def function_hash(source: str) -> str:
     """The AST hash of the function defined in ``source`` (indented or not; comments and layout
     do not count): sha256 of ``ast.dump`` of its node, hex."""
     tree = ast.parse(textwrap.dedent(source))
-    node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    return _node_hash(next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))))
+
+
+def _node_hash(node: ast.AST) -> str:
     return hashlib.sha256(ast.dump(node, annotate_fields=False).encode()).hexdigest()
+
+
+def function_lines(module_source: str, function: str) -> tuple[str, list[str]] | None:
+    """``function`` (qualified: ``f``, ``Class.method``, ``Outer.Inner.method``) as the module whose
+    text is ``module_source`` defines it now: its AST hash (:func:`function_hash`'s, as mutmut's
+    original of it would be stamped, without generating a mutant) and its lines, stripped. ``None``
+    when the module defines no such function (a module that does not parse defines none)."""
+    try:
+        body = ast.parse(module_source).body
+    except SyntaxError:
+        return None
+    *owners, name = function.split(".")
+    for owner in owners:
+        cls = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == owner), None)
+        if cls is None:
+            return None
+        body = cls.body
+    node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
+    if node is None:
+        return None
+    # The node itself, not its text dedented: dedenting would change a method's multi-line strings.
+    first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+    lines = [line.strip() for line in module_source.splitlines()[first - 1 : node.end_lineno]]
+    return _node_hash(node), lines
 
 
 def line_change(original: str, mutated: str) -> tuple[str, str]:

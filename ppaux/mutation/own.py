@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ppaux.mutation import history
-from ppaux.mutation.equivalents import REVIEW, Judgement, read_judgements, resolve
+from ppaux.mutation.equivalents import REVIEW, Judgement, audit, read_judgements, resolve, write_judgements
 from ppaux.mutation.identity import MutantIdentity, identify_all
 from ppaux.mutation.mutant_runs import FIRST, recorded_killers
 from ppaux.mutation.project import MUTANT_PYTEST_ARGS, MutmutProject, changed_line, module_of, mutmut_table, select
@@ -36,6 +36,7 @@ __all__ = [
     "CLEAN_RUN_FAILED",
     "Checkout",
     "Scope",
+    "audit_judgements",
     "list_mutants",
     "run_scope",
     "score_modules",
@@ -91,6 +92,14 @@ class Checkout:
             judged += [dataclasses.replace(j, file=path) for j in read_judgements(self.root / path)]
         return judged
 
+    def module_source(self, module: str) -> str | None:
+        """The text of ``module`` in the checkout (``pkg/mod.py`` or ``pkg/mod/__init__.py``), if any."""
+        base = self.root / module.replace(".", "/")
+        for path in (base.with_name(base.name + ".py"), base / "__init__.py"):
+            if path.is_file():
+                return path.read_text(encoding="utf-8")
+        return None
+
     def tests_hash(self, scope: Scope) -> str:
         """The hash of what the scope's tests are: their files, the support they read, how they run."""
         settings = (*self.pytest_args, *(t for t, _ in scope.deselect), scope.marks)
@@ -141,6 +150,37 @@ class Checkout:
 def source_of(mutant: str) -> str:
     """The file a mutant's module is, relative to the checkout."""
     return module_of(mutant).replace(".", "/") + ".py"
+
+
+def audit_judgements(
+    checkout: Checkout, files: Sequence[str], *, restamp: bool = False, out: TextIO | None = None
+) -> int:
+    """The judgements of ``files`` (relative to the checkout) read against its code as it is, without
+    mutmut (:func:`~ppaux.mutation.equivalents.audit`): 0 when every one is on the function it was
+    judged on, 1 when one is gone or its function changed, each named on ``out``. ``restamp``: the
+    changed ones (looked at again, found still equivalent) get their function's hash now, each file
+    in its own order; the gone ones still fail."""
+    out = out or sys.stdout
+    judged = [dataclasses.replace(j, file=f) for f in files for j in read_judgements(checkout.root / f)]
+    found = audit(judged, checkout.module_source)
+    if restamp and found.changed:
+        restamped = found.restamped(judged)
+        for name in dict.fromkeys(j.file for j, _ in found.changed):
+            write_judgements(checkout.root / name, [j for j in restamped if j.file == name], sort=False)
+        for judgement, now in found.changed:
+            print(f"restamped ({now}): {judgement.describe()}: {judgement.reason}", file=out)
+        found.changed = []
+    for line in found.lines():
+        print(line, file=out)
+    if found.gone or found.changed:
+        print(
+            f"{len(found.gone) + len(found.changed)} of {len(judged)} equivalence judgements to look at: a gone one is "
+            "re-keyed to its mutant or removed; a changed one, still equivalent, is restamped (--restamp)",
+            file=out,
+        )
+        return 1
+    print(f"{len(judged)} equivalence judgements in {len(files)} files, each on the function judged", file=out)
+    return 0
 
 
 def score_modules(
