@@ -91,6 +91,34 @@ NON_STR_KEYS = st.lists(
 MSG_TYPE_VALUES = st.sampled_from(MSG_TYPES)
 
 
+# Module level: Hypothesis reads a composite's source when it is decorated, milliseconds each, and
+# _transport_dicts builds one per prefix drawn.
+@st.composite
+def _transport_dict(
+    draw: st.DrawFn,
+    base: str,
+    tensors: st.SearchStrategy[torch.Tensor],
+    extras_st: st.SearchStrategy[Any],
+    ordinary_value: st.SearchStrategy[Any],
+    prefix: str,
+    aux: bool,
+    aux_names_st: st.SearchStrategy[list[str]],
+    non_str_keys: bool,
+) -> dict[Any, Any]:
+    items: list[tuple[Any, Any]] = [(base, draw(tensors))]
+    extras = draw(extras_st)
+    items += [(k, draw(ordinary_value)) for k in extras if not k.startswith(prefix)]
+    # A prefix like "_" would claim SGLang's "__msg_type__" too: left out then, as the extras are.
+    if not "__msg_type__".startswith(prefix) and draw(st.booleans()):
+        items.append(("__msg_type__", draw(MSG_TYPE_VALUES)))
+    if aux:
+        items += [(prefix + n, draw(tensors)) for n in draw(aux_names_st)]
+    if non_str_keys:
+        items += [(k, draw(tensors)) for k in draw(NON_STR_KEYS)]
+    order = draw(st.permutations(range(len(items))))
+    return dict(items[i] for i in order)
+
+
 # The tests build the same dicts strategy in every example, for that example's prefix: built once,
 # a strategy is validated once, and validating a tree of them costs more than drawing from it.
 @functools.lru_cache(maxsize=256)
@@ -119,22 +147,7 @@ def _transport_dicts(
     ordinary_value = st.one_of(tensors, st.none(), st.lists(st.integers(0, 9), max_size=3))
     aux_names_st = counted(names, 1, max_aux, uniform=uniform, unique=True)
 
-    @st.composite
-    def transport_dict(draw: st.DrawFn) -> dict[Any, Any]:
-        items: list[tuple[Any, Any]] = [(base, draw(tensors))]
-        extras = draw(extras_st)
-        items += [(k, draw(ordinary_value)) for k in extras if not k.startswith(prefix)]
-        # A prefix like "_" would claim SGLang's "__msg_type__" too: left out then, as the extras are.
-        if not "__msg_type__".startswith(prefix) and draw(st.booleans()):
-            items.append(("__msg_type__", draw(MSG_TYPE_VALUES)))
-        if aux:
-            items += [(prefix + n, draw(tensors)) for n in draw(aux_names_st)]
-        if non_str_keys:
-            items += [(k, draw(tensors)) for k in draw(NON_STR_KEYS)]
-        order = draw(st.permutations(range(len(items))))
-        return dict(items[i] for i in order)
-
-    return transport_dict()
+    return _transport_dict(base, tensors, extras_st, ordinary_value, prefix, aux, aux_names_st, non_str_keys)
 
 
 def transport_dicts(
