@@ -36,7 +36,7 @@ from ppaux.fuzz.options import (
     placements,
 )
 from ppaux.fuzz.report import merge_runs, write_run
-from ppaux.fuzz.rounds import Suite, from_checkout
+from ppaux.fuzz.rounds import Round, Suite, from_checkout
 from ppaux.fuzz.runner import FuzzRun, Replay, RunError, Worker, describe_status, progress_line, verdict
 from ppaux.fuzz.timeline import Timeline, add_up, thin
 from ppaux.report import FuzzRunReport, ReportFormatError
@@ -1694,6 +1694,33 @@ def test_a_stop_reaches_every_round_and_one_that_ignores_it_is_killed_after_the_
     assert verdict(report) == (0, None)
     write_run(report, tmp_path)
     assert "- `t.py::slow` (worker 2, round 1, cpu; stopped by budget)" in (tmp_path / "fuzz.md").read_text()
+
+
+# A round's pytest that answers SIGINT with exit 3, or ignores it; "ready" once its handler is set.
+_INTERRUPTIBLE = (
+    "import signal, sys, time\nsignal.signal(signal.SIGINT, {handler})\nprint('ready', flush=True)\ntime.sleep(60)\n"
+)
+
+
+def test_an_interrupted_round_ends_on_its_own_or_is_killed_after_its_grace_and_not_before(tmp_path):
+    def started(handler: str, clock: FakeClock) -> Round:
+        code = _INTERRUPTIBLE.format(handler=handler)
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        return Round(0, 1, "cpu", None, tmp_path / "e", tmp_path / "l", proc, clock=clock)
+
+    # It takes the stop: time holds still until it has ended, and it ends with its own status.
+    clock = FakeClock(start=0.0)
+    rnd = started("lambda *_: sys.exit(3)", clock)
+    clock.on_sleep = held_until(lambda: rnd.proc.poll() is not None)
+    rnd.interrupt(grace=0.2)
+    assert rnd.proc.returncode == 3 and clock.now < 0.2
+    # It ignores the stop: killed once the grace has passed, on the round's clock.
+    clock = FakeClock(start=0.0)
+    rnd = started("signal.SIG_IGN", clock)
+    rnd.interrupt(grace=0.2)
+    assert rnd.proc.returncode == -signal.SIGKILL
+    assert clock.now >= 0.2 and clock.now - max(clock.sleeps) < 0.2
 
 
 def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeypatch):
