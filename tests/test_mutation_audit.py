@@ -133,7 +133,7 @@ def test_reports_judgements_passes_names_each_one_to_look_at_and_restamps_in_the
     ]
     checkout = _checkout(tmp_path, pairs)
     assert mutation.judgements(["eq.json"], checkout=checkout) == 0
-    assert capsys.readouterr().out == "3 equivalence judgements in 1 files, each on the function judged\n"
+    assert capsys.readouterr().out == "equivalence judgements: 3 in 1 file(s), each on the function judged\n"
 
     ops = tmp_path / "pkg" / "ops.py"
     ops.write_text(POP.replace("    return value\n", "    del key\n    return value\n"))
@@ -151,7 +151,7 @@ def test_reports_judgements_passes_names_each_one_to_look_at_and_restamps_in_the
     assert mutation.judgements(["eq.json"], restamp=True, checkout=checkout) == 0
     assert capsys.readouterr().out.splitlines() == [
         *(f"restamped ({now}): eq.json: {j.identity.describe()}: {j.reason}" for j in judged[:2]),
-        "3 equivalence judgements in 1 files, each on the function judged",
+        "equivalence judgements: 3 in 1 file(s), each on the function judged",
     ]
     # Only the stamps changed, each entry where it was.
     assert (tmp_path / "eq.json").read_text() == text.replace(function_hash(POP), now)
@@ -180,7 +180,7 @@ def test_reports_judgements_reads_every_file_under_docs_equivalents_and_refuses_
     (tmp_path / "eq.json").rename(tmp_path / "docs" / "equivalents" / "a.json")
     write_judgements(tmp_path / "docs" / "equivalents" / "b.json", [])
     assert mutation.judgements([], checkout=checkout) == 0
-    assert capsys.readouterr().out == "1 equivalence judgements in 2 files, each on the function judged\n"
+    assert capsys.readouterr().out == "equivalence judgements: 1 in 2 file(s), each on the function judged\n"
     (tmp_path / "docs" / "equivalents" / "b.json").write_text("{")
     assert mutation.judgements([], checkout=checkout) == 2
     assert capsys.readouterr().err.startswith("reports: error: equivalents file ")

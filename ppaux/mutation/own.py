@@ -179,7 +179,7 @@ def audit_judgements(
             file=out,
         )
         return 1
-    print(f"{len(judged)} equivalence judgements in {len(files)} files, each on the function judged", file=out)
+    print(f"equivalence judgements: {len(judged)} in {len(files)} file(s), each on the function judged", file=out)
     return 0
 
 
