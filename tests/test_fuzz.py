@@ -1707,6 +1707,7 @@ def test_an_interrupted_round_ends_on_its_own_or_is_killed_after_its_grace_and_n
         code = _INTERRUPTIBLE.format(handler=handler)
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
         assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        proc.stdout.close()
         return Round(0, 1, "cpu", None, tmp_path / "e", tmp_path / "l", proc, clock=clock)
 
     # It takes the stop: time holds still until it has ended, and it ends with its own status.
