@@ -5,11 +5,15 @@ gives it, and a judgement whose function or line changed is named."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 import reports.mutation as mutation
+from ppaux.isolation import safety_limit
 from ppaux.mutation.equivalents import NO_MUTANT, REVIEW, Judgement, audit, read_judgements, write_judgements
 from ppaux.mutation.identity import MutantIdentity, function_hash, function_lines, identify_all, identities
 from ppaux.mutation.own import Checkout, source_of
@@ -204,3 +208,34 @@ def test_the_stamp_read_from_the_code_is_the_one_mutmuts_generation_gives_each_f
         assert function_lines(checkout.module_source(module) or "", function)[0] == stamp
     found = audit(judged, checkout.module_source)
     assert (found.gone, found.changed) == ([], [])
+
+
+def _documented_script() -> str:
+    """docs/mutation.md's script that checks a user's equivalents file, as the page shows it."""
+    page = (Path(mutation.__file__).resolve().parents[1] / "docs" / "mutation.md").read_text(encoding="utf-8")
+    block = page.split("   # check_judgements.py FILE", 1)[1].split("   ```", 1)[0]
+    return "# check_judgements.py FILE" + textwrap.dedent("   " + block).removeprefix("# check_judgements.py FILE")
+
+
+# Its script runs in child processes, each importing ppaux (seconds).
+@pytest.mark.subprocess
+def test_the_documented_check_of_a_users_equivalents_file_passes_then_names_a_changed_function(tmp_path):
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "ops.py").write_text(POP)
+    judged = Judgement(
+        MutantIdentity("pkg.ops", "pop", "if value is None:", "if value is not None:", 0, function_hash(POP)), "why"
+    )
+    write_judgements(tmp_path / "eq.json", [judged])
+    (tmp_path / "check_judgements.py").write_text(_documented_script())
+
+    def check() -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "check_judgements.py", "eq.json"]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=safety_limit(120))
+
+    done = check()
+    assert (done.returncode, done.stdout) == (0, "")
+    changed = POP.replace("    return value\n", "    del key\n    return value\n")
+    (tmp_path / "src" / "pkg" / "ops.py").write_text(changed)
+    done = check()
+    line = f"{REVIEW}: eq.json: {judged.identity.describe()} (function_hash now {function_hash(changed)})"
+    assert (done.returncode, done.stdout) == (1, line + "\n")
