@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import random
 import re
 import sys
 import warnings
@@ -25,6 +26,7 @@ from ppaux.relay.hop import relay as hop_relay
 from ppaux.testing import Implementation, KitFailure, check_observer, containment, load
 from ppaux.testing import kit as testing
 from ppaux.testing.calls import Crash, Hang, SuiteGuard
+from ppaux.testing.containment import prime_seed
 from ppaux.testing.findings import message
 from ppaux.testing.hypothesis_api import replace_seed_generator
 from tests import kit_planted as planted
@@ -655,25 +657,43 @@ def test_the_check_forks_safely_after_torch_has_used_its_thread_pool():
 
 
 @pytest.fixture
-def fresh_seed_generator():
-    """As in a process that has run no Hypothesis test yet: Hypothesis creates the generator it
-    draws each run's seed from on first use (not a public API: see ppaux.testing.hypothesis_api)."""
+def seed_generator():
+    """Hypothesis's generator of the seeds of runs without one (not a public API: see
+    ppaux.testing.hypothesis_api), as the test leaves it; the caller's is back after."""
     saved = replace_seed_generator(None)
     yield
     replace_seed_generator(saved)
 
 
-def test_the_child_and_this_process_draw_the_same_examples(tmp_path, fresh_seed_generator):
-    """Without a database or derandomize, both runs draw the same seed, the first check in a process too."""
+def test_before_a_fork_the_seed_generator_exists_and_one_that_exists_is_kept(seed_generator):
+    # A process that has run no Hypothesis test yet has none: made here, both forked children of a
+    # check copy it and draw the same seed; made in each child (Hypothesis's own default), they would not.
+    prime_seed()
+    made = replace_seed_generator(None)
+    assert isinstance(made, random.Random)
+    kept = random.Random(7)
+    replace_seed_generator(kept)
+    prime_seed()
+    assert replace_seed_generator(None) is kept
+
+
+@pytest.mark.parametrize("seed", [20261206, None], ids=["seeded", "none yet"])
+def test_the_child_and_this_process_draw_the_same_examples(tmp_path, seed_generator, seed):
+    """Without a database or derandomize, both runs draw the same seed, the first check in a process
+    (no generator yet) too. Each draw is 56 random bits, so that the same draws in both processes
+    are not Hypothesis's first, seed-independent choices (zero, small values) alone: seeded, the draws
+    are the same on every run, and that is checked. 56 bits: a tensor holds them (int64)."""
+    replace_seed_generator(None if seed is None else random.Random(seed))
     log = tmp_path / "drawn"
-    drawn = st.integers(0, 10**6).map(lambda n: planted.Logged(log, n))
+    drawn = st.binary(min_size=7, max_size=7).map(lambda b: planted.Logged(log, int.from_bytes(b, "big")))
     assert kit_failure(Obs, drawn, settings=settings(database=None, derandomize=False, max_examples=20)).code == "A2"
     runs: dict = {}
     for line in log.read_text().splitlines():
         pid, n = line.split()
-        runs.setdefault(pid, []).append(n)
+        runs.setdefault(pid, []).append(int(n))
     child, here = runs.values()
-    assert child == here and len(set(child)) > 2
+    assert child == here
+    assert seed is None or any(n > 2**16 for n in child)
 
 
 # Receiving devices, settings and arguments.
