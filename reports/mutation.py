@@ -117,10 +117,6 @@ SCOPES: dict[str, Scope] = {
                 "fails in mutmut's copy only: the failure it shows holds frames of mutmut's trampolines",
             ),
             (
-                "tests/test_kit.py::test_the_child_and_this_process_draw_the_same_examples",
-                "under the mutation profile, in the whole suite, it drew 2 distinct examples where it asks for 3",
-            ),
-            (
                 "tests/test_kit_docs.py::test_example_plugin_test_is_three_lines",
                 "the example file it reads is rewritten in the copy",
             ),
