@@ -15,7 +15,13 @@ import pytest
 import reports.mutation as mutation
 from ppaux.isolation import safety_limit
 from ppaux.mutation.equivalents import NO_MUTANT, REVIEW, Judgement, audit, read_judgements, write_judgements
-from ppaux.mutation.identity import MutantIdentity, function_hash, function_lines, identify_all, identities
+from ppaux.mutation.identity import (
+    MutantIdentity,
+    defined_functions,
+    function_hash,
+    identify_all,
+    identities,
+)
 from ppaux.mutation.own import Checkout, source_of
 
 POP = """def pop(tensors, key):
@@ -47,7 +53,8 @@ class Relay:
 
 def test_a_functions_stamp_and_lines_are_read_from_its_module_decorators_and_strings_as_they_are():
     module = "import torch\n\n\n" + POP + "\n\n" + RELAY.replace("import functools\n", "")
-    stamp, lines = function_lines(module, "pop")
+    defined = defined_functions(module)
+    stamp, lines = defined["pop"]
     # A top-level function: its stamp is the one identities() gives it from mutmut's original.
     assert stamp == identities("m", "pop", POP, [("m.x_pop__mutmut_1", POP)])["m.x_pop__mutmut_1"].function_hash
     assert lines == [line.strip() for line in POP.splitlines()]
@@ -60,11 +67,19 @@ def send(self, n):
         """
     return n + 1
 '''
-    assert function_lines(module, "Relay.send") == (function_hash(send), [line.strip() for line in send.splitlines()])
-    assert function_lines(module, "Relay.Inner.size")[1] == ["def size(self):", "return (1,", "2)"]
+    assert defined["Relay.send"] == (function_hash(send), [line.strip() for line in send.splitlines()])
+    assert defined["Relay.Inner.size"][1] == ["def size(self):", "return (1,", "2)"]
     for missing in ("push", "Relay.push", "Other.send", "Relay.Inner.send", "pop.inner"):
-        assert function_lines(module, missing) is None
-    assert function_lines("def (:\n", "pop") is None
+        assert missing not in defined
+    assert defined_functions("def (:\n") == {}
+    # Of two definitions of one name, the first, as a lookup by name finds it.
+    twice = "def f():\n    return 1\n\n\ndef f():\n    return 2\n\n\nclass C:\n    def g(self):\n        pass\n\n\n" + (
+        "class C:\n    def g(self):\n        return 3\n\n    def h(self):\n        pass\n"
+    )
+    assert defined_functions(twice) == {
+        "f": (function_hash("def f():\n    return 1\n"), ["def f():", "return 1"]),
+        "C.g": (function_hash("def g(self):\n    pass\n"), ["def g(self):", "pass"]),
+    }
 
 
 def _stamped(before: str, after: str, source: str = POP, occurrence: int = 0) -> Judgement:
@@ -205,7 +220,7 @@ def test_the_stamp_read_from_the_code_is_the_one_mutmuts_generation_gives_each_f
     assert set(functions) >= {("arith.ops", "double"), ("arith.ops", "is_small"), ("arith.relay", "Relay.send")}
     judged = [Judgement(i, "why") for i in generated.values()]
     for (module, function), stamp in functions.items():
-        assert function_lines(checkout.module_source(module) or "", function)[0] == stamp
+        assert defined_functions(checkout.module_source(module) or "")[function][0] == stamp
     found = audit(judged, checkout.module_source)
     assert (found.gone, found.changed) == ([], [])
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from ppaux.mutation.identity import MutantIdentity, function_lines
+from ppaux.mutation.identity import MutantIdentity, defined_functions
 from ppaux.mutation.score import EquivalentsError, read_equivalents
 
 __all__ = [
@@ -173,13 +173,14 @@ def audit(judgements: Iterable[Judgement], module_source: Callable[[str], str | 
     judged: its mutants are the same. Otherwise the judgement is gone when the function, or the line
     its mutant changes, is no longer there, and changed when it still is."""
     out = Audit()
-    sources: dict[str, str | None] = {}
+    # Each module read and parsed once: its judgements are many.
+    modules: dict[str, dict[str, tuple[str, list[str]]]] = {}
     for judgement in judgements:
         identity = judgement.identity
-        if identity.module not in sources:
-            sources[identity.module] = module_source(identity.module)
-        text = sources[identity.module]
-        found = function_lines(text, identity.function) if text is not None else None
+        if identity.module not in modules:
+            text = module_source(identity.module)
+            modules[identity.module] = defined_functions(text) if text is not None else {}
+        found = modules[identity.module].get(identity.function)
         if found is None or (found[0] != identity.function_hash and not _changes(found[1], identity.before)):
             out.gone.append(judgement)
         elif found[0] != identity.function_hash:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 __all__ = [
     "MutantIdentity",
+    "defined_functions",
     "function_hash",
-    "function_lines",
     "identities",
     "identify_all",
     "line_change",
@@ -79,28 +79,32 @@ def _node_hash(node: ast.AST) -> str:
     return hashlib.sha256(ast.dump(node, annotate_fields=False).encode()).hexdigest()
 
 
-def function_lines(module_source: str, function: str) -> tuple[str, list[str]] | None:
-    """``function`` (qualified: ``f``, ``Class.method``, ``Outer.Inner.method``) as the module whose
-    text is ``module_source`` defines it now: its AST hash (:func:`function_hash`'s, as mutmut's
-    original of it would be stamped, without generating a mutant) and its lines, stripped. ``None``
-    when the module defines no such function (a module that does not parse defines none)."""
+def defined_functions(module_source: str) -> dict[str, tuple[str, list[str]]]:
+    """Every function the module whose text is ``module_source`` defines, at its top level and in its
+    classes (nested ones too), by qualified name (``f``, ``Class.method``, ``Outer.Inner.method``; of
+    two definitions of one name, the first): its AST hash (:func:`function_hash`'s, as mutmut's
+    original of it would be stamped, without generating a mutant) and its lines, stripped. The
+    module is parsed once for all of them; one that does not parse defines none."""
     try:
         body = ast.parse(module_source).body
     except SyntaxError:
-        return None
-    *owners, name = function.split(".")
-    for owner in owners:
-        cls = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == owner), None)
-        if cls is None:
-            return None
-        body = cls.body
-    node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name), None)
-    if node is None:
-        return None
-    # The node itself, not its text dedented: dedenting would change a method's multi-line strings.
-    first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-    lines = [line.strip() for line in module_source.splitlines()[first - 1 : node.end_lineno]]
-    return _node_hash(node), lines
+        return {}
+    text = module_source.splitlines()
+    out: dict[str, tuple[str, list[str]]] = {}
+
+    def walk(body: list[ast.stmt], owner: str) -> None:
+        classes: set[str] = set()
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and owner + node.name not in out:
+                # The node itself, not its text dedented: dedenting would change a method's multi-line strings.
+                first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+                out[owner + node.name] = _node_hash(node), [line.strip() for line in text[first - 1 : node.end_lineno]]
+            elif isinstance(node, ast.ClassDef) and node.name not in classes:
+                classes.add(node.name)
+                walk(node.body, f"{owner}{node.name}.")
+
+    walk(body, "")
+    return out
 
 
 def line_change(original: str, mutated: str) -> tuple[str, str]:
