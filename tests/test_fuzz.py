@@ -1696,32 +1696,43 @@ def test_a_stop_reaches_every_round_and_one_that_ignores_it_is_killed_after_the_
     assert "- `t.py::slow` (worker 2, round 1, cpu; stopped by budget)" in (tmp_path / "fuzz.md").read_text()
 
 
-# A round's pytest that answers SIGINT with exit 3, or ignores it; "ready" once its handler is set.
+# A round's pytest that answers SIGINT with exit 3, or ignores it; "ready" once its handler is set, then
+# it waits for a signal (one it ignores leaves it waiting: the round's SIGKILL ends it).
 _INTERRUPTIBLE = (
-    "import signal, sys, time\nsignal.signal(signal.SIGINT, {handler})\nprint('ready', flush=True)\ntime.sleep(60)\n"
+    "import signal, sys\nsignal.signal(signal.SIGINT, {handler})\nprint('ready', flush=True)\nsignal.pause()\n"
 )
 
 
 def test_an_interrupted_round_ends_on_its_own_or_is_killed_after_its_grace_and_not_before(tmp_path):
-    def started(handler: str, clock: FakeClock) -> Round:
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(handler: str, clock: FakeClock) -> Round:
         code = _INTERRUPTIBLE.format(handler=handler)
         proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, start_new_session=True)
+        started.append(proc)
         assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
         proc.stdout.close()
         return Round(0, 1, "cpu", None, tmp_path / "e", tmp_path / "l", proc, clock=clock)
 
-    # It takes the stop: time holds still until it has ended, and it ends with its own status.
-    clock = FakeClock(start=0.0)
-    rnd = started("lambda *_: sys.exit(3)", clock)
-    clock.on_sleep = held_until(lambda: rnd.proc.poll() is not None)
-    rnd.interrupt(grace=0.2)
-    assert rnd.proc.returncode == 3 and clock.now < 0.2
-    # It ignores the stop: killed once the grace has passed, on the round's clock.
-    clock = FakeClock(start=0.0)
-    rnd = started("signal.SIG_IGN", clock)
-    rnd.interrupt(grace=0.2)
-    assert rnd.proc.returncode == -signal.SIGKILL
-    assert clock.now >= 0.2 and clock.now - max(clock.sleeps) < 0.2
+    try:
+        # It takes the stop: time holds still until it has ended, and it ends with its own status.
+        clock = FakeClock(start=0.0)
+        rnd = start("lambda *_: sys.exit(3)", clock)
+        clock.on_sleep = held_until(lambda: rnd.proc.poll() is not None)
+        rnd.interrupt(grace=0.2)
+        assert rnd.proc.returncode == 3 and clock.now < 0.2
+        # It ignores the stop: killed once the grace has passed, on the round's clock.
+        clock = FakeClock(start=0.0)
+        rnd = start("signal.SIG_IGN", clock)
+        rnd.interrupt(grace=0.2)
+        assert rnd.proc.returncode == -signal.SIGKILL
+        assert clock.now >= 0.2 and clock.now - max(clock.sleeps) < 0.2
+    finally:
+        # A failed assertion leaves no process waiting for a signal.
+        for proc in started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def test_a_replay_stopped_by_ctrl_c_or_that_cannot_run_says_so(tmp_path, monkeypatch):
