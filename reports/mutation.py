@@ -187,8 +187,7 @@ def run(
             markings=lambda: markings(checkout.root / "ppaux"),
         )
     except EquivalentsError as exc:
-        print(f"reports: error: equivalents file {exc}", file=sys.stderr)
-        return 2
+        return _refused(exc)
 
 
 def judgements(files: list[str], *, restamp: bool = False, checkout: Checkout = CHECKOUT) -> int:
@@ -201,5 +200,10 @@ def judgements(files: list[str], *, restamp: bool = False, checkout: Checkout = 
     try:
         return audit_judgements(checkout, names, restamp=restamp)
     except EquivalentsError as exc:
-        print(f"reports: error: equivalents file {exc}", file=sys.stderr)
-        return 2
+        return _refused(exc)
+
+
+def _refused(exc: EquivalentsError) -> int:
+    # An equivalents file that cannot be read: a usage error, as for any other input.
+    print(f"reports: error: equivalents file {exc}", file=sys.stderr)
+    return 2

@@ -200,9 +200,12 @@ def test_reports_judgements_reads_every_file_under_docs_equivalents_and_refuses_
     write_judgements(tmp_path / "docs" / "equivalents" / "b.json", [])
     assert mutation.judgements([], checkout=checkout) == 0
     assert capsys.readouterr().out == "equivalence judgements: 1 in 2 file(s), each on the function judged\n"
-    (tmp_path / "docs" / "equivalents" / "b.json").write_text("{")
+    bad = tmp_path / "docs" / "equivalents" / "b.json"
+    bad.write_text("[]")
     assert mutation.judgements([], checkout=checkout) == 2
-    assert capsys.readouterr().err.startswith("reports: error: equivalents file ")
+    assert capsys.readouterr().err == (
+        f"reports: error: equivalents file {str(bad)!r} must be a JSON object {{'format': 2, 'equivalents': [...]}}\n"
+    )
 
 
 # mutmut generates the mutants in a child process (seconds): with the slow end-to-end runs.
