@@ -23,14 +23,8 @@ from ppaux.mutation.identity import (
     identities,
 )
 from ppaux.mutation.own import Checkout, source_of
+from tests.test_mutation_identity import POP
 
-POP = """def pop(tensors, key):
-    # The prefix is checked by the caller.
-    value = tensors.pop(key, None)
-    if value is None:
-        raise KeyError(key)
-    return value
-"""
 # A method whose docstring runs over lines: dedenting its text would change the string, not the code.
 RELAY = '''import functools
 
