@@ -41,6 +41,7 @@ _ASKING = (
     ("ppaux_results", None),
     ("ppaux_timeout", None),
     ("ppaux_isolation", None),
+    ("ppaux_workers", None),
     ("ppaux_record_calls", False),
     ("ppaux_profile", None),
     ("ppaux_max_examples", None),
@@ -107,6 +108,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(for a debugger)",
     )
     group.addoption(
+        "--ppaux-workers",
+        default=None,
+        metavar="N",
+        help="with --ppaux-isolation=test, run the contained tests in N supervised forked workers at once, each "
+        "with its share of them (default: the ppaux_workers ini value, else 1)",
+    )
+    group.addoption(
         "--ppaux-record-calls",
         action="store_true",
         default=False,
@@ -115,6 +123,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("ppaux_timeout", "per-call time limit in seconds on the implementation under test (default 10)")
     parser.addini("ppaux_isolation", "'test' (default) or 'off': see --ppaux-isolation")
+    parser.addini(
+        "ppaux_workers", "how many supervised forked workers run the contained tests at once: see --ppaux-workers"
+    )
     parser.addini("ppaux_profile", "ppaux's Hypothesis tuning for its own tests: see --ppaux-profile")
     parser.addini(
         "ppaux_suite_copies",

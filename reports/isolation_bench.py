@@ -1,8 +1,9 @@
 """What containment costs the main job: ``python -m reports.isolation_bench [--runs N]``.
 
 ``ppaux check`` on the reference, from a fresh interpreter, with the suite in ppaux's fork server
-(the default: a supervised forked worker) and in process (``--isolation off``), in pairs run back to
-back in alternating order, so that a machine that slows down for a while slows both. The figures are
+(the default: a supervised forked worker per core, at most 4), in one worker (``--workers 1``) and in
+process (``--isolation off``), in rounds run back to back in alternating order, so that a machine
+that slows down for a while slows every side. The figures are
 the medians of each side's wall times and of each pair's ratio. The goal (issue 34): the fork server
 at most 5 s and at most 1.2x the in-process run. Writes reports/out/isolation_bench.{json,md};
 nothing here is asserted.
@@ -25,7 +26,7 @@ from pathlib import Path
 OUT = Path("reports") / "out"
 GOAL_SECONDS = 5.0
 GOAL_RATIO = 1.2
-SIDES = {"fork server": [], "in process": ["--isolation", "off"]}
+SIDES = {"fork server": [], "fork server, one worker": ["--workers", "1"], "in process": ["--isolation", "off"]}
 
 
 def _children_cpu() -> float:
@@ -67,7 +68,7 @@ def measure(runs: int, baseline: str | None = None) -> dict[str, object]:
     ratios = [forked / inproc for forked, inproc in zip(times["fork server"], times["in process"])]
     cpu_ratios = [forked / inproc for forked, inproc in zip(cpu["fork server"], cpu["in process"])]
     return {
-        "command": "ppaux check --report DIR [--isolation off]",
+        "command": "ppaux check --report DIR [--workers 1 | --isolation off]",
         "runs": runs,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
         "load": os.getloadavg()[0],

@@ -21,6 +21,7 @@ from ppaux.core.clauses import markdown_table as clauses_table
 from ppaux.core.errors import CATALOG, markdown_table
 from ppaux.testing.findings import FINDINGS
 from ppaux.testing.results import EXAMPLE_HEADER
+from ppaux.testing.suite import usable_workers
 from tests.fake_pytest import FakePytest
 from tests.support import build_report, cli_help, render_markdown
 
@@ -162,6 +163,10 @@ def test_explain_a_pasted_traceback_line(capsys):
         (
             ["check", "--max-examples", "many"],
             "ppaux check: argument --max-examples: expected a whole number of examples >= 1, not 'many'\n",
+        ),
+        (
+            ["check", "--workers", "0"],
+            "ppaux check: argument --workers: expected a whole number of workers >= 1, not '0'\n",
         ),
         (
             ["check", "--impl", "no_such_module_xyz"],
@@ -363,7 +368,7 @@ def test_the_suites_run_selects_by_marks_and_optionally_by_name(capsys, monkeypa
     main(["check", "--marks", "contract", "--timeout", "2.5", "--report", str(tmp_path)])
     ((argv, _, results, _),) = fake.calls
     # ppaux's tuning over Hypothesis's default profile, not the ci one Hypothesis loads on CI.
-    assert argv[-10:] == [
+    assert argv[-12:-2] == [
         "-m",
         "contract",
         "--hypothesis-profile",
@@ -389,7 +394,14 @@ def test_the_suites_run_selects_by_marks_and_optionally_by_name(capsys, monkeypa
         ]
     )
     argv = fake.calls[-1][0]
-    assert argv[-4:] == ["--ppaux-impl", "ppaux.transport", "-k", "round_trip"]
+    assert argv[-6:-2] == ["--ppaux-impl", "ppaux.transport", "-k", "round_trip"]
+    # The contained tests on every core this process may use (at most 4), or as many as asked for; in
+    # process, no worker at all.
+    assert argv[-2:] == ["--ppaux-workers", str(usable_workers())]
+    main(["check", "--workers", "3", "--report", str(tmp_path)])
+    assert fake.calls[-1][0][-2:] == ["--ppaux-workers", "3"]
+    main(["check", "--isolation", "off", "--report", str(tmp_path)])
+    assert "--ppaux-workers" not in fake.calls[-1][0]
     assert argv[argv.index("--ppaux-profile") : argv.index("--ppaux-results")] == [
         "--ppaux-profile",
         "ci",

@@ -14,7 +14,7 @@ import pytest
 from ppaux.isolation import ChildOutcome, Guard, Worker, resident_bytes, run_forked, safety_limit
 from ppaux.isolation import guard as guard_module
 from ppaux.isolation import server as server_module
-from ppaux.isolation.forked import Seen, next_wait, send, supervise
+from ppaux.isolation.forked import Seen, next_wait, send, split_messages, supervise
 
 # A real-process test waits for its event at most this long: a safety net, never a measurement.
 SAFETY = safety_limit(60.0)
@@ -365,3 +365,20 @@ def test_a_contained_run_passed_failed_crashed_or_hung():
     # A call no timer signal reaches: killed from outside past its deadline.
     hung = guard.contain(lambda: guard.call("pop", blocked_forever))
     assert (hung.kind, hung.value) == ("hang", None)
+
+
+def framed_bytes(message: bytes) -> bytes:
+    """``message`` as send() writes it down a pipe."""
+    read_end, write_end = os.pipe()
+    send(write_end, message)
+    os.close(write_end)
+    data = os.read(read_end, 1 << 16)
+    os.close(read_end)
+    return data
+
+
+def test_whole_messages_are_split_from_what_follows_them():
+    first, second = framed_bytes(b"one"), framed_bytes(b"")
+    assert split_messages(first + second + first[:5]) == ([b"one", b""], first[:5])
+    assert split_messages(first[:3]) == ([], first[:3])
+    assert split_messages(b"") == ([], b"")

@@ -181,6 +181,8 @@ def test_header_names_the_implementation_its_limit_its_isolation_and_its_setting
         (["--ppaux-timeout=0"], "ERROR: --ppaux-timeout: timeout '0' must be a positive number of seconds"),
         (["--ppaux-timeout=soon"], "ERROR: --ppaux-timeout: timeout 'soon' is not a number of seconds"),
         (["-o", "ppaux_isolation=fork"], "ERROR: ppaux_isolation = 'fork'; expected 'test' or 'off'"),
+        (["--ppaux-workers=0"], "ERROR: --ppaux-workers: expected a whole number of workers >= 1, not '0'"),
+        (["-o", "ppaux_workers=two"], "ERROR: --ppaux-workers: expected a whole number of workers >= 1, not 'two'"),
         (
             ["--ppaux-profile=nightlly"],
             "ERROR: --ppaux-profile: unknown profile 'nightlly'; choose from ci, dev, nightly, mutation",

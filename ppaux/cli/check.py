@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ppaux.cli.usage import UsageError, example_count, timeout_seconds
+from ppaux.cli.usage import UsageError, example_count, timeout_seconds, worker_count
 from ppaux.isolation import DEFAULT_TIMEOUT
 from ppaux.regressions import with_regressions
 from ppaux.report import ConformanceReport, write_report
@@ -18,7 +18,7 @@ from ppaux.testing.advice import rerun_command
 from ppaux.testing.impl import DEFAULT_IMPL, load
 from ppaux.testing.profiles import TUNINGS
 from ppaux.testing.state import STATE, check_directory, report_directory
-from ppaux.testing.suite import DEFAULT_MARKS, SuiteNotRun, SuiteRun, run_installed
+from ppaux.testing.suite import DEFAULT_MARKS, MOST_WORKERS, SuiteNotRun, SuiteRun, run_installed, usable_workers
 
 # Each option: its flags, then argparse's keywords; the help texts are docs/cli.md's.
 OPTIONS: list[tuple[str, dict[str, Any]]] = [
@@ -40,6 +40,9 @@ OPTIONS: list[tuple[str, dict[str, Any]]] = [
     ("--isolation", dict(choices=("test", "off"), default="test", help="test (default): the tests run in a "
         "supervised forked worker, so that a crash or a hang no signal reaches is a finding; off: in this process "
         "(for a debugger, or to measure what containment costs)")),
+    ("--workers", dict(metavar="N", type=worker_count, default=usable_workers(), help="with --isolation test, how "
+        "many supervised forked workers run the tests at once, each with its share (default: one per CPU core, at "
+        f"most {MOST_WORKERS})")),
 ]  # fmt: skip
 
 
@@ -70,19 +73,17 @@ def _implementation(impl: str | None) -> str:
     return spec
 
 
-def _check_outputs(args: argparse.Namespace, report: Path) -> None:
-    """Every path the run will write to, checked before the run: a bad one is a usage error, not a lost run."""
+def _check_outputs(args: argparse.Namespace, report: Path) -> str | None:
+    """Every path the run will write to, checked before the run: a bad one is a usage error, not a lost run.
+    The JUnit file's absolute path, if one was asked for."""
     junit = args.junit and Path(args.junit)
-    for option, folder in (
-        ("--report", report),
-        ("--regressions", args.regressions),
-        ("--junit", junit and junit.parent),
-    ):
-        why = folder and check_directory(Path(folder))
+    for flag, path in (("--report", report), ("--regressions", args.regressions), ("--junit", junit and junit.parent)):
+        why = path and check_directory(Path(path))
         if why:
-            raise UsageError(f"{option}: {why}")
+            raise UsageError(f"{flag}: {why}")
     if junit and junit.is_dir():
         raise UsageError(f"--junit: {args.junit} is a directory")
+    return str(junit.resolve()) if junit else None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,12 +91,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown profile {args.profile!r}; choose from {', '.join(TUNINGS)}")
     spec = _implementation(args.impl)
     out = report_directory(args.report, "check")
-    _check_outputs(args, out)
-    junit = str(Path(args.junit).resolve()) if args.junit else None
+    junit = _check_outputs(args, out)
     isolation = None if args.isolation == "test" else args.isolation
     # With --regressions the run records the failing tests' calls: the files are written from them.
     suite = SuiteRun(spec or None, args.marks, args.tests, args.timeout, args.profile, args.max_examples,
-                     bool(args.regressions), junit=junit, isolation=isolation)  # fmt: skip
+                     bool(args.regressions), junit=junit, isolation=isolation, workers=args.workers)  # fmt: skip
     try:
         outcomes = run_installed(suite)
     except SuiteNotRun as exc:

@@ -12,6 +12,7 @@ from ppaux.report import ReportFormatError
 from ppaux.testing.impl import ImplementationError
 from ppaux.testing.profiles import parse_max_examples
 from ppaux.testing.state import StateError
+from ppaux.testing.suite import parse_workers
 
 USAGE_ERROR = 2
 
@@ -36,6 +37,14 @@ def example_count(text: str) -> int | None:
     """argparse type of ``--max-examples``: a whole number of examples >= 1."""
     try:
         return parse_max_examples(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def worker_count(text: str) -> int:
+    """argparse type of ``--workers``: a whole number of workers >= 1."""
+    try:
+        return parse_workers(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

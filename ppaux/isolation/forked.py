@@ -74,9 +74,10 @@ def run_forked(
     read_end, write_end = os.pipe()
     with tempfile.TemporaryFile() as dump:
         start = clock.monotonic()
+        parent = os.getpid()
         pid = _fork()
         if pid == 0:  # pragma: no cover - the child's side: coverage traces the child's new frames only
-            _child(work, read_end, write_end, dump, dump_after)
+            _child(work, parent, read_end, write_end, dump, dump_after)
         os.close(write_end)
         with _owned(pid):
             set_group(pid)
@@ -111,11 +112,13 @@ def _fork() -> int:
     return pid
 
 
-def _child(work: Callable[[], bytes], read_end: int, write_end: int, dump: IO[bytes], dump_after: float | None) -> None:
+def _child(
+    work: Callable[[], bytes], parent: int, read_end: int, write_end: int, dump: IO[bytes], dump_after: float | None
+) -> None:
     status = _WORK_RAISED
     try:
         os.close(read_end)
-        settle_child(dump)
+        settle_child(dump, parent)
         if dump_after is not None:
             faulthandler.dump_traceback_later(dump_after, file=dump)
         answer = work()
@@ -130,18 +133,40 @@ def _child(work: Callable[[], bytes], read_end: int, write_end: int, dump: IO[by
         os._exit(status)
 
 
-def settle_child(dump: IO[bytes]) -> None:
-    """What a forked child does first: a process group of its own, the default SIGINT, one torch
-    thread, and faulthandler writing a fatal signal's stack into ``dump``."""
+def settle_child(dump: IO[bytes], parent: int | None) -> None:
+    """What a forked child does first: a process group of its own, an end with its ``parent``'s when
+    given (:func:`die_with`), the default SIGINT and SIGTERM, one torch thread, and faulthandler writing
+    a fatal signal's stack into ``dump``."""
     set_group(0)
-    # The parent's handlers (pytest's, a fuzz round's SIGINT) are not this child's: it is stopped by a kill.
+    if parent is not None:
+        die_with(parent)
+    # The parent's handlers (pytest's, a fuzz round's SIGINT, a lane's SIGTERM) are not this child's: it
+    # is stopped by a kill.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     # torch's OpenMP pool does not survive fork: a parallel region the parent has used waits
     # for ever for threads the child does not have (torch's DataLoader workers do the same).
     torch = sys.modules.get("torch")
     if torch is not None:  # pragma: no branch - ppaux imports torch wherever it forks a child
         torch.set_num_threads(1)
     faulthandler.enable(file=dump, all_threads=True)
+
+
+# Linux's prctl option: the signal this process gets when the thread that forked it ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with(parent: int) -> None:
+    """Have this process killed when ``parent``, the process that forked it, ends (Linux's
+    ``PR_SET_PDEATHSIG``; elsewhere nothing): a supervisor killed from outside leaves no child of its
+    running the code under test. A parent gone already: this process ends now."""
+    if not sys.platform.startswith("linux"):  # pragma: no cover - ppaux's CI runs on Linux
+        return
+    import ctypes  # here: only a forked child needs it (torch has imported it already)
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # pragma: no cover - the parent ended before the request took hold
+        os._exit(1)
 
 
 def set_group(pid: int) -> None:
@@ -266,6 +291,17 @@ def supervise(
             return Seen(False, received, child.reap())
         if framed(received) is not None:
             return Seen(False, received, None if stays else child.reap())
+
+
+def split_messages(received: bytes) -> tuple[list[bytes], bytes]:
+    """The whole messages :func:`send` framed at the head of ``received``, and what follows them (the
+    part of a message still on its way)."""
+    messages = []
+    while len(received) >= _LENGTH.size and len(received) >= _LENGTH.size + _LENGTH.unpack_from(received)[0]:
+        end = _LENGTH.size + _LENGTH.unpack_from(received)[0]
+        messages.append(received[_LENGTH.size : end])
+        received = received[end:]
+    return messages, received
 
 
 def send(fd: int, message: bytes) -> None:

@@ -135,13 +135,19 @@ class Guard:
         self.slowest: dict[str, float] = {}
         self._depth = 0
         self._in_child = False
+        self.renew_mark()
+
+    def __repr__(self) -> str:
+        return f"Guard(timeout={self.timeout:g})"
+
+    def renew_mark(self) -> None:
+        """Give the calls of this process a deadline of their own, shared only with the processes it
+        forks from now on: a process forked from a supervisor that supervises children of its own
+        (a lane of :mod:`ppaux.testing.lanes`) must not write the deadline its siblings' are read from."""
         # (deadline of the call in progress or 0, monotonic time the last call ended): shared with
         # the processes forked from here, so that a supervisor reads a child's.
         self._mark = mmap.mmap(-1, _MARK.size)
         self._write_mark(0.0)
-
-    def __repr__(self) -> str:
-        return f"Guard(timeout={self.timeout:g})"
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[Guard]:

@@ -43,11 +43,18 @@ class Worker:
     ``farewell()`` when asked to go (:meth:`close`).
 
     The heap is frozen before the fork (``gc.freeze()``): neither process's collections then walk,
-    and so copy, the pages they share. A request is non-empty bytes, an answer any bytes.
+    and so copy, the pages they share. A request is non-empty bytes, an answer any bytes. A worker
+    whose parent ends says farewell once it has answered; one that ``ends_with_parent`` is killed at
+    once instead (:func:`~ppaux.isolation.forked.die_with`: a lane's worker, whose lane may be killed).
     """
 
     def __init__(
-        self, serve: Callable[[bytes], bytes], *, farewell: Callable[[], None] = lambda: None, clock: Clock = MONOTONIC
+        self,
+        serve: Callable[[bytes], bytes],
+        *,
+        farewell: Callable[[], None] = lambda: None,
+        clock: Clock = MONOTONIC,
+        ends_with_parent: bool = False,
     ) -> None:
         self.clock = clock
         requests_in, self._requests = os.pipe()
@@ -55,13 +62,14 @@ class Worker:
         self._dump = tempfile.TemporaryFile()
         enabled = gc.isenabled()
         gc.disable()
+        parent = os.getpid() if ends_with_parent else None
         try:
             gc.freeze()
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child's side: coverage traces the child's new frames only
                 os.close(self._requests)
                 os.close(self._answers)
-                _serve(serve, farewell, requests_in, answers_out, self._dump)
+                _serve(serve, farewell, parent, requests_in, answers_out, self._dump)
         finally:
             if enabled:
                 gc.enable()
@@ -147,11 +155,16 @@ def _read_exactly(fd: int, size: int) -> bytes | None:
 
 
 def _serve(
-    serve: Callable[[bytes], bytes], farewell: Callable[[], None], requests: int, answers: int, dump: IO[bytes]
+    serve: Callable[[bytes], bytes],
+    farewell: Callable[[], None],
+    parent: int | None,
+    requests: int,
+    answers: int,
+    dump: IO[bytes],
 ) -> None:
     status = _SERVE_RAISED
     try:
-        settle_child(dump)
+        settle_child(dump, parent)
         while True:
             request = receive(requests)
             if not request:

@@ -67,7 +67,8 @@ def is_contained(item: pytest.Item) -> bool:
 class ForkServer:
     """The contained tests of one pytest process (one xdist worker), run one after another in a
     long-lived forked worker under ``guard``'s deadlines; a fresh worker after ``recycle_after`` tests
-    or once its memory has grown by ``recycle_growth`` bytes (:data:`RECYCLE_AFTER`, :data:`RECYCLE_GROWTH`)."""
+    or once its memory has grown by ``recycle_growth`` bytes (:data:`RECYCLE_AFTER`, :data:`RECYCLE_GROWTH`).
+    ``ends_with_this_process``: a worker is killed when this process ends (a lane's: see ``Worker``)."""
 
     def __init__(
         self,
@@ -76,8 +77,10 @@ class ForkServer:
         *,
         recycle_after: int | None = None,
         recycle_growth: int | None = None,
+        ends_with_this_process: bool = False,
     ) -> None:
         self.session, self.guard = session, guard
+        self.ends_with_this_process = ends_with_this_process
         # Read when the server starts (a run's settings, as the module holds them then).
         self.recycle_after = RECYCLE_AFTER if recycle_after is None else recycle_after
         self.recycle_growth = RECYCLE_GROWTH if recycle_growth is None else recycle_growth
@@ -91,16 +94,22 @@ class ForkServer:
         self._inherited: pytest.Item | pytest.Collector | None = None
         self._last: pytest.Item | None = None
 
-    def run(self, item: pytest.Item, nextitem: pytest.Item | None) -> list[pytest.TestReport]:
-        """The test's reports; a death of the worker becomes the test's failure (after the rerun alone)."""
-        seed = draw_seed()
+    def run(self, item: pytest.Item, nextitem: pytest.Item | None, seed: int | None = None) -> list[pytest.TestReport]:
+        """The test's reports; a death of the worker becomes the test's failure (after the rerun alone).
+        ``seed``: the test's Hypothesis seed, drawn by the caller (else here, :func:`draw_seed`)."""
+        seed = draw_seed() if seed is None else seed
         place = self._place(item)
         following = None if nextitem is None or not is_contained(nextitem) else self._place(nextitem)
         # The worker's last test tears down what the worker set up: the next test runs here, or in a new worker.
         last = following is None or self._retiring or self._served + 1 >= self.recycle_after
         request = {"test": place, "next": None if last else following, "seed": seed}
         if self._worker is None:
-            self._worker = Worker(self._serve, farewell=self._farewell, clock=self.guard.clock)
+            self._worker = Worker(
+                self._serve,
+                farewell=self._farewell,
+                clock=self.guard.clock,
+                ends_with_parent=self.ends_with_this_process,
+            )
         self.guard.idle()
         reply = self._worker.ask(json.dumps(request).encode(), deadline=self.guard.kill_deadline)
         if isinstance(reply, ChildOutcome):

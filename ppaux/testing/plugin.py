@@ -25,13 +25,17 @@ from ppaux.testing.containment import ForkServer, forks_usefully, is_contained, 
 from ppaux.testing.depth import DepthError, read_depth
 from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.kit import KitResult, check_observer
+from ppaux.testing.lanes import Lanes
 from ppaux.testing.profiles import SuiteSettings, UnknownTuning, check_tuning, parse_max_examples, resolve, under
 from ppaux.testing.results import RecordedCalls, ResultRecorder, scenario
 from ppaux.testing.scenario import CallRecorder
+from ppaux.testing.suite import parse_workers
 
 IMPL_KEY = pytest.StashKey[Implementation]()
 GUARD_KEY = pytest.StashKey[Guard]()
 ISOLATION_KEY = pytest.StashKey[bool]()
+# How many workers run the contained tests at once (lanes, ppaux.testing.lanes).
+WORKERS_KEY = pytest.StashKey[int]()
 RECORDER_KEY = pytest.StashKey[CallRecorder | None]()
 # What --ppaux-profile and --ppaux-max-examples asked for, and the settings made of them on first use
 # (after Hypothesis's own plugin has loaded --hypothesis-profile).
@@ -43,7 +47,7 @@ DEPTH_KEY = pytest.StashKey[tuple[Scope, Swarm | None]]()
 # Whether the run's header line was shown at the session's start (activated by an option), or is still to show.
 HEADER_KEY = pytest.StashKey[bool]()
 # The worker that runs this process's contained tests, started at the first of them.
-SERVER_KEY = pytest.StashKey[ForkServer]()
+SERVER_KEY = pytest.StashKey[ForkServer | Lanes]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -61,6 +65,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if isolation not in ("test", "off"):
         raise pytest.UsageError(f"ppaux_isolation = {isolation!r}; expected 'test' or 'off'")
     config.stash[ISOLATION_KEY] = isolation == "test" and can_fork()
+    workers = config.getoption("--ppaux-workers") or config.getini("ppaux_workers") or "1"
+    try:
+        config.stash[WORKERS_KEY] = parse_workers(workers)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--ppaux-workers: {exc}") from None
     config.stash[RECORDER_KEY] = CallRecorder() if config.getoption("--ppaux-record-calls") else None
     config.stash[ASKED_KEY] = _asked_settings(config)
     config.stash[ASKED_DEPTH_KEY] = (config.getoption("--ppaux-scope"), config.getoption("--ppaux-swarm"))
@@ -168,7 +177,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         warnings.warn(pytest.PytestWarning(CUDA_IN_PROCESS), stacklevel=1)
         return None
     if server is None:
-        server = item.config.stash[SERVER_KEY] = ForkServer(item.session, guard(item.config))
+        workers = item.config.stash[WORKERS_KEY]
+        made = (
+            ForkServer(item.session, guard(item.config))
+            if workers == 1
+            else Lanes(item.session, guard(item.config), workers)
+        )
+        server = item.config.stash[SERVER_KEY] = made
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     for report in server.run(item, nextitem):
         item.ihook.pytest_runtest_logreport(report=report)

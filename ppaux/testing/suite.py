@@ -26,6 +26,7 @@ from ppaux.testing.results import read_outcomes
 
 __all__ = [
     "DEFAULT_MARKS",
+    "MOST_WORKERS",
     "ROOT",
     "SUITE",
     "SuiteNotRun",
@@ -34,7 +35,9 @@ __all__ = [
     "own_environment",
     "run_installed",
     "run_in_process",
+    "parse_workers",
     "suite_files",
+    "usable_workers",
 ]
 
 SUITE = "ppaux.conformance"
@@ -44,6 +47,30 @@ DEFAULT_MARKS = "contract or robustness"
 # "ppaux/conformance/test_add.py::..." from a checkout and from a wheel alike.
 ROOT = Path(__file__).resolve().parents[2]
 _SUITE_DIR = ROOT / "ppaux" / "conformance"
+
+
+# ppaux check's default: a lane per core this process may run on, at most this many (the suite's few
+# dozen tests gain little from more, and each lane holds a copy-on-write image of the process).
+MOST_WORKERS = 4
+
+
+def parse_workers(text: str | int) -> int:
+    """How many workers run the contained tests at once (``--ppaux-workers``): a whole number >= 1.
+    ``ValueError`` with the one-line reason otherwise."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"expected a whole number of workers >= 1, not {text!r}")
+    return count
+
+
+def usable_workers() -> int:
+    """A worker for each core this process may run on (its CPU affinity where the platform has one),
+    at most :data:`MOST_WORKERS`."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(MOST_WORKERS, cores))
 
 
 def suite_files() -> list[Path]:
@@ -81,7 +108,7 @@ class SuiteRun:
     ``tuning`` names ppaux's tuning of the suite's Hypothesis settings (over Hypothesis's ``default``
     profile); ``None`` leaves them to a profile the run loads itself (the fuzz rounds' own).
     ``marks=None`` selects every test of the suite. ``isolation``: ``--ppaux-isolation`` ("test", the
-    default, or "off").
+    default, or "off"); ``workers``: ``--ppaux-workers`` (how many contained tests run at once; default 1).
     """
 
     impl: str | None = None
@@ -94,6 +121,7 @@ class SuiteRun:
     results: str | None = None
     junit: str | None = None
     isolation: str | None = None
+    workers: int | None = None
 
     def options(self) -> list[str]:
         """The pytest options of this run, wherever the suite lies."""
@@ -114,6 +142,8 @@ class SuiteRun:
             options += ["--junitxml", self.junit]
         if self.isolation is not None:
             options += ["--ppaux-isolation", self.isolation]
+        if self.workers is not None and self.isolation != "off":  # in process, there is no worker
+            options += ["--ppaux-workers", str(self.workers)]
         return options
 
 
