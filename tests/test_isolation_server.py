@@ -367,18 +367,8 @@ def test_a_contained_run_passed_failed_crashed_or_hung():
     assert (hung.kind, hung.value) == ("hang", None)
 
 
-def framed_bytes(message: bytes) -> bytes:
-    """``message`` as send() writes it down a pipe."""
-    read_end, write_end = os.pipe()
-    send(write_end, message)
-    os.close(write_end)
-    data = os.read(read_end, 1 << 16)
-    os.close(read_end)
-    return data
-
-
 def test_whole_messages_are_split_from_what_follows_them():
-    first, second = framed_bytes(b"one"), framed_bytes(b"")
+    first, second = framed(b"one"), framed(b"")
     assert split_messages(first + second + first[:5]) == ([b"one", b""], first[:5])
     assert split_messages(first[:3]) == ([], first[:3])
     assert split_messages(b"") == ([], b"")

@@ -19,12 +19,15 @@ pytestmark = pytest.mark.subprocess
 
 def test_the_wheel_ships_every_module_of_the_examples(tmp_path):
     # A copy without build outputs (a stale build/ would add files the tree no longer has) and without
-    # virtual environments: .ci/run installs the README's (.venv-readme, 1.2 GB) while the tests run.
+    # virtual environments: .ci/run installs the README's (.venv-readme, 1.2 GB) while the tests run; nor
+    # coverage's data files, which the run's other processes write and combine away while it copies.
     tree = tmp_path / "tree"
     shutil.copytree(
         ROOT,
         tree,
-        ignore=shutil.ignore_patterns(".git", ".venv*", "build", "*.egg-info", "__pycache__", ".hypothesis", "out"),
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv*", "build", "*.egg-info", "__pycache__", ".hypothesis", "out", ".coverage*"
+        ),
     )
     subprocess.run(
         [

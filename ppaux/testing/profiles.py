@@ -143,17 +143,21 @@ def check_tuning(name: str | None) -> str | None:
     return name
 
 
-def parse_max_examples(text: str | int | None) -> int | None:
-    """A count of examples asked for (``--ppaux-max-examples``): a whole number >= 1, or ``None``."""
-    if text is None:
-        return None
+def whole_count(text: str | int, what: str) -> int:
+    """A count of ``what`` asked for on a command line: a whole number >= 1. ``ValueError`` with the
+    one-line reason otherwise."""
     try:
         count = int(text)
     except ValueError:
         count = 0
     if count < 1:
-        raise ValueError(f"expected a whole number of examples >= 1, not {text!r}")
+        raise ValueError(f"expected a whole number of {what} >= 1, not {text!r}")
     return count
+
+
+def parse_max_examples(text: str | int | None) -> int | None:
+    """A count of examples asked for (``--ppaux-max-examples``): a whole number >= 1, or ``None``."""
+    return None if text is None else whole_count(text, "examples")
 
 
 def resolve(

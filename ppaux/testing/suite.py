@@ -21,7 +21,7 @@ import pytest
 from hypothesis import settings
 
 from ppaux.report import TestOutcome
-from ppaux.testing.profiles import suite_run_args
+from ppaux.testing.profiles import suite_run_args, whole_count
 from ppaux.testing.results import read_outcomes
 
 __all__ = [
@@ -57,13 +57,7 @@ MOST_WORKERS = 4
 def parse_workers(text: str | int) -> int:
     """How many workers run the contained tests at once (``--ppaux-workers``): a whole number >= 1.
     ``ValueError`` with the one-line reason otherwise."""
-    try:
-        count = int(text)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise ValueError(f"expected a whole number of workers >= 1, not {text!r}")
-    return count
+    return whole_count(text, "workers")
 
 
 def usable_workers() -> int:
