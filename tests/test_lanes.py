@@ -5,7 +5,10 @@ held, a run stopped early leaves no process behind."""
 
 from __future__ import annotations
 
+import gc
+import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -14,11 +17,12 @@ from ppaux.isolation import safety_limit
 from ppaux.testing import lanes
 from ppaux.testing.lanes import Lanes
 from ppaux.testing.suite import MOST_WORKERS, parse_workers, usable_workers
-from tests.test_fork_server import LOG, run, workers
+from tests.test_fork_server import run, workers
 
 KILLS_ITS_LANE = """
 import os
 import signal
+import time
 
 import pytest
 
@@ -33,6 +37,12 @@ def test_before(name):
 
 @pytest.mark.isolated
 def test_kills_its_lane():
+    # A process the code under test forked holds every pipe its worker had, the lane's too.
+    holder = os.fork()
+    if holder == 0:
+        time.sleep(600)
+        os._exit(0)
+    log("holder", holder)
     log("kills")
     os.kill(os.getppid(), signal.SIGKILL)
     signal.pause()
@@ -42,10 +52,24 @@ def test_kills_its_lane():
 @pytest.mark.parametrize("name", ["c", "d"])
 def test_after(name):
     log(name)
+
+
+def test_here():
+    log("here")
+
+
+@pytest.mark.isolated
+@pytest.mark.parametrize("name", ["e", "f"])
+def test_next_stretch(name):
+    log(name)
 """
 
 STOPS_EARLY = """
+import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -55,6 +79,12 @@ from forklog import log
 @pytest.mark.isolated
 def test_fails_first():
     log("fails")
+    # Once the other lane's test has started its process (a minute at most): the stop finds both running.
+    for _ in range(6000):
+        with open(os.environ["FORK_LOG"]) as fh:
+            if "sleeper" in fh.read():
+                break
+        time.sleep(0.01)
     assert False
 
 
@@ -62,14 +92,58 @@ def test_fails_first():
 @pytest.mark.parametrize("name", ["waits", "never"])
 def test_other_lane(name):
     log(name)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    log("sleeper", sleeper.pid)
     signal.pause()
 """
 
+LONG_FAILURE = """
+import pytest
+
+
+@pytest.mark.isolated
+@pytest.mark.parametrize("name", ["a", "b"])
+def test_long(name):
+    assert name == "b", "x" * 300_000 + " END"
+"""
+
+# Each test writes "<name> <pid>" to $FORK_LOG (a process it started: "<name> <its pid>").
+LOG_WITH_PIDS = """
+import os
+
+
+def log(name, pid=None):
+    with open(os.environ["FORK_LOG"], "a") as fh:
+        fh.write(f"{name} {pid or os.getpid()}\\n")
+"""
 
 message = (
     "the ppaux lane that held this test ended before it reported it (killed the process with SIGKILL (signal 9)): "
     "a failure of ppaux, not a finding about the implementation"
 )
+
+
+def lanes_run(pytester, monkeypatch, tests: str, *args: str):
+    pytester.makepyfile(forklog=LOG_WITH_PIDS, test_lanes=tests)
+    log = pytester.path / "fork.log"
+    log.write_text("")
+    monkeypatch.setenv("FORK_LOG", str(log))
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--ppaux-workers=2", *args)
+    return result, [line.split() for line in log.read_text().splitlines()]
+
+
+def children() -> list[str]:
+    """This process's child processes, zombies included (reaped ones are gone)."""
+    mine = str(os.getpid())
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if fields[1] == mine:
+            found.append(stat.parent.name)
+    return found
 
 
 def ended(pid: str) -> bool:
@@ -92,6 +166,8 @@ def all_ended(pids) -> bool:
 
 def test_two_workers_each_run_their_share_and_the_reports_come_in_the_sessions_order(pytester, monkeypatch):
     result, lines = run(pytester, monkeypatch, "--ppaux-workers", "2", "-v")
+    # Forking the lanes leaves this process's collector as it was.
+    assert gc.isenabled()
     result.assert_outcomes(passed=6)
     groups, pids = workers(lines)
     assert sorted(groups) == [["a", "dies", "c"], ["b", "grows", "d"]]
@@ -119,47 +195,65 @@ def test_a_test_that_kills_its_worker_costs_that_test_and_its_lane_goes_on_with_
 
 
 @pytest.mark.parametrize("stop", [False, True], ids=["the run goes on", "-x"])
-def test_a_lane_that_ends_before_it_reported_fails_each_test_it_held(pytester, monkeypatch, stop):
-    pytester.makepyfile(forklog=LOG, test_lane=KILLS_ITS_LANE)
-    log = pytester.path / "fork.log"
-    monkeypatch.setenv("FORK_LOG", str(log))
-    args = ("-x",) if stop else ()
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--ppaux-workers=2", *args)
-    # Lanes: a, kills, d and b, c. The first's lane is gone with "kills" and "d" unreported.
-    if stop:
-        result.assert_outcomes(passed=2, failed=1)
-        assert result.stdout.lines.count(message) == 1
-        assert all_ended([line.split()[1] for line in log.read_text().splitlines()])
-        return
-    result.assert_outcomes(passed=3, failed=2)
-    result.stdout.fnmatch_lines(["*_ test_kills_its_lane _*", message, "*_ test_after?d? _*", message])
-    lines = [line.split() for line in log.read_text().splitlines()]
-    assert sorted(name for name, _ in lines) == ["a", "b", "c", "kills"]
-    # The worker that waited for ever ended with its lane.
-    assert all_ended([pid for _, pid in lines])
+def test_a_lane_that_ends_before_it_reported_fails_each_test_it_held(pytester, monkeypatch, tmp_path, stop):
+    junit, rows = tmp_path / "junit.xml", tmp_path / "rows.jsonl"
+    args = [f"--junitxml={junit}", f"--ppaux-results={rows}"] + (["-x"] if stop else [])
+    before = children()
+    result, lines = lanes_run(pytester, monkeypatch, KILLS_ITS_LANE, *args)
+    holder = next(pid for name, pid in lines if name == "holder")
+    try:
+        # Lanes: a, kills, d and b, c; the first is gone with "kills" and "d" unreported. Then a test here,
+        # then a stretch of two more: the run goes on.
+        ran = sorted(name for name, _ in lines if name != "holder")
+        if stop:
+            assert (result.ret, ran) == (pytest.ExitCode.TESTS_FAILED, ["a", "b", "c", "kills"])
+            result.assert_outcomes(passed=2, failed=1)
+        else:
+            assert (result.ret, ran) == (pytest.ExitCode.TESTS_FAILED, ["a", "b", "c", "e", "f", "here", "kills"])
+            result.assert_outcomes(passed=6, failed=2)
+            result.stdout.fnmatch_lines(["*_ test_kills_its_lane _*", message, "*_ test_after?d? _*", message])
+        # As pytest reports it (a failure of the test's call, not an error), in JUnit and in ppaux's rows.
+        assert f'<failure message="{message}">' in junit.read_text()
+        failed = [json.loads(row) for row in rows.read_text().splitlines() if '"failed"' in row]
+        assert failed[0]["nodeid"] == "test_lanes.py::test_kills_its_lane"
+        assert failed[0]["error"] == message
+        # Its worker, which waited for ever, ended with its lane; no process of the run is left.
+        assert all_ended([pid for name, pid in lines if name == "kills"])
+        assert sorted(children()) == sorted(before)
+    finally:
+        os.kill(int(holder), signal.SIGKILL)
 
 
 def test_a_run_stopped_early_stops_every_lane_and_leaves_no_process(pytester, monkeypatch):
-    pytester.makepyfile(forklog=LOG, test_stops=STOPS_EARLY)
-    log = pytester.path / "fork.log"
-    monkeypatch.setenv("FORK_LOG", str(log))
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--ppaux-workers=2", "-x")
+    before = children()
+    result, lines = lanes_run(pytester, monkeypatch, STOPS_EARLY, "-x")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(failed=1)
-    lines = [line.split() for line in log.read_text().splitlines()]
-    # The lanes ran concurrently: the other tests may have started, each now waiting for ever.
-    assert "fails" in [name for name, _ in lines]
+    # The other lane's test had started, waiting for ever beside a process it started: both went with
+    # their lane's worker, and every lane was reaped.
+    assert "sleeper" in [name for name, _ in lines]
     assert all_ended([pid for _, pid in lines])
+    assert sorted(children()) == sorted(before)
 
 
 def test_a_lane_that_does_not_stop_when_asked_is_killed_and_its_worker_with_it(pytester, monkeypatch):
     monkeypatch.setattr(lanes, "_stop", lambda signum, frame: None)
     monkeypatch.setattr(lanes, "STOP_WAIT", 0.2)
-    pytester.makepyfile(forklog=LOG, test_stops=STOPS_EARLY)
-    log = pytester.path / "fork.log"
-    monkeypatch.setenv("FORK_LOG", str(log))
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--ppaux-workers=2", "-x")
+    before = children()
+    result, lines = lanes_run(pytester, monkeypatch, STOPS_EARLY, "-x")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(failed=1)
-    assert all_ended([pid for _, pid in (line.split() for line in log.read_text().splitlines())])
+    # Its worker ends with it; what the worker started is left (the lane could not kill its group).
+    for pid in [pid for name, pid in lines if name == "sleeper"]:
+        os.kill(int(pid), signal.SIGKILL)
+    assert all_ended([pid for name, pid in lines if name != "sleeper"])
+    assert sorted(children()) == sorted(before)
+
+
+def test_a_report_longer_than_a_pipe_holds_comes_back_whole(pytester, monkeypatch):
+    result, _ = lanes_run(pytester, monkeypatch, LONG_FAILURE)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*x END"])
 
 
 def test_a_count_of_workers_is_a_whole_number_of_at_least_one():
@@ -171,6 +265,7 @@ def test_a_count_of_workers_is_a_whole_number_of_at_least_one():
     with pytest.raises(ValueError) as raised:
         Lanes(None, None, 0)  # type: ignore[arg-type]
     assert str(raised.value) == "a run needs at least one lane, not 0"
+    assert Lanes(None, None, 1).count == 1  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("cores, expected", [(1, 1), (2, 2), (64, MOST_WORKERS)])

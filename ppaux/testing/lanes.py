@@ -71,10 +71,10 @@ class Lanes:
         self._places: dict[int, int] | None = None
 
     def run(self, item: pytest.Item, nextitem: pytest.Item | None) -> list[pytest.TestReport]:
-        """The test's reports, from the lane it was dealt to: the first test of a stretch deals the stretch."""
+        """The test's reports, from the lane it was dealt to. pytest asks for the tests in the session's
+        order: the first of a stretch deals the stretch, the last lets its lanes go."""
         place = self._place(item)
-        if place not in self._arrived and not any(place in lane.places for lane in self._lanes):
-            self._join()
+        if not self._lanes:
             self._deal(place)
         while place not in self._arrived:
             self._receive()
@@ -129,7 +129,6 @@ class Lanes:
             self._read(lane)
             if ended:
                 lane.status = status
-                self._close(lane)
                 self._lost(lane, status)
 
     def _read(self, lane: _Lane) -> None:
@@ -159,36 +158,30 @@ class Lanes:
         """A lane that ended holding tests: each becomes a failure that says so."""
         for place in lane.places:
             self._arrived[place] = [_lane_ended(self.session.items[place], status)]
-        lane.places = []
+        lane.places.clear()
 
     def _join(self) -> None:
         """Let every lane of the last stretch end (killed past :data:`STOP_WAIT`)."""
         give_up = self.clock.monotonic() + STOP_WAIT
         for lane in self._lanes:
+            os.close(lane.fd)
             status = self._reap(lane, give_up)
             if lane.places:
                 self._lost(lane, status)
         self._lanes = []
 
     def _reap(self, lane: _Lane, give_up: float) -> int:
-        """The lane's exit status once it has ended, or after killing its group at ``give_up``."""
-        self._close(lane)
+        """The lane's exit status once it has ended, or after killing it at ``give_up``."""
         while lane.status is None:
             done, status = os.waitpid(lane.pid, os.WNOHANG)
             if done:
                 lane.status = status
-            elif self.clock.monotonic() >= give_up:
-                # Its worker and the children it forked end with it (ppaux.isolation.forked.die_with).
-                os.kill(lane.pid, signal.SIGKILL)
-                lane.status = os.waitpid(lane.pid, 0)[1]
             else:
+                if self.clock.monotonic() >= give_up:
+                    # Reaped at a later look; its worker and the children it forked end with it (die_with).
+                    os.kill(lane.pid, signal.SIGKILL)
                 self.clock.sleep(0.01)
         return lane.status
-
-    def _close(self, lane: _Lane) -> None:
-        if lane.fd >= 0:
-            os.close(lane.fd)
-            lane.fd = -1
 
 
 def _fork() -> int:
