@@ -345,6 +345,21 @@ def test_starting_a_worker_leaves_the_callers_garbage_collector_as_it_was():
     worker.close()
 
 
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_code_a_worker_runs_meets_the_collector_as_its_caller_had_it(enabled):
+    """Its inherited heap frozen, a worker collects what it allocates, as the caller would have."""
+    if not enabled:
+        gc.disable()
+    try:
+        worker = Worker(lambda request: f"{gc.isenabled()} {gc.get_freeze_count() > 0}".encode())
+    finally:
+        gc.enable()
+    try:
+        assert worker.ask(b"?", deadline=lambda: time.monotonic() + SAFETY) == f"{enabled} True".encode()
+    finally:
+        worker.close()
+
+
 def blocked_forever():
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
     time.sleep(SAFETY * 10)

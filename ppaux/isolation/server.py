@@ -69,6 +69,9 @@ class Worker:
             if pid == 0:  # pragma: no cover - the child's side: coverage traces the child's new frames only
                 os.close(self._requests)
                 os.close(self._answers)
+                # The worker collects as its parent did: only what it allocates, its inherited heap frozen.
+                if enabled:
+                    gc.enable()
                 _serve(serve, farewell, parent, requests_in, answers_out, self._dump)
         finally:
             if enabled:
