@@ -223,7 +223,7 @@ def test_a_lane_that_ends_before_it_reported_fails_each_test_it_held(pytester, m
         assert failed[0]["error"] == message
         # Its worker, which waited for ever, ended with its lane; no process of the run is left.
         assert all_ended([pid for name, pid in lines if name == "kills"])
-        assert sorted(children()) == sorted(before)
+        assert set(children()) <= set(before)  # none of its own left
     finally:
         os.kill(int(holder), signal.SIGKILL)
 
@@ -237,7 +237,7 @@ def test_a_run_stopped_early_stops_every_lane_and_leaves_no_process(pytester, mo
     # their lane's worker, and every lane was reaped.
     assert "sleeper" in [name for name, _ in lines]
     assert all_ended([pid for _, pid in lines])
-    assert sorted(children()) == sorted(before)
+    assert set(children()) <= set(before)  # none of its own left
 
 
 def test_a_lane_that_does_not_stop_when_asked_is_killed_and_its_worker_with_it(pytester, monkeypatch):
@@ -251,7 +251,7 @@ def test_a_lane_that_does_not_stop_when_asked_is_killed_and_its_worker_with_it(p
     for pid in [pid for name, pid in lines if name == "sleeper"]:
         os.kill(int(pid), signal.SIGKILL)
     assert all_ended([pid for name, pid in lines if name != "sleeper"])
-    assert sorted(children()) == sorted(before)
+    assert set(children()) <= set(before)  # none of its own left
 
 
 def test_a_report_longer_than_a_pipe_holds_comes_back_whole(pytester, monkeypatch):
