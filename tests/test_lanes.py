@@ -5,6 +5,7 @@ held, a run stopped early leaves no process behind."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -40,8 +41,10 @@ def test_kills_its_lane():
     # A process the code under test forked holds every pipe its worker had, the lane's too.
     holder = os.fork()
     if holder == 0:
-        time.sleep(600)
-        os._exit(0)
+        try:
+            time.sleep(600)
+        finally:
+            os._exit(0)
     log("holder", holder)
     log("kills")
     os.kill(os.getppid(), signal.SIGKILL)
@@ -240,7 +243,8 @@ def test_a_lane_that_ends_before_it_reported_fails_each_test_it_held(pytester, m
         assert all_ended([pid for name, pid in lines if name == "kills"])
         assert set(children()) <= set(before)  # none of its own left
     finally:
-        os.kill(int(holder), signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(holder), signal.SIGKILL)
 
 
 def test_a_run_stopped_early_stops_every_lane_and_leaves_no_process(pytester, monkeypatch):

@@ -67,12 +67,8 @@ class Worker:
             gc.freeze()
             pid = os.fork()
             if pid == 0:  # pragma: no cover - the child's side: coverage traces the child's new frames only
-                os.close(self._requests)
-                os.close(self._answers)
-                # The worker collects as its parent did: only what it allocates, its inherited heap frozen.
-                if enabled:
-                    gc.enable()
-                _serve(serve, farewell, parent, requests_in, answers_out, self._dump)
+                ends = (self._requests, self._answers)
+                _serve(serve, farewell, parent, requests_in, answers_out, self._dump, ends, enabled)
         finally:
             if enabled:
                 gc.enable()
@@ -164,9 +160,17 @@ def _serve(
     requests: int,
     answers: int,
     dump: IO[bytes],
+    parents_ends: tuple[int, int],
+    collect: bool,
 ) -> None:
     status = _SERVE_RAISED
+    # Nothing a worker does returns into the code it was forked from: every path ends here.
     try:
+        for fd in parents_ends:
+            os.close(fd)
+        # The worker collects as its parent did (its inherited heap frozen: only what it allocates).
+        if collect:
+            gc.enable()
         settle_child(dump, parent)
         while True:
             request = receive(requests)

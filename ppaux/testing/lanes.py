@@ -109,10 +109,8 @@ class Lanes:
             parent = os.getpid()
             pid = _fork()
             if pid == 0:  # pragma: no cover - the lane's side: coverage traces the child's new frames only
-                os.close(read_end)
-                for lane in self._lanes:
-                    os.close(lane.fd)
-                _lane(self.session, self.guard, share, seeds, write_end, parent)
+                others = [read_end, *(other.fd for other in self._lanes)]
+                _lane(self.session, self.guard, share, seeds, write_end, parent, others)
             os.close(write_end)
             os.set_blocking(read_end, False)
             set_group(pid)
@@ -227,10 +225,19 @@ def _stop(signum: int, frame: FrameType | None) -> None:  # pragma: no cover - r
 
 
 def _lane(
-    session: pytest.Session, guard: Guard, share: list[int], seeds: dict[int, int], out: int, parent: int
+    session: pytest.Session,
+    guard: Guard,
+    share: list[int],
+    seeds: dict[int, int],
+    out: int,
+    parent: int,
+    others: list[int],
 ) -> None:  # pragma: no cover - the lane's side: coverage traces the child's new frames only
     status = _LANE_RAISED
+    # Nothing a lane does returns into the pytest process's code it was forked from: every path ends here.
     try:
+        for fd in others:  # the other lanes' pipes, and its own read end
+            os.close(fd)
         set_group(0)
         die_with(parent)
         signal.signal(signal.SIGTERM, _stop)
