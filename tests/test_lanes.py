@@ -120,17 +120,6 @@ def log(name, pid=None):
         fh.write(f"{name} {pid or os.getpid()}\\n")
 """
 
-# A plugin of the run's: the keywords of each failed report, as pytest hands it to the plugins.
-KEYWORDS_OF_FAILURES = """
-import json
-
-
-def pytest_runtest_logreport(report):
-    if report.failed:
-        with open("keywords.jsonl", "a") as fh:
-            fh.write(json.dumps(sorted(report.keywords)) + "\\n")
-"""
-
 message = (
     "the ppaux lane that held this test ended before it reported it (killed the process with SIGKILL (signal 9)): "
     "a failure of ppaux, not a finding about the implementation"
@@ -213,9 +202,7 @@ def test_a_lane_that_ends_before_it_reported_fails_each_test_it_held(pytester, m
     junit, rows = tmp_path / "junit.xml", tmp_path / "rows.jsonl"
     args = [f"--junitxml={junit}", f"--ppaux-results={rows}"] + (["-x"] if stop else [])
     before = children()
-    pytester.makeconftest(KEYWORDS_OF_FAILURES)
     result, lines = lanes_run(pytester, monkeypatch, KILLS_ITS_LANE, *args)
-    failed_keywords = [json.loads(line) for line in (pytester.path / "keywords.jsonl").read_text().splitlines()]
     holder = next(pid for name, pid in lines if name == "holder")
     try:
         # Lanes: a, kills, d and b, c; the first is gone with "kills" and "d" unreported. Then a test here,
@@ -237,8 +224,6 @@ def test_a_lane_that_ends_before_it_reported_fails_each_test_it_held(pytester, m
         failed = [json.loads(row) for row in rows.read_text().splitlines() if '"failed"' in row]
         assert failed[0]["nodeid"] == "test_lanes.py::test_kills_its_lane"
         assert failed[0]["error"] == message
-        # Its report names the test's keywords, as pytest's own reports do (a plugin reads them there).
-        assert "test_kills_its_lane" in failed_keywords[0] and "isolated" in failed_keywords[0]
         # Its worker, which waited for ever, ended with its lane; no process of the run is left.
         assert all_ended([pid for name, pid in lines if name == "kills"])
         assert set(children()) <= set(before)  # none of its own left
