@@ -9,6 +9,7 @@ import contextlib
 import gc
 import json
 import os
+import select
 import signal
 from pathlib import Path
 
@@ -23,7 +24,6 @@ from tests.test_fork_server import run, workers
 KILLS_ITS_LANE = """
 import os
 import signal
-import time
 
 import pytest
 
@@ -42,7 +42,7 @@ def test_kills_its_lane():
     holder = os.fork()
     if holder == 0:
         try:
-            time.sleep(600)
+            signal.pause()  # until the test kills it
         finally:
             os._exit(0)
     log("holder", holder)
@@ -72,7 +72,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -82,12 +81,10 @@ from forklog import log
 @pytest.mark.isolated
 def test_fails_first():
     log("fails")
-    # Once the other lane's test has started its process (a minute at most): the stop finds both running.
-    for _ in range(6000):
-        with open(os.environ["FORK_LOG"]) as fh:
-            if "sleeper" in fh.read():
-                break
-        time.sleep(0.01)
+    # Once the other lane's test has started its process (opening the FIFO waits for it): the stop finds
+    # both running.
+    with open(os.environ["FORK_LOG"] + ".started"):
+        pass
     assert False
 
 
@@ -95,8 +92,10 @@ def test_fails_first():
 @pytest.mark.parametrize("name", ["waits", "never"])
 def test_other_lane(name):
     log(name)
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    sleeper = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
     log("sleeper", sleeper.pid)
+    with open(os.environ["FORK_LOG"] + ".started", "w"):
+        pass
     signal.pause()
 """
 
@@ -130,6 +129,7 @@ def lanes_run(pytester, monkeypatch, tests: str, *args: str):
     pytester.makepyfile(forklog=LOG_WITH_PIDS, test_lanes=tests)
     log = pytester.path / "fork.log"
     log.write_text("")
+    os.mkfifo(f"{log}.started")
     monkeypatch.setenv("FORK_LOG", str(log))
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:randomly", "--ppaux-workers=2", *args)
     return result, [line.split() for line in log.read_text().splitlines()]
@@ -158,13 +158,18 @@ def ended(pid: str) -> bool:
 
 
 def all_ended(pids) -> bool:
-    """Whether every process has ended, waiting for it a while: a safety net, not a measure."""
-    give_up = os.times().elapsed + safety_limit(30.0)
-    while os.times().elapsed < give_up:
-        if all(ended(pid) for pid in pids):
-            return True
-        os.sched_yield()
-    return False
+    """Whether every process has ended, waiting for each to end (Linux's pidfd: an event, not a poll) up
+    to a limit that is a safety net, not a measure."""
+    for pid in pids:
+        try:
+            handle = os.pidfd_open(int(pid))
+        except ProcessLookupError:
+            continue  # gone already
+        try:
+            select.select([handle], [], [], safety_limit(30.0))
+        finally:
+            os.close(handle)
+    return all(ended(pid) for pid in pids)
 
 
 def test_two_workers_each_run_their_share_and_the_reports_come_in_the_sessions_order(pytester, monkeypatch):
