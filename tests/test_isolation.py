@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
+import posix
 import signal
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from ppaux.isolation import (
     signal_name,
 )
 from ppaux.isolation import guard as guard_module
+from ppaux.isolation.forked import run_child
 from ppaux.isolation.status import Frame, frames_in_dump, render, under_guard
 
 HERE = os.path.abspath(__file__)
@@ -425,6 +427,36 @@ def answered(call):
 def test_a_child_whose_work_raises_did_not_answer():
     outcome = run_forked(lambda: 1 / 0, deadline=lambda: None)
     assert (outcome.finished, outcome.describe()) == (False, "ended the process with exit status 70")
+
+
+class _StopAtTheEnd(BaseException):
+    """As a lane's stop (SIGTERM) that lands while coverage's wrapped os._exit saves its data."""
+
+
+def _raises_at_the_end(status: int) -> None:
+    raise _StopAtTheEnd()
+
+
+def _replaces_the_end() -> None:
+    os._exit = lambda status: None  # type: ignore[assignment]  # code under test that puts its own there
+
+
+@pytest.mark.parametrize(
+    "wrapped_exit, body",
+    [(_raises_at_the_end, lambda: None), (os._exit, _replaces_the_end)],
+    ids=["what wraps os._exit raises", "the code under test replaces os._exit"],
+)
+def test_a_forked_child_ends_there_whatever_its_end_meets(monkeypatch, wrapped_exit, body):
+    # A child that unwinds past its end runs on as a copy of this process (a test run twice).
+    monkeypatch.setattr(os, "_exit", wrapped_exit)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's side
+        try:
+            run_child(body)
+        finally:
+            posix._exit(99)  # run_child returned or raised: what this test is here to catch
+    monkeypatch.undo()
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
 def test_a_process_the_child_started_neither_delays_the_answer_nor_outlives_it():

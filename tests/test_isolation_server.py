@@ -14,7 +14,7 @@ import pytest
 from ppaux.isolation import ChildOutcome, Guard, Worker, resident_bytes, run_forked, safety_limit
 from ppaux.isolation import guard as guard_module
 from ppaux.isolation import server as server_module
-from ppaux.isolation.forked import Seen, next_wait, send, split_messages, supervise
+from ppaux.isolation.forked import CHILD_RAISED, Seen, next_wait, send, split_messages, supervise
 
 # A real-process test waits for its event at most this long: a safety net, never a measurement.
 SAFETY = safety_limit(60.0)
@@ -312,7 +312,7 @@ def test_a_worker_whose_serving_raises_ends_with_its_own_status():
     worker = Worker(serve)
     outcome = worker.ask(b"go", deadline=lambda: time.monotonic() + SAFETY)
     assert isinstance(outcome, ChildOutcome)
-    assert outcome.describe() == f"ended the process with exit status {server_module._SERVE_RAISED}"
+    assert outcome.describe() == f"ended the process with exit status {CHILD_RAISED}"
 
 
 def test_a_worker_whose_parent_is_gone_says_farewell_and_ends(tmp_path):

@@ -202,9 +202,7 @@ def test_a_test_that_kills_its_worker_costs_that_test_and_its_lane_goes_on_with_
     assert sorted(workers(lines)[0]) == [["a", "dies"], ["b", "grows", "d"], ["c"], ["dies"]]
 
 
-# With -x too (stop=True): .ci/run went red three times on that case (the inner run ended in an internal
-# error, the outer xdist controller saw a test completed twice), cause not found: left out until it is.
-@pytest.mark.parametrize("stop", [False], ids=["the run goes on"])
+@pytest.mark.parametrize("stop", [False, True], ids=["the run goes on", "-x"])
 def test_a_lane_that_ends_before_it_reported_fails_each_test_it_held(pytester, monkeypatch, tmp_path, stop):
     junit, rows = tmp_path / "junit.xml", tmp_path / "rows.jsonl"
     args = [f"--junitxml={junit}", f"--ppaux-results={rows}"] + (["-x"] if stop else [])

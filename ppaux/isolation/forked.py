@@ -6,6 +6,7 @@ from __future__ import annotations
 import faulthandler
 import gc
 import os
+import posix
 import select
 import signal
 import struct
@@ -13,7 +14,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Protocol
+from typing import IO, NoReturn, Protocol
 
 from ppaux.isolation.clock import MONOTONIC, Clock
 from ppaux.isolation.status import describe_status
@@ -21,8 +22,8 @@ from ppaux.isolation.status import describe_status
 # How often a supervisor reads its deadline again: the deadline moves as the child starts calls.
 _RECHECK = 0.25
 _LENGTH = struct.Struct("<Q")
-# A child whose work raised: the parent reads it as "no answer" with this status.
-_WORK_RAISED = 70
+# A forked child whose own code raised (its traceback on stderr): the parent reads it as "no answer".
+CHILD_RAISED = 70
 # A child asked for a hang's stack is given this much longer past its deadline to write it (a
 # loaded machine starts the child, and its faulthandler timer, late).
 _DUMP_WAIT = 1.0
@@ -114,9 +115,8 @@ def _fork() -> int:
 
 def _child(
     work: Callable[[], bytes], parent: int, read_end: int, write_end: int, dump: IO[bytes], dump_after: float | None
-) -> None:
-    status = _WORK_RAISED
-    try:
+) -> NoReturn:
+    def work_and_answer() -> None:
         os.close(read_end)
         settle_child(dump, parent)
         if dump_after is not None:
@@ -124,13 +124,29 @@ def _child(
         answer = work()
         faulthandler.cancel_dump_traceback_later()
         send(write_end, answer)
+
+    run_child(work_and_answer)
+
+
+def run_child(body: Callable[[], None]) -> NoReturn:  # pragma: no cover - runs in forked children only
+    """What a forked child runs, and its end: exit status 0 once ``body`` returns, :data:`CHILD_RAISED`
+    (the traceback on stderr) if it raises. Nothing unwinds into the code the child was forked from: not
+    an error of ``body``, not an ``os._exit`` the code under test replaced, not an exception a signal
+    handler raises while the child ends (a tool may wrap ``os._exit``: coverage saves its data there)."""
+    end = os._exit  # as it is at the fork (a tool's wrapper included), not what the body may put there
+    status = CHILD_RAISED
+    try:
+        body()
         status = 0
     except BaseException:
         import traceback
 
         traceback.print_exc(file=sys.__stderr__)
     finally:
-        os._exit(status)
+        try:
+            end(status)
+        finally:
+            posix._exit(status)  # what os._exit is before any tool wraps it: nothing runs before the end
 
 
 def settle_child(dump: IO[bytes], parent: int | None) -> None:

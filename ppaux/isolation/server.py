@@ -11,19 +11,25 @@ import signal
 import struct
 import sys
 import tempfile
-import traceback
 from collections.abc import Callable
-from typing import IO
+from typing import IO, NoReturn
 
 from ppaux.isolation.clock import MONOTONIC, Clock
-from ppaux.isolation.forked import ChildOutcome, PipeChild, framed, send, set_group, settle_child, supervise
+from ppaux.isolation.forked import (
+    ChildOutcome,
+    PipeChild,
+    framed,
+    run_child,
+    send,
+    set_group,
+    settle_child,
+    supervise,
+)
 
 # A worker asked to go is given this long to tear down what it set up and end, then killed: a
 # safety net only, it ends in milliseconds.
 CLOSE_WAIT = 30.0
 _LENGTH = struct.Struct("<Q")
-# A worker whose serving raised (not the code it ran: that is its answer's business).
-_SERVE_RAISED = 70
 # The request that asks a worker to go.
 _GOODBYE = b""
 
@@ -162,10 +168,8 @@ def _serve(
     dump: IO[bytes],
     parents_ends: tuple[int, int],
     collect: bool,
-) -> None:
-    status = _SERVE_RAISED
-    # Nothing a worker does returns into the code it was forked from: every path ends here.
-    try:
+) -> NoReturn:
+    def answer_until_goodbye() -> None:
         for fd in parents_ends:
             os.close(fd)
         # The worker collects as its parent did (its inherited heap frozen: only what it allocates).
@@ -178,8 +182,5 @@ def _serve(
                 break
             send(answers, serve(request))
         farewell()
-        status = 0
-    except BaseException:
-        traceback.print_exc(file=sys.__stderr__)
-    finally:
-        os._exit(status)
+
+    run_child(answer_until_goodbye)

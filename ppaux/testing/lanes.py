@@ -20,15 +20,14 @@ import json
 import os
 import select
 import signal
-import sys
-import traceback
 from dataclasses import dataclass, replace
 from types import FrameType
+from typing import NoReturn
 
 import pytest
 
 from ppaux.isolation import MONOTONIC, Clock, Guard, describe_status
-from ppaux.isolation.forked import die_with, send, set_group, split_messages
+from ppaux.isolation.forked import die_with, run_child, send, set_group, split_messages
 from ppaux.testing.containment import ForkServer, draw_seed, is_contained
 from ppaux.testing.results import JSONObject, carry_outcome, row
 
@@ -37,8 +36,6 @@ from ppaux.testing.results import JSONObject, carry_outcome, row
 STOP_WAIT = 10.0
 # How often this process looks whether a lane has ended while it waits for reports.
 _RECHECK = 0.25
-# A lane whose own code raised.
-_LANE_RAISED = 70
 
 
 class Stopped(BaseException):
@@ -88,7 +85,7 @@ class Lanes:
         let those that finished go."""
         for lane in self._lanes:
             # A lane reaped already (lost) is not signalled: its pid may be another process's now.
-            if lane.status is None:  # pragma: no branch - a lost lane at a stop: its test is left out, see test_lanes
+            if lane.status is None:
                 os.kill(lane.pid, signal.SIGTERM)
         self._join()
 
@@ -222,6 +219,8 @@ def run_share(
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:  # pragma: no cover - runs in a lane
+    # One stop, raised once: a second SIGTERM ends the lane at once, and its end has one Stopped to outlast.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     raise Stopped()
 
 
@@ -233,22 +232,18 @@ def _lane(
     out: int,
     parent: int,
     others: list[int],
-) -> None:  # pragma: no cover - the lane's side: coverage traces the child's new frames only
-    status = _LANE_RAISED
-    # Nothing a lane does returns into the pytest process's code it was forked from: every path ends here.
-    try:
+) -> NoReturn:  # pragma: no cover - the lane's side: coverage traces the child's new frames only
+    def run_until_done_or_stopped() -> None:
         for fd in others:  # the other lanes' pipes, and its own read end
             os.close(fd)
         set_group(0)
         die_with(parent)
-        signal.signal(signal.SIGTERM, _stop)
-        # The calls of this lane's worker get a deadline of their own: the other lanes' are read elsewhere.
-        guard.renew_mark()
-        run_share(session, guard, share, seeds, out)
-        status = 0
-    except (Stopped, BrokenPipeError):
-        status = 0  # stopped, or nobody reads its reports any more: the session ended early
-    except BaseException:
-        traceback.print_exc(file=sys.__stderr__)
-    finally:
-        os._exit(status)
+        try:
+            signal.signal(signal.SIGTERM, _stop)
+            # The calls of this lane's worker get a deadline of their own: the other lanes' are read elsewhere.
+            guard.renew_mark()
+            run_share(session, guard, share, seeds, out)
+        except (Stopped, BrokenPipeError):
+            pass  # stopped, or nobody reads its reports any more: the session ended early
+
+    run_child(run_until_done_or_stopped)
