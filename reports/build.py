@@ -21,6 +21,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 
+from ppaux.isolation import describe_exitcode
 from ppaux.report import (
     ConformanceReport,
     FaultsReport,
@@ -371,7 +372,7 @@ def _fuzz_summary(report: FuzzRunReport) -> str:
         + ("" if report.complete else f"<p class='warn'>Stopped early by {E(report.stopped_by)}: partial report.</p>")
         + "".join(
             f"<p class='warn'>Worker {d.worker}{' of shard ' + E(d.shard) if d.shard else ''} died in "
-            f"round {d.round} running <code>{E(str(d.test))}</code> (exit status {d.exit_status}).</p>"
+            f"round {d.round} running <code>{E(str(d.test))}</code>: {E(describe_exitcode(d.exit_status))}.</p>"
             for d in report.dead_workers
         )
         + f"<p>Implementation <code>{E(report.impl)}</code>, database <code>{E(report.db)}</code>.</p>"

@@ -907,7 +907,13 @@ def test_a_clean_run_that_cannot_kill_is_bad_input(tmp_path, monkeypatch, capsys
 
 
 @pytest.mark.parametrize(
-    "code, ended", [(0, "exit 0"), (1, "exit 1"), (4, "exit 4"), (-11, "was killed by SIGSEGV (signal 11)")]
+    "code, ended",
+    [
+        (0, "ended the process with exit status 0"),
+        (1, "ended the process with exit status 1"),
+        (4, "ended the process with exit status 4"),
+        (-11, "killed the process with SIGSEGV (signal 11)"),
+    ],
 )
 def test_a_clean_run_without_results_shows_what_pytest_printed(tmp_path, monkeypatch, capsys, code, ended):
     (tmp_path / "own_pop.py").write_text(OWN_POP)
@@ -919,7 +925,7 @@ def test_a_clean_run_without_results_shows_what_pytest_printed(tmp_path, monkeyp
     assert capsys.readouterr().err == (
         "ERROR: usage: pytest [options]\n"
         + traceback
-        + f"ppaux: error: the conformance suite did not run on the unmutated module (pytest {ended})\n"
+        + f"ppaux: error: the conformance suite did not run on the unmutated module (pytest: {ended})\n"
     )
 
 
@@ -946,7 +952,10 @@ def test_an_implementation_that_breaks_the_contract_cannot_be_mutation_tested(tm
 def test_a_suite_that_cannot_run_shows_pytests_own_words(tmp_path, monkeypatch, capsys):
     assert _mutate(tmp_path, monkeypatch, "--impl", "ppaux.core.transport", "--tests", "no_test_has_this_name") == 2
     err = capsys.readouterr().err
-    assert err.endswith("ppaux: error: the conformance suite did not run on the unmutated module (pytest exit 5)\n")
+    assert err.endswith(
+        "ppaux: error: the conformance suite did not run on the unmutated module (pytest: ended the process with exit "
+        "status 5)\n"
+    )
     assert "deselected" in err
 
 

@@ -374,7 +374,10 @@ def test_page_has_every_section_a_fuzz_chart_a_mutation_chart_and_no_broken_link
     assert 'aria-label="fuzz run: examples over time and failures"' in page and "failure 1" in page
     # Over time per worker: a line each, named in the legend, beside the run's total.
     assert page.count('<polyline fill="none" stroke="#') == 3 and 'fill="#ef6c00">worker 2</text>' in page
-    assert "Worker 2 died in round 3 running <code>tests/t.py::u</code> (exit status -9)." in page
+    assert (
+        "Worker 2 died in round 3 running <code>tests/t.py::u</code>: killed the process with SIGKILL (signal 9)."
+        in page
+    )
     assert (
         "<h3>Replay</h3><p>5 saved examples in 2 tests (implementation <code>x.py</code>): 1 still fail, "
         "1 no longer fail.</p>"

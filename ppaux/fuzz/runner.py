@@ -17,7 +17,7 @@ from ppaux.fuzz.events import Interrupted, RoundEvent, RoundFailure, TestDone
 from ppaux.fuzz.options import FuzzUsageError, format_duration
 from ppaux.fuzz.rounds import Round, Suite
 from ppaux.fuzz.timeline import Timeline, thin
-from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock, signal_name
+from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock, describe_exitcode
 from ppaux.report import FuzzFailure, FuzzReplayReport, FuzzRunReport
 from ppaux.report.conformance import Outcome
 from ppaux.report.fuzz import FAILURE_FIELDS, DeadWorker, FixedTest, FuzzRound, InterruptedTest, WorkerRun
@@ -232,7 +232,7 @@ class FuzzRun:
         worker.died = DeadWorker(worker.number, rnd.number, rnd.placement, rnd.running, status, str(rnd.log_path))
         self.progress.say(
             f"fuzz: worker {worker.number} died in round {rnd.number} ({rnd.placement}) running "
-            f"{rnd.running or 'no test yet'}: {describe_status(status)}; the other workers go on"
+            f"{rnd.running or 'no test yet'}: {describe_exitcode(status)}; the other workers go on"
         )
 
     def _take(self, events: Sequence[RoundEvent], worker: Worker, elapsed: float, reason: str) -> None:
@@ -329,11 +329,6 @@ class FuzzRun:
             interrupted=tuple(self.interrupted),
             timeline=tuple(tuple(p) for p in thin(self.timeline.points, 600)),
         )
-
-
-def describe_status(status: int) -> str:
-    """A worker's exit status as :mod:`subprocess` gives it, the signal named as ``ppaux check`` names it."""
-    return f"killed by {signal_name(-status)}" if status < 0 else f"exit status {status}"
 
 
 def verdict(report: FuzzRunReport) -> tuple[int, str | None]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 
-from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock, signal_name
+from ppaux.isolation import DEFAULT_TIMEOUT, MONOTONIC, Clock, describe_exitcode
 from ppaux.mutation.equivalents import REVIEW, Judgement, read_any
 from ppaux.mutation.equivalents import resolve as match_judgements
 from ppaux.mutation.identity import identify_all
@@ -183,8 +183,8 @@ def kill_set(options: MutateOptions, target: Target, scratch: Path) -> KillSet:
     rows = read_outcomes(results)
     if proc.returncode not in (0, 1) or not rows:
         sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
-        ended = f"was killed by {signal_name(-proc.returncode)}" if proc.returncode < 0 else f"exit {proc.returncode}"
-        raise MutateInputError(f"the conformance suite did not run on the unmutated module (pytest {ended})")
+        ended = describe_exitcode(proc.returncode)
+        raise MutateInputError(f"the conformance suite did not run on the unmutated module (pytest: {ended})")
     failed = [r for r in rows if r.outcome == "failed"]
     red = [r.nodeid for r in failed if "robustness" not in r.marks]
     if red:

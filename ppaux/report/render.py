@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ppaux.isolation import describe_exitcode
 from ppaux.report.conformance import ConformanceReport, RegressionSummary, TestOutcome
 from ppaux.report.faults import FaultsReport
 from ppaux.report.fuzz import FuzzFailure, FuzzReplayReport, FuzzRunReport
@@ -187,7 +188,7 @@ def _dead_md(report: FuzzRunReport) -> list[str]:
     ]
     return lines + [
         f"- worker {d.worker}{' of shard ' + d.shard if d.shard else ''}: round {d.round} "
-        f"({d.placement}), running `{d.test or 'no test yet'}`, exit status {d.exit_status}; log {d.log}"
+        f"({d.placement}), running `{d.test or 'no test yet'}`: {describe_exitcode(d.exit_status)}; log {d.log}"
         for d in report.dead_workers
     ]
 
