@@ -40,7 +40,8 @@ OPT_IN = {
     # command line, so the package mutation run asks for them.
     "subprocess": (
         "PPAUX_SUBPROCESS",
-        "runs the suite, a baseline, fuzz workers or a gloo world of its own in child processes (seconds each)",
+        "starts processes of its own and waits on them: the suite, a baseline, fuzz workers, a gloo world, a browser, "
+        "or a forked child waited out to its deadline (a second or more each)",
     ),
     # The nightly workflow runs these; CI a cheaper test of the same path (or a sample of the table),
     # so that .ci/run stays well under ten minutes on two cores.

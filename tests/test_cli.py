@@ -198,6 +198,7 @@ def test_check_reports_a_pytest_that_did_not_run_in_pytests_own_words(capsys, mo
     assert "error: unrecognized arguments: --no-such-option\n" in err
 
 
+@pytest.mark.subprocess
 def test_python_dash_m_ppaux_runs_the_cli():
     proc = subprocess.run([sys.executable, "-m", "ppaux", "explain", "A2"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.startswith("A2 (raised by add): ")
@@ -306,6 +307,7 @@ def test_the_callers_pytest_addopts_take_no_part_in_the_check_and_stay_theirs(ca
     capsys.readouterr()
 
 
+@pytest.mark.subprocess
 def test_each_check_in_one_process_runs_under_its_own_profile_and_leaves_the_callers(capsys, tmp_path, monkeypatch):
     """A run under the mutation profile (no blob) must not decide the next run's settings; the
     caller's profile, and its imports of the suite's modules, are the same afterwards."""

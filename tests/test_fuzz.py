@@ -23,11 +23,10 @@ from fuzz.__main__ import main
 from ppaux.cli.main import build_parser
 from ppaux.cli.main import main as ppaux_main
 from ppaux.fuzz import failure_rows
-from ppaux.fuzz.database import open_database
+from ppaux.fuzz.database import DatabaseError, open_database
 from ppaux.fuzz.depth import RAMP_ROUNDS, RoundDepth, saved_depths
 from ppaux.fuzz.options import FuzzUsageError as UsageError
 from ppaux.fuzz.options import (
-    cpu_count,
     format_duration,
     in_shard,
     parse_budget,
@@ -319,11 +318,25 @@ def test_a_report_or_database_that_cannot_be_one_is_one_line_and_exit_2(tmp_path
     assert not (tmp_path / "no-such-db").exists()
 
 
+def silent_redis() -> socket.socket:
+    """A socket that accepts connections (the kernel's backlog) and never answers: without a time limit, a hang."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    return silent
+
+
+def test_a_redis_that_does_not_answer_is_given_up_on_at_the_answer_limit():
+    with silent_redis() as silent:
+        url = f"redis://127.0.0.1:{silent.getsockname()[1]}"
+        with pytest.raises(DatabaseError) as raised:
+            open_database(url, answer_timeout=0.05)
+    assert re.fullmatch(re.escape(f"--db {url}: cannot reach Redis (TimeoutError: ") + r"[^\n]+\)", str(raised.value))
+
+
+@pytest.mark.slow  # waits out the command line's own limit (seconds); the test above, a short one
 def test_a_redis_that_does_not_answer_is_one_line_and_exit_2(capsys):
-    # Accepts connections (the kernel's backlog) and never answers: without a time limit, a hang.
-    with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(8)
+    with silent_redis() as silent:
         url = f"redis://127.0.0.1:{silent.getsockname()[1]}"
         assert ppaux_main(["fuzz", "run", "--db", url]) == 2
     # ppaux's words and the cause's type; the cause's own words are redis-py's (8.2 changed them).
@@ -339,7 +352,14 @@ def test_shards_split_every_test_into_exactly_one_share_the_same_on_every_machin
         assert {o[0] for o in owners} == set(range(1, n + 1))
     assert in_shard(BROKEN_TEST, None)
     assert parse_shard("2/5") == (2, 5) and parse_shard(None) is None
-    assert parse_workers("3") == 3 and parse_workers("auto") == cpu_count() >= 1
+    assert parse_workers("3") == 3
+
+
+def test_auto_is_a_worker_for_each_core_this_process_may_use(monkeypatch):
+    # A container's or taskset's share of the cores, not the host's count.
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 2, 5})
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert parse_workers("auto") == 3
 
 
 def test_workers_start_their_rounds_at_different_tests(monkeypatch):

@@ -514,6 +514,7 @@ def test_an_extension_is_set_up_on_every_rank_before_it_serves(tmp_path):
     assert not any(t.is_alive() for t in threads)
 
 
+@pytest.mark.subprocess
 def test_a_shared_world_with_an_extension_sets_it_up_on_its_worker_processes():
     w = gloo.world(2, extension=(_mark, ("shared",)))
     try:
@@ -647,6 +648,7 @@ def test_collect_waits_on_for_a_rank_still_working_while_none_has_failed():
     assert out == {0: gloo.Outcome("ok"), 1: gloo.Outcome("ok")} and asked == []
 
 
+@pytest.mark.subprocess
 def test_collect_gives_failed_ranks_their_stacks_and_a_hung_one_the_grace_it_had():
     # Rank 0 is found dead at once (its sentinel wakes the wait, though its pipe stays silent).
     out, asked = _collected(["died", "ok", None], timeout=100.0)
@@ -763,6 +765,7 @@ def test_the_all_gather_group_gathers_complex_tensors_as_torch_distributed_does(
     assert all(t.dtype == torch.complex64 and torch.equal(t, want) for t in got.values()), got
 
 
+@pytest.mark.subprocess
 def test_contexts_without_all_gather_and_a_rendezvous_that_times_out(tmp_path):
     store = str(tmp_path / "store")
     gathers = {}

@@ -366,6 +366,7 @@ def test_the_guard_installed_for_a_test_is_the_current_one():
     assert current() is None
 
 
+@pytest.mark.subprocess
 def test_a_supervisor_kills_a_process_past_its_calls_deadline():
     guard = Guard(0.2)
     guard.idle()
@@ -381,6 +382,7 @@ def test_a_supervisor_kills_a_process_past_its_calls_deadline():
     assert outcome.seconds >= 1.2
 
 
+@pytest.mark.subprocess
 def test_a_hung_child_that_never_writes_the_stack_asked_for_is_waited_for_a_while_then_stopped():
     # Its faulthandler timer would fire long after the deadline (a loaded machine starts it late):
     # the supervisor waits a second past the deadline for the stack, then kills the child without one.
@@ -459,6 +461,7 @@ def test_a_forked_child_ends_there_whatever_its_end_meets(monkeypatch, wrapped_e
     assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
+@pytest.mark.subprocess
 def test_a_process_the_child_started_neither_delays_the_answer_nor_outlives_it():
     def work() -> bytes:
         sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])

@@ -218,6 +218,7 @@ def test_a_worker_that_dies_in_a_request_is_an_outcome_with_its_status():
     worker.close()  # nothing left to close
 
 
+@pytest.mark.subprocess
 def test_a_worker_past_its_deadline_is_killed_with_no_signal_reaching_it():
     worker = Worker(counter())
     start = time.monotonic()

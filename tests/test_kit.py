@@ -482,7 +482,12 @@ def hang_of(failure: KitFailure, call: str) -> Hang:
 
 
 @pytest.mark.parametrize(
-    "harm, statement", [("loop", "while"), ("wait_unreachable", "os.read")], ids=["pure Python", "signals blocked"]
+    "harm, statement",
+    [
+        pytest.param("loop", "while", id="pure Python"),
+        # Waited out to the deadline and past it (the stack asked for never comes): a second or two.
+        pytest.param("wait_unreachable", "os.read", id="signals blocked", marks=pytest.mark.subprocess),
+    ],
 )
 def test_a_step_that_does_not_return_is_k14_with_the_minimal_output(harm, statement):
     failure = kit_failure(planted.observer(harm), planted.outputs(), timeout=0.5, settings=QUICK)
@@ -531,7 +536,7 @@ def test_a_step_that_segfaults_is_k15_with_the_signal_and_where_it_struck():
     "harm, code, how, limit",
     [
         ("exit_3", "K15", "ended the process with exit status 3", CRASH_LIMIT),
-        ("wait_unreachable", "K14", "was stopped at its deadline", 0.5),
+        pytest.param("wait_unreachable", "K14", "was stopped at its deadline", 0.5, marks=pytest.mark.subprocess),
     ],
 )
 def test_a_crash_or_hang_that_does_not_come_back_is_still_reported(tmp_path, harm, code, how, limit):
@@ -612,6 +617,7 @@ def test_under_a_supervisor_the_check_runs_in_this_process_with_its_steps_isolat
     assert shows_the_minimal_output(failure)
 
 
+@pytest.mark.subprocess
 def test_over_a_channel_of_worker_processes_each_step_runs_in_a_child_of_its_own(monkeypatch):
     """A forked copy of the whole check would share the gloo workers: each step is isolated instead."""
     monkeypatch.setattr(testing, "relay", lambda d, **kw: hop_relay(d, channel="loopback", device=kw["device"]))
@@ -627,6 +633,7 @@ def test_over_a_channel_of_worker_processes_each_step_runs_in_a_child_of_its_own
     assert pids and set(pids) == {os.getpid()}
 
 
+@pytest.mark.subprocess
 def test_an_explicit_timeout_replaces_the_limit_of_the_implementations_guard(ppaux_impl, ppaux_observer_check):
     """The fixture's implementation runs under the run's guard (10 s by default); timeout= replaces it."""
     assert ppaux_impl.guard is not None and ppaux_impl.guard.timeout > 0.5

@@ -8,7 +8,7 @@ import torch
 from ppaux.relay import gloo
 from ppaux.testing.findings import GLOO_REJECTED_DTYPES
 
-pytestmark = [pytest.mark.wire, pytest.mark.gloo]
+pytestmark = [pytest.mark.wire, pytest.mark.gloo, pytest.mark.subprocess]
 
 ALL_TORCH_DTYPES = sorted({v for v in vars(torch).values() if isinstance(v, torch.dtype)}, key=str)
 

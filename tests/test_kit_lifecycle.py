@@ -142,6 +142,7 @@ class SpinsInCopy(Output):
     copy_to_host = _spin
 
 
+@pytest.mark.subprocess
 def test_a_copy_to_host_that_hangs_is_named_by_the_call_the_kit_made():
     headline = str(failure(Output, SpinsInCopy, timeout=0.2)).splitlines()[0]
     # The limit of the replays after the first hang follows how long the original's copy_to_host took.

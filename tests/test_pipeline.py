@@ -146,6 +146,7 @@ def test_overlap_without_aux_output_is_harmless():
 
 
 @pytest.mark.gloo
+@pytest.mark.subprocess
 def test_ring_over_gloo_processes_matches_loopback():
     """Three stages in three processes, two steps, logprobs on: same reports as the loopback."""
     config = _ring(3, RecordingObserver(), outputs=[PAYLOAD, {"scores": torch.ones(2, 3)}], logprobs=True)

@@ -481,6 +481,7 @@ def pop_without_an_observer_is_p1_calls():
     self.assertEqual(exitcode, 0, "the process making the calls died")  # here: it ended its process""")
 
 
+@pytest.mark.subprocess
 def test_a_proof_run_that_dies_or_outlasts_its_limit_says_so_and_spares_the_other_files(tmp_path):
     (tmp_path / "test_fine.py").write_text("import unittest\nclass T(unittest.TestCase):\n    def test_x(self): pass\n")
     (tmp_path / "test_exits.py").write_text("import os\nos._exit(3)\n")

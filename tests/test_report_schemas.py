@@ -38,6 +38,7 @@ def test_the_shipped_schema_is_a_valid_json_schema():
     jsonschema.Draft202012Validator.check_schema(schema("conformance"))
 
 
+@pytest.mark.subprocess
 def test_a_check_of_a_broken_and_of_a_correct_implementation_writes_what_the_schema_describes(tmp_path, passing_report):
     # One failing test is a failing report: the whole suite's shrinking would only cost time.
     broken = checked(tmp_path / "broken", "--impl", str(IMPLS / "non_atomic_add.py"), "--tests", ADD_6)

@@ -396,6 +396,7 @@ def test_page_has_every_section_a_fuzz_chart_a_mutation_chart_and_no_broken_link
     assert "&lt; gate 100.0%" in (out / "junit-mutation.xml").read_text()
 
 
+@pytest.mark.subprocess
 def test_page_renders_in_headless_chromium(tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:

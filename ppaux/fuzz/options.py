@@ -8,10 +8,10 @@ import zlib
 
 # A budget or a time so far as the progress line and fuzz.md write it: one function, in the reports.
 from ppaux.report.render import format_duration
+from ppaux.testing.suite import usable_cores
 
 __all__ = [
     "FuzzUsageError",
-    "cpu_count",
     "format_duration",
     "in_shard",
     "parse_budget",
@@ -41,18 +41,10 @@ def parse_budget(text: str) -> float:
     return float(total)
 
 
-def cpu_count() -> int:
-    """The cores this process may run on (a container's or taskset's share, not the host's)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
-
-
 def parse_workers(text: str) -> int:
     """``--workers``: a positive number of processes, or ``auto`` (one per core)."""
     if text == "auto":
-        return cpu_count()
+        return usable_cores()
     if not text.isdigit() or int(text) < 1:
         raise FuzzUsageError(f"--workers {text!r}: expected a number of worker processes, 1 or more, or auto")
     return int(text)

@@ -36,6 +36,7 @@ __all__ = [
     "run_installed",
     "run_in_process",
     "parse_workers",
+    "usable_cores",
     "suite_files",
     "usable_workers",
 ]
@@ -60,11 +61,17 @@ def parse_workers(text: str | int) -> int:
     return whole_count(text, "workers")
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: a container's or taskset's share, not the host's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
 def usable_workers() -> int:
-    """A worker for each core this process may run on (its CPU affinity where the platform has one),
-    at most :data:`MOST_WORKERS`."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(MOST_WORKERS, cores))
+    """A worker for each core this process may run on, at most :data:`MOST_WORKERS`."""
+    return min(MOST_WORKERS, usable_cores())
 
 
 def suite_files() -> list[Path]:
