@@ -25,7 +25,15 @@ from ppaux.mutation import history
 from ppaux.mutation.equivalents import REVIEW, Judgement, audit, read_judgements, resolve, write_judgements
 from ppaux.mutation.identity import MutantIdentity, identify_all
 from ppaux.mutation.mutant_runs import FIRST, recorded_killers
-from ppaux.mutation.project import MUTANT_PYTEST_ARGS, MutmutProject, changed_line, module_of, mutmut_table, select
+from ppaux.mutation.project import (
+    MUTANT_PYTEST_ARGS,
+    MutmutProject,
+    changed_line,
+    module_of,
+    mutmut_table,
+    select,
+    source_file,
+)
 from ppaux.mutation.score import is_killed, judged_equivalent, score, stale, verdicts
 from ppaux.report import Marking, ModuleScore, MutationReport, ReviewEntry, Survivor, SurvivorIdentity, write_report
 from ppaux.report.mutation import STALE, verdict_of
@@ -94,11 +102,8 @@ class Checkout:
 
     def module_source(self, module: str) -> str | None:
         """The text of ``module`` in the checkout (``pkg/mod.py`` or ``pkg/mod/__init__.py``), if any."""
-        base = self.root / module.replace(".", "/")
-        for path in (base.with_name(base.name + ".py"), base / "__init__.py"):
-            if path.is_file():
-                return path.read_text(encoding="utf-8")
-        return None
+        path = source_file(self.root, module)
+        return None if path is None else path.read_text(encoding="utf-8")
 
     def tests_hash(self, scope: Scope) -> str:
         """The hash of what the scope's tests are: their files, the support they read, how they run."""

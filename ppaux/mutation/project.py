@@ -324,8 +324,17 @@ class MutmutProject:
 
     def _module_file(self, path: str) -> str:
         # mutmut names a package's own mutants after the package: pkg/sub.py is then pkg/sub/__init__.py.
-        package = path.removesuffix(".py") + "/__init__.py"
-        return package if not (self.root / path).is_file() and (self.root / package).is_file() else path
+        found = source_file(self.root, path.removesuffix(".py").replace("/", "."))
+        return path if found is None else found.relative_to(self.root).as_posix()
+
+
+def source_file(root: Path, module: str) -> Path | None:
+    """Where the dotted ``module`` is under ``root``: ``pkg/mod.py``, else ``pkg/mod/__init__.py``; None if neither."""
+    base = root / module.replace(".", "/")
+    for path in (base.with_name(base.name + ".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
 
 
 # What `mutmut run` does before its first test run (mutmut 3.8's own steps, without its stats).
