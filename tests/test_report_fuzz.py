@@ -24,20 +24,11 @@ from ppaux.report import (
     schema,
 )
 from tests.test_fuzz import COLLECTED, FAILURE, ScriptedSuite
+from tests.typed_reports import conforms, validate
 
 # The fields of a failure a run found, beside its depth (and its shard, merged).
 FOUND = ["nodeid", "clause", "error", "example", "blob", "text", "worker", "workers", "round", "placements"]
 FOUND += ["found_after_s", "seen"]
-
-
-def validate(data: dict, kind: str) -> None:
-    jsonschema.Draft202012Validator(schema(kind)).validate(data)
-
-
-def conforms(data: dict, kind: str) -> None:
-    """``data`` (a fuzz.json or replay.json) is what its schema describes, and reads back into the very same JSON."""
-    validate(data, kind)
-    assert (FuzzRunReport if kind == "fuzz-run" else FuzzReplayReport).from_json(data).to_json() == data
 
 
 def fuzz(capsys, *args: str) -> tuple[int, str]:
