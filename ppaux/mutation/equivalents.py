@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ppaux.mutation.identity import MutantIdentity, defined_functions
 from ppaux.mutation.score import EquivalentsError, read_equivalents
+from ppaux.report.files import write_atomic
 
 __all__ = [
     "FORMAT",
@@ -106,7 +107,7 @@ def write_judgements(path: str | Path, judgements: Iterable[Judgement], *, sort:
     ordered = sorted(judgements, key=lambda j: j.identity.key) if sort else judgements
     entries = [{**asdict(j.identity), "reason": j.reason} for j in ordered]
     text = json.dumps({"format": FORMAT, "equivalents": entries}, indent=2, ensure_ascii=False)
-    Path(path).write_text(text + "\n", encoding="utf-8")
+    write_atomic(Path(path), text + "\n")
 
 
 @dataclass

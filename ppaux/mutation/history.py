@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ppaux.mutation.identity import MutantIdentity
+from ppaux.report.files import write_atomic
 
 __all__ = [
     "FORMAT",
@@ -108,7 +109,7 @@ def save(
         if verdict != NOT_CHECKED and name in identities
     ]
     data = {**_stamp(scope, tests, mutmut), "mutants": mutants}
-    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     return len(mutants)
 
 
