@@ -97,6 +97,20 @@ def run_forked(
     return ChildOutcome(framed(seen.received), seen.status, seen.stopped, text, seconds)
 
 
+def fork_frozen() -> int:
+    """``os.fork()`` once the heap is frozen (``gc.freeze()``), no collection between: neither process's
+    collections then walk, and so copy, the pages they share; each collects as the caller did (only what it
+    allocates since). A long-lived child's fork (a fork server's worker, a lane)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        gc.freeze()
+        return os.fork()
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _fork() -> int:
     # The child freezes the heap it inherits: its collections would otherwise walk, and so copy, every
     # page of it (torch and Hypothesis loaded: half of a test's time). No collection runs between the

@@ -4,7 +4,6 @@ a fork only when the code under test kills or hangs it (pytest-xdist's replaced 
 
 from __future__ import annotations
 
-import gc
 import os
 import resource
 import signal
@@ -18,6 +17,7 @@ from ppaux.isolation.clock import MONOTONIC, Clock
 from ppaux.isolation.forked import (
     ChildOutcome,
     PipeChild,
+    fork_frozen,
     framed,
     run_child,
     send,
@@ -66,18 +66,11 @@ class Worker:
         requests_in, self._requests = os.pipe()
         self._answers, answers_out = os.pipe()
         self._dump = tempfile.TemporaryFile()
-        enabled = gc.isenabled()
-        gc.disable()
         parent = os.getpid() if ends_with_parent else None
-        try:
-            gc.freeze()
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child's side: coverage traces the child's new frames only
-                ends = (self._requests, self._answers)
-                _serve(serve, farewell, parent, requests_in, answers_out, self._dump, ends, enabled)
-        finally:
-            if enabled:
-                gc.enable()
+        pid = fork_frozen()
+        if pid == 0:  # pragma: no cover - the child's side: coverage traces the child's new frames only
+            ends = (self._requests, self._answers)
+            _serve(serve, farewell, parent, requests_in, answers_out, self._dump, ends)
         os.close(requests_in)
         os.close(answers_out)
         set_group(pid)
@@ -167,14 +160,10 @@ def _serve(
     answers: int,
     dump: IO[bytes],
     parents_ends: tuple[int, int],
-    collect: bool,
 ) -> NoReturn:
     def answer_until_goodbye() -> None:
         for fd in parents_ends:
             os.close(fd)
-        # The worker collects as its parent did (its inherited heap frozen: only what it allocates).
-        if collect:
-            gc.enable()
         settle_child(dump, parent)
         while True:
             request = receive(requests)

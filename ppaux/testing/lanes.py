@@ -15,7 +15,6 @@ test it still held into a failure that says so, and the run goes on (xdist's ``h
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import select
@@ -27,7 +26,7 @@ from typing import NoReturn
 import pytest
 
 from ppaux.isolation import MONOTONIC, Clock, Guard, describe_status
-from ppaux.isolation.forked import die_with, run_child, send, set_group, split_messages
+from ppaux.isolation.forked import die_with, fork_frozen, run_child, send, set_group, split_messages
 from ppaux.testing.containment import ForkServer, draw_seed, is_contained
 from ppaux.testing.results import JSONObject, carry_outcome, row
 
@@ -105,7 +104,7 @@ class Lanes:
             share = stretch[number::count]
             read_end, write_end = os.pipe()
             parent = os.getpid()
-            pid = _fork()
+            pid = fork_frozen()
             if pid == 0:  # pragma: no cover - the lane's side: coverage traces the child's new frames only
                 others = [read_end, *(other.fd for other in self._lanes)]
                 _lane(self.session, self.guard, share, seeds, write_end, parent, others)
@@ -178,18 +177,6 @@ class Lanes:
                     os.kill(lane.pid, signal.SIGKILL)
                 self.clock.sleep(0.01)
         return lane.status
-
-
-def _fork() -> int:
-    # As a worker is forked (ppaux.isolation.server.Worker): the heap frozen first, no collection between.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        gc.freeze()
-        return os.fork()
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _lane_ended(item: pytest.Item, status: int) -> pytest.TestReport:
