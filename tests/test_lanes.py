@@ -149,7 +149,7 @@ def children() -> list[str]:
     return found
 
 
-def ended(pid: str) -> bool:
+def ended(pid: int | str) -> bool:
     """Whether the process is gone (a zombie waiting for a reaper counts as gone)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"

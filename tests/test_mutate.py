@@ -35,6 +35,7 @@ from ppaux.testing.progress import Progress
 from ppaux.testing.suite import suite_files
 from tests.fake_mutmut import fake_sources, judged_file
 from tests.support import FakeClock, tomllib
+from tests.test_lanes import ended
 from tests.typed_reports import read_valid
 
 IMPLS = Path(__file__).resolve().parent / "impls"
@@ -1505,14 +1506,6 @@ def _standin_mutmut(root: Path, main: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(standin.parent)}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
-
 def test_a_run_ends_with_mutmut_though_a_process_its_mutants_leaked_keeps_its_output_open(tmp_path):
     """A mutant that breaks the code reaping child processes leaves one behind, holding mutmut's output
     (seen in the full package run: three of them, every signal blocked). The run ends when mutmut does,
@@ -1546,11 +1539,11 @@ def test_a_run_ends_with_mutmut_though_a_process_its_mutants_leaked_keeps_its_ou
         assert stream.getvalue().splitlines()[-1].startswith("mutants 1/1  killed 1  survived 0  ")
         # SIGKILL is delivered after kill() returns: give the leftover a moment to be gone.
         pid, deadline = int(leaked.read_text()), time.monotonic() + 10
-        while _alive(pid) and time.monotonic() < deadline:
+        while not ended(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(pid), "the process the mutant leaked outlived the run"
+        assert ended(pid), "the process the mutant leaked outlived the run"
     finally:
-        if leaked.exists() and _alive(int(leaked.read_text())):
+        if leaked.exists() and not ended(int(leaked.read_text())):
             os.kill(int(leaked.read_text()), 9)
 
 

@@ -100,7 +100,8 @@ def run_forked(
 def fork_frozen() -> int:
     """``os.fork()`` once the heap is frozen (``gc.freeze()``), no collection between: neither process's
     collections then walk, and so copy, the pages they share; each collects as the caller did (only what it
-    allocates since). A long-lived child's fork (a fork server's worker, a lane)."""
+    allocates since). A long-lived child's fork (a fork server's worker, a lane): the caller's heap stays
+    frozen too, so a call's child, forked again and again, freezes only its own copy (``_fork``)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
