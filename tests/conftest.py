@@ -12,7 +12,6 @@ import pytest
 from hypothesis import settings
 
 from ppaux.conformance import MARKS as SUITE_MARKS
-from ppaux.relay import gloo
 from ppaux.testing.profiles import TUNINGS, tuned
 
 pytest_plugins = ["pytester"]
@@ -87,6 +86,9 @@ def _nested_sessions_keep_the_outer_profile(request):
 @pytest.fixture(scope="session", autouse=True)
 def _gloo_workers_are_stopped():
     """Every gloo worker process the suite started is killed and joined at the end."""
+    # Imported here, where tests run: the controller of a -n run starts its workers without torch.
+    from ppaux.relay import gloo
+
     yield
     gloo.stop_all()
     assert multiprocessing.active_children() == []

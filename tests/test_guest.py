@@ -139,3 +139,27 @@ def test_the_suite_keeps_its_verdict_under_a_users_profile_with_no_or_an_unwrita
     assert done.returncode == 1, done.stdout[-3000:]
     assert done.stdout.splitlines()[-1].startswith("1 failed, 1 passed, ")
     assert "FAILED test_properties.py::test_round_trip" in done.stdout
+
+
+def test_importing_ppaux_or_its_test_tooling_imports_no_torch_until_a_name_is_used():
+    # A fresh interpreter (this one has torch already): what a project's conftest, or a tool that reads
+    # only ppaux's profiles, marks or version, pays at start-up.
+    code = "import sys, ppaux, ppaux.testing, ppaux.testing.profiles, ppaux.conformance; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout == "False\n"
+
+
+def test_the_public_names_are_the_modules_own_once_used():
+    import ppaux.core
+    import ppaux.testing
+    import ppaux.testing.kit
+
+    assert (ppaux.add, ppaux.CATALOG, ppaux.testing.check_observer) == (
+        ppaux.core.add,
+        ppaux.core.CATALOG,
+        ppaux.testing.kit.check_observer,
+    )
+    assert set(ppaux.__all__) <= set(dir(ppaux)) and set(ppaux.testing.__all__) <= set(dir(ppaux.testing))
+    with pytest.raises(AttributeError) as info:
+        ppaux.not_a_name  # noqa: B018
+    assert str(info.value) == "module 'ppaux' has no attribute 'not_a_name'"

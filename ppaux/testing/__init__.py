@@ -9,7 +9,22 @@ A plugin's test is three lines::
     def test_pp_relay(): check_observer(MyObserver, outputs())
 """
 
-from ppaux.testing.impl import Implementation, ImplementationError, load
-from ppaux.testing.kit import KitFailure, KitResult, check_observer
+from typing import TYPE_CHECKING
+
+from ppaux._lazy import exports
+
+if TYPE_CHECKING:
+    from ppaux.testing.impl import Implementation, ImplementationError, load
+    from ppaux.testing.kit import KitFailure, KitResult, check_observer
 
 __all__ = ["Implementation", "ImplementationError", "KitFailure", "KitResult", "check_observer", "load"]
+
+# The kit and the loader (torch with them) are imported on the first use of one of their names: the
+# plugin and the profiles, imported by every pytest run ppaux is installed in, need neither.
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        **dict.fromkeys(["Implementation", "ImplementationError", "load"], "ppaux.testing.impl"),
+        **dict.fromkeys(["KitFailure", "KitResult", "check_observer"], "ppaux.testing.kit"),
+    },
+)
