@@ -72,7 +72,7 @@ ROWS = [
         "outcome": "failed",
         "doc": "Adding twice raises A2.",
         "error": "ValueError: boom",
-        "example": "Falsifying example: test_b(\n    n=0,\n)",
+        "example": "test_b(\n    n=0,\n)",
         "blob": "@reproduce_failure('6', b'AAA=')",
     },
     {"nodeid": "t.py::test_c", "clause": None, "marks": ["contract"], "outcome": "skipped"},
@@ -160,8 +160,10 @@ Adding twice raises A2.
 
 Error: `ValueError: boom`
 
+Minimal example:
+
 ```
-Falsifying example: test_b(
+test_b(
     n=0,
 )
 ```

@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 
 from ppaux.conformance import test_add, test_pop, test_properties, test_robustness, test_sglang_cases, test_stateful
 from ppaux.core.clauses import CLAUSES, markdown_table
-from ppaux.testing.results import EXAMPLE_HEADER
 from reports import cli_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+# How Hypothesis has introduced a failing example in its output: "Falsifying example:" before 6.16x.
+EXAMPLE_HEADER = re.compile(r"(?:Falsifying|Failing)(?: explicit)? (?:example|test case):")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 

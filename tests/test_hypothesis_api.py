@@ -20,11 +20,17 @@ from ppaux.testing.hypothesis_api import (
     HypothesisAPIError,
     add_to_database_key,
     check_hypothesis_api,
+    failing_examples,
     observe_test_cases,
     replace_seed_generator,
 )
 
-MODULES = ("hypothesis.core", "hypothesis.internal.observability", "hypothesis.internal.reflection")
+MODULES = (
+    "hypothesis.core",
+    "hypothesis.internal.observability",
+    "hypothesis.internal.reflection",
+    "hypothesis.statistics",
+)
 
 
 def test_every_name_ppaux_relies_on_is_in_the_installed_hypothesis():
@@ -35,6 +41,8 @@ def test_every_name_ppaux_relies_on_is_in_the_installed_hypothesis():
         "hypothesis.internal.observability.remove_observability_callback",
         "hypothesis.internal.observability.OBSERVABILITY_COLLECT_COVERAGE",
         "hypothesis.internal.observability.TestCaseObservation",
+        "hypothesis.internal.observability.ObservationMetadata",
+        "hypothesis.statistics.collector",
         "hypothesis.core.threadlocal",
         "hypothesis.internal.reflection.function_digest",
     ]
@@ -78,6 +86,8 @@ def test_every_name_that_changed_kind_is_named_in_one_message():
         internal_observability__remove_observability_callback="remove",
         internal_observability__OBSERVABILITY_COLLECT_COVERAGE="yes",
         internal_observability__TestCaseObservation=dict,
+        internal_observability__ObservationMetadata=dict,
+        statistics__collector=object(),
         core__threadlocal=object(),
         internal_reflection__function_digest=Digest(),
     )
@@ -90,9 +100,15 @@ def test_every_name_that_changed_kind_is_named_in_one_message():
         "ppaux needs it to stop counting when a round's pytest session ends",
         "hypothesis.internal.observability.OBSERVABILITY_COLLECT_COVERAGE is no longer a bool: ppaux needs it to "
         "switch off tracing each example's coverage while counting (it slows a round several times over)",
-        "hypothesis.internal.observability.TestCaseObservation is no longer a dataclass with fields type, status: "
-        "ppaux needs it to tell a test case's observation (type 'test_case', status passed, failed or gave_up) "
-        "from others",
+        "hypothesis.internal.observability.TestCaseObservation is no longer a dataclass with fields type, status, "
+        "how_generated, representation, metadata: ppaux needs it to tell a test case's observation (type "
+        "'test_case', status passed, failed or gave_up) from others, and to read a failure's minimal example and "
+        "reproduce blob as data, never from the failure's text",
+        "hypothesis.internal.observability.ObservationMetadata is no longer a dataclass with field "
+        "reproduction_decorator: ppaux needs it to read a failure's @reproduce_failure decorator as data",
+        "hypothesis.statistics.collector is no longer a DynamicVariable called once a test's search is over, before "
+        "a failure's replay: ppaux needs it to switch observability on for a failure's final replay only (on for "
+        "the whole search, it costs every test case a representation)",
         "hypothesis.core.threadlocal is no longer an object with _hypothesis_global_random: ppaux needs it to seed a "
         "fuzz round and keep its example database (@seed, --hypothesis-seed, derandomize drop it), and to give both "
         "forked runs of a contained test one seed",
@@ -162,6 +178,62 @@ def test_a_failing_case_is_observed_as_failed():
     finally:
         stop()
     assert "failed" in statuses and set(statuses) == {"passed", "failed"}
+
+
+def _failing(seen: list[bool]):
+    """A test that fails on n >= 2 after an interactive draw and a note, noting whether observability was on."""
+
+    @settings(database=None, max_examples=50, derandomize=True, print_blob=True)
+    @given(n=st.integers(0, 9), data=st.data())
+    def property_(n, data):
+        seen.append(hypothesis_api.observability.observability_enabled())
+        data.draw(st.lists(st.integers(0, 3)), label="steps")
+        hypothesis.note(f"n is {n}")
+        assert n < 2
+
+    return property_
+
+
+def test_a_failures_minimal_example_and_blob_are_what_the_failure_shows_and_only_its_replay_is_observed():
+    seen: list[bool] = []
+    with failing_examples() as found, pytest.raises(AssertionError) as info:
+        _failing(seen)()
+    # The failure's text, in the release this test pins: the example after the header, the blob in a sentence.
+    *shown, blob_line = info.value.__notes__
+    assert [f"Failing test case: {f.example}" for f in found] == ["\n".join(shown)]
+    assert [
+        f"You can reproduce this test case by temporarily adding {f.blob} as a decorator on your test function"
+        for f in found
+    ] == [blob_line.strip()]
+    assert found[0].example.startswith("property_(\n    n=2,\n    data=data(...),\n)\nDraw 1 (steps): []")
+    assert found[0].example.endswith("\nn is 2")
+    # Searching and shrinking ran without observability; only the final replay had it.
+    assert seen[-1] and not any(seen[:-1])
+    assert not hypothesis_api.observability.observability_enabled()
+
+
+def test_a_passing_test_gives_no_example_is_never_observed_and_its_statistics_still_reach_pytest():
+    seen: list[bool] = []
+    stats: list[dict] = []
+
+    @settings(database=None, max_examples=10)
+    @given(st.integers())
+    def property_(n):
+        seen.append(hypothesis_api.observability.observability_enabled())
+
+    # Hypothesis's pytest plugin hears each test's statistics through the same hook (--hypothesis-show-statistics).
+    with hypothesis_api.statistics.collector.with_value(stats.append), failing_examples() as found:
+        property_()
+    assert found == [] and seen and not any(seen) and len(stats) == 1
+    assert not hypothesis_api.observability.observability_enabled()
+
+
+def test_a_block_that_runs_several_failing_tests_gets_each_failure_once():
+    with failing_examples() as found:
+        for _ in range(2):
+            with pytest.raises(AssertionError):
+                _failing([])()
+    assert [f.example.splitlines()[1] for f in found] == ["    n=2,", "    n=2,"]
 
 
 @pytest.fixture

@@ -6,11 +6,10 @@ import json
 
 import pytest
 
-from ppaux.testing.results import failure_details
-
 PROPERTY = '''
 import pytest
 from hypothesis import given, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, rule
 
 @pytest.mark.contract
 @pytest.mark.clause("demo.1")
@@ -26,6 +25,16 @@ def test_plain():
 @pytest.mark.skip(reason="not today")
 def test_skipped():
     pass
+
+class Counter(RuleBasedStateMachine):
+    n = 0
+
+    @rule()
+    def step(self):
+        self.n += 1
+        assert self.n < 2
+
+test_counter = Counter.TestCase
 '''
 
 
@@ -33,7 +42,7 @@ def test_results_record_clause_marks_outcome_example_and_blob(pytester):
     pytester.makepyfile(test_demo=PROPERTY)
     out = pytester.path / "results.jsonl"
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--hypothesis-profile=ci", f"--ppaux-results={out}")
-    result.assert_outcomes(passed=1, failed=1, skipped=1)
+    result.assert_outcomes(passed=1, failed=2, skipped=1)
     rows = {r["nodeid"].split("::")[1]: r for r in map(json.loads, out.read_text().splitlines())}
     small = rows["test_small"]
     assert (small["clause"], small["marks"], small["outcome"], small["doc"]) == (
@@ -42,10 +51,11 @@ def test_results_record_clause_marks_outcome_example_and_blob(pytester):
         "failed",
         "demo.1: every drawn integer is small.",
     )
-    assert small["example"] in (
-        "Falsifying example: test_small(\n    x=10,\n)",
-        "Failing test case: test_small(\n    x=10,\n)",
-    )
+    # The minimal example as the failure shows it after Hypothesis's header; a state machine's steps.
+    assert small["example"] == "test_small(\n    x=10,\n)"
+    counter = rows["test_counter"]
+    assert counter["example"] == "state = Counter()\nstate.step()\nstate.step()\nstate.teardown()"
+    assert counter["blob"].startswith("@reproduce_failure(") and counter["blob"] != small["blob"]
     assert small["blob"].startswith("@reproduce_failure(") and small["error"].startswith(
         "AssertionError: assert 10 < 10"
     )
@@ -239,46 +249,13 @@ def test_the_recorder_is_a_plugin_named_ppaux_results(pytester):
     assert result.ret == pytest.ExitCode.OK
 
 
-def test_failure_details_without_an_example_or_blob():
-    assert failure_details("E   AssertionError: plain") == {"example": None, "blob": None}
+def test_a_run_that_records_rows_twice_over_keeps_one_reader_of_minimal_examples(pytester):
+    # The result recorder and a fuzz round each ask for it: a run with both must not fail to register it.
+    from ppaux.testing.results import MinimalExamples
 
-
-def test_failure_details_read_exception_groups():
-    text = (
-        "    | Falsifying example: test_x(\n    |     x=1,\n    | )\n    | \n    | You can "
-        "reproduce this example by temporarily adding @reproduce_failure('6', b'AA==')"
-    )
-    assert failure_details(text) == {
-        "example": "Falsifying example: test_x(\n    x=1,\n)",
-        "blob": "@reproduce_failure('6', b'AA==')",
-    }
-
-
-def test_failure_details_example_running_to_the_end_of_the_text():
-    assert (
-        failure_details("E   Falsifying example: test_x(\nE       x=1,\nE   )")["example"]
-        == "Falsifying example: test_x(\n    x=1,\n)"
-    )
-
-
-def test_failure_details_of_unprefixed_text_and_a_bare_e_line():
-    assert (
-        failure_details("Falsifying example: test_x(\n    x=1,\n)")["example"]
-        == "Falsifying example: test_x(\n    x=1,\n)"
-    )
-    assert (
-        failure_details("E   Falsifying example: test_x(\nE   )\nE\nE   more")["example"]
-        == "Falsifying example: test_x(\n)"
-    )
-    # pytest's marker is the one character "E": a line without it keeps its place.
-    assert (
-        failure_details("E   Falsifying example: t(\n        x=1,\nE   )")["example"]
-        == "Falsifying example: t(\n     x=1,\n)"
-    )
-
-
-def test_failure_details_lines_indented_less_than_the_example_are_left_aligned():
-    assert failure_details("    Falsifying example: t(\n  x=1,\n    )")["example"] == "Falsifying example: t(\nx=1,\n)"
+    config = pytester.parseconfigure("-p", "no:cacheprovider", f"--ppaux-results={pytester.path / 'r.jsonl'}")
+    MinimalExamples.register(config)
+    assert len([p for p in config.pluginmanager.get_plugins() if isinstance(p, MinimalExamples)]) == 1
 
 
 def test_a_strict_xpass_is_recorded_as_failed_without_an_error_line(pytester):
@@ -295,17 +272,3 @@ def test_implementations_pretty_print_as_one_line():
     from ppaux.testing.impl import load
 
     assert pretty(load(None)) == "<ppaux prefix='__sampling_observer_output__.'>"
-
-
-@pytest.mark.parametrize(
-    "header", ["Falsifying example", "Falsifying explicit example", "Failing test case", "Failing explicit test case"]
-)
-def test_failure_details_read_both_hypothesis_wordings(header):
-    text = (
-        f"E   {header}: test_x(\nE       x=1,\nE   )\nE   \n"
-        "E   You can reproduce this test case by temporarily adding @reproduce_failure('6', b'AA==')"
-    )
-    assert failure_details(text) == {
-        "example": f"{header}: test_x(\n    x=1,\n)",
-        "blob": "@reproduce_failure('6', b'AA==')",
-    }

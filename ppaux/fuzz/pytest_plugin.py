@@ -45,7 +45,7 @@ from ppaux.testing.hypothesis_api import (
 )
 from ppaux.testing.plugin import recorded_calls
 from ppaux.testing.profiles import tuned
-from ppaux.testing.results import carried, carried_outcome, carry, carry_outcome, row
+from ppaux.testing.results import MinimalExamples, carried, carried_outcome, carry, carry_outcome, row
 
 PROFILE = "ppaux-fuzz"
 # Failure text kept per failure: Hypothesis puts the example and the blob at the end.
@@ -149,6 +149,8 @@ class FuzzRound:
     def pytest_configure(self, config: pytest.Config) -> None:
         # Every test case Hypothesis runs, stateful ones and those of a forked child included.
         self._undo.append(observe_test_cases(self._count_example))
+        # A failure's minimal example and blob, for its record.
+        MinimalExamples.register(config)
         if self._seeds is not None:
             old = replace_seed_generator(self._seeds)
             self._undo.append(lambda: replace_seed_generator(old))

@@ -65,7 +65,7 @@ def conformance_markdown(report: ConformanceReport) -> str:
         if test.detail:
             lines += ["```", test.detail, "```", ""]
         if test.example:
-            lines += ["```", test.example, "```", ""]
+            lines += ["Minimal example:", "", "```", test.example, "```", ""]
         lines += _replay(report, test) + _regression(test)
     lines += _regression_files(report.regressions)
     return "\n".join(lines).rstrip() + "\n"

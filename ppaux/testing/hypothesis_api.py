@@ -11,10 +11,11 @@ an ImportError before it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -24,20 +25,25 @@ import hypothesis
 # core: the generator each test draws its seed from (a module no documented API names).
 # observability: documented (6.137+) in Hypothesis's observability reference, though the path says internal.
 # reflection: only for the check that a test's example-database key still reads the extra bytes.
-from hypothesis import core
+# statistics: the hook Hypothesis calls once a test's search is over, before it replays a failure.
+from hypothesis import core, statistics
 from hypothesis.internal import observability, reflection
 
 __all__ = [
+    "FailingExample",
     "HypothesisAPIError",
     "REQUIRED",
     "Requirement",
     "add_to_database_key",
     "check_hypothesis_api",
+    "failing_examples",
     "observe_test_cases",
     "replace_seed_generator",
 ]
 
 _MISSING = object()
+# How Hypothesis marks the observation of a failure's final replay (TestCaseObservation.how_generated).
+_MINIMAL_FAILING = "minimal failing test case"
 # The attribute of a test's inner function whose bytes Hypothesis adds to its example-database key.
 _ADD_DIGEST = "_hypothesis_internal_add_digest"
 
@@ -109,9 +115,25 @@ REQUIRED: list[Requirement] = [
     Requirement(
         "hypothesis.internal.observability",
         "TestCaseObservation",
-        "a dataclass with fields type, status",
-        "to tell a test case's observation (type 'test_case', status passed, failed or gave_up) from others",
-        _has_fields("type", "status"),
+        "a dataclass with fields type, status, how_generated, representation, metadata",
+        "to tell a test case's observation (type 'test_case', status passed, failed or gave_up) from others, "
+        "and to read a failure's minimal example and reproduce blob as data, never from the failure's text",
+        _has_fields("type", "status", "how_generated", "representation", "metadata"),
+    ),
+    Requirement(
+        "hypothesis.internal.observability",
+        "ObservationMetadata",
+        "a dataclass with field reproduction_decorator",
+        "to read a failure's @reproduce_failure decorator as data",
+        _has_fields("reproduction_decorator"),
+    ),
+    Requirement(
+        "hypothesis.statistics",
+        "collector",
+        "a DynamicVariable called once a test's search is over, before a failure's replay",
+        "to switch observability on for a failure's final replay only (on for the whole search, it costs "
+        "every test case a representation)",
+        lambda value: hasattr(value, "value") and callable(getattr(value, "with_value", None)),
     ),
     Requirement(
         "hypothesis.core",
@@ -130,7 +152,7 @@ REQUIRED: list[Requirement] = [
     ),
 ]
 
-_MODULES: dict[str, ModuleType] = {module.__name__: module for module in (core, observability, reflection)}
+_MODULES: dict[str, ModuleType] = {module.__name__: module for module in (core, observability, reflection, statistics)}
 
 
 def check_hypothesis_api(modules: Mapping[str, object] | None = None, version: str = hypothesis.__version__) -> None:
@@ -174,6 +196,56 @@ def observe_test_cases(on_test_case: Callable[[str], None]) -> Callable[[], None
         observability.OBSERVABILITY_COLLECT_COVERAGE = collect
 
     return stop
+
+
+@dataclass(frozen=True)
+class FailingExample:
+    """A failure's minimal test case, as Hypothesis replays it at the end of a test: ``example``, the call
+    with the drawn arguments then each interactive draw and note (a state machine's steps), as the failure
+    shows them after its "Failing test case:"; ``blob``, the ``@reproduce_failure(...)`` decorator that
+    replays it."""
+
+    example: str
+    blob: str
+
+
+def _example(observation: Any) -> str:  # Any: a TestCaseObservation
+    # The representation is the call, then each interactive draw as JSON ("\nDraw 1 (case): [...]", its
+    # name an argument's); the notes hold each draw as the failure shows it, and the test's own notes.
+    draws = [name for name in observation.arguments if name.startswith("Draw ")]
+    call = observation.representation.partition(f"\n{draws[0]}: ")[0] if draws else observation.representation
+    return "\n".join([call, *observation.metadata.notes])
+
+
+@contextlib.contextmanager
+def failing_examples() -> Iterator[list[FailingExample]]:
+    """Run the block with a list that receives each failure's minimal test case, as data, as Hypothesis
+    replays it (one per distinct failure; none for a test that passes or is not a Hypothesis test).
+
+    Observability is switched on, for this thread, only once Hypothesis has noted a test's statistics,
+    when its search and shrinking are over: a passing test then runs no test case more, a failing one
+    only its final replay. On for the whole search, it costs every test case a representation.
+    """
+    found: list[FailingExample] = []
+
+    def observe(observation: Any) -> None:  # Any: an internal type that moves between versions
+        if observation.type == "test_case" and observation.how_generated == _MINIMAL_FAILING:
+            found.append(FailingExample(_example(observation), observation.metadata.reproduction_decorator))
+
+    collector: Any = statistics.collector  # Any: typed by its default value, None
+    outer = collector.value
+
+    def searched(stats: Any) -> None:  # Any: Hypothesis's statistics, passed on untouched
+        if outer is not None:
+            outer(stats)
+        observability.remove_observability_callback(observe)  # once, if a block runs several tests
+        observability.add_observability_callback(observe)
+
+    with collector.with_value(searched):
+        try:
+            yield found
+        finally:
+            observability.remove_observability_callback(observe)
 
 
 def replace_seed_generator(generator: random.Random | None) -> random.Random | None:

@@ -27,7 +27,7 @@ from ppaux.testing.impl import Implementation, ImplementationError, load
 from ppaux.testing.kit import KitResult, check_observer
 from ppaux.testing.lanes import Lanes
 from ppaux.testing.profiles import SuiteSettings, UnknownTuning, check_tuning, parse_max_examples, resolve, under
-from ppaux.testing.results import RecordedCalls, ResultRecorder, scenario
+from ppaux.testing.results import MinimalExamples, RecordedCalls, ResultRecorder, scenario
 from ppaux.testing.scenario import CallRecorder
 from ppaux.testing.suite import parse_workers
 
@@ -82,6 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--ppaux-results")
     if path:
         config.pluginmanager.register(ResultRecorder(path, recorded_calls), "ppaux-results")
+        MinimalExamples.register(config)
 
 
 def _asked_settings(config: pytest.Config) -> tuple[str | None, int | None]:

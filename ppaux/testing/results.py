@@ -1,10 +1,9 @@
 """What a run's tests did, read from pytest's reports: the per-test rows ``ppaux check`` builds its
-report from, and the minimal example and reproduce blob of a failure."""
+report from, with a failure's minimal example and reproduce blob as Hypothesis gives them as data."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from ppaux.report import TestOutcome
 from ppaux.report.conformance import FindingKind
+from ppaux.testing.hypothesis_api import FailingExample, failing_examples
 from ppaux.testing.scenario import CallRecorder, Unwritable, describe
 
 # A JSON object as json.loads gives it (a test's row, a fuzz event, a run's summary): its values are
@@ -43,40 +43,28 @@ def carry(report: pytest.TestReport, part: str, data: JSONObject) -> None:
     report.__dict__.setdefault(REPORT_KEY, {})[part] = data
 
 
-_BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
-# Hypothesis before 6.16x says "Falsifying example:", later "Failing test case:".
-EXAMPLE_HEADER = re.compile(r"(?:Falsifying|Failing)(?: explicit)? (?:example|test case):")
-_BLOCK_END = ("You can reproduce", "Explanation:", "Traceback", "Unreliable")
+# A test's failures as Hypothesis replayed them where the test ran: put there by MinimalExamples while
+# the test runs, read by :func:`row`.
+FAILING_EXAMPLES_KEY = pytest.StashKey[list[FailingExample]]()
 
 
-def _plain_lines(text: str) -> list[str]:
-    # pytest prefixes failure text with "E   " and exception groups with "| ".
-    out = []
-    for line in text.splitlines():
-        if line.startswith("E ") or line == "E":
-            line = line[1:]
-        out.append(re.sub(r"^\s*\| ?", "", line))
-    return out
+class MinimalExamples:
+    """Keeps each test's failing examples, as data, for its row (registered by whoever makes rows: the
+    result recorder, a fuzz round). Its hook runs inside Hypothesis's own, whose statistics it hears."""
 
+    NAME = "ppaux-minimal-examples"
 
-def failure_details(text: str) -> dict[str, str | None]:
-    """The minimal example and the reproduce blob, read from the text Hypothesis printed for a failure
-    (releases 6.x: "Falsifying example:" and, from 6.15x, "Failing test case:"). The one reader of
-    Hypothesis's wording: it offers the same as data only through observability, which records every
-    test case and made the conformance suite's ci run ten times slower (3.7 s to 44 s, docs/reports.md)."""
-    lines = _plain_lines(text)
-    start = next((i for i, line in enumerate(lines) if EXAMPLE_HEADER.match(line.lstrip())), None)
-    example = None
-    if start is not None:
-        indent = len(lines[start]) - len(lines[start].lstrip())
-        block = []
-        for line in lines[start:]:
-            if not line.strip() or line.strip().startswith(_BLOCK_END):
-                break
-            block.append(line[indent:] if not line[:indent].strip() else line.lstrip())
-        example = "\n".join(block)
-    blob = _BLOB.search(text)
-    return {"example": example, "blob": blob.group(0) if blob else None}
+    @classmethod
+    def register(cls, config: pytest.Config) -> None:
+        """Register one, unless the run has one already."""
+        if not config.pluginmanager.has_plugin(cls.NAME):
+            config.pluginmanager.register(cls(), cls.NAME)
+
+    @pytest.hookimpl(hookwrapper=True, trylast=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        with failing_examples() as found:
+            item.stash[FAILING_EXAMPLES_KEY] = found
+            yield
 
 
 def finding(error_type: str | None) -> FindingKind | None:
@@ -100,8 +88,12 @@ def row(
         doc=" ".join((doc or "").split()),
     )
     if report.failed:
-        details = failure_details(report.longreprtext)
-        made = replace(made, example=details["example"], blob=details["blob"])
+        # The first failure's, as a failing test's text shows the first one first.
+        failing = item.stash.get(FAILING_EXAMPLES_KEY, None)
+        if failing:
+            # The blob as the test's settings have it: where they do not print it (print_blob), none.
+            shown = failing[0].blob in report.longreprtext
+            made = replace(made, example=failing[0].example, blob=failing[0].blob if shown else None)
         if excinfo is not None:
             message = str(excinfo.value).strip().splitlines()
             kind = finding(excinfo.typename)
