@@ -3,6 +3,7 @@ real runs that find, save and replay a planted failure."""
 
 from __future__ import annotations
 
+import builtins
 import io
 import json
 import os
@@ -652,6 +653,47 @@ def test_stopped(n):
 def test_never_run(n):
     pass
 """
+
+
+def _raised(cause: BaseException | None = None, context: BaseException | None = None) -> BaseException:
+    error = AssertionError("KeyboardInterrupt, in words only")
+    error.__cause__, error.__context__ = cause, context
+    return error
+
+
+def _cyclic() -> BaseException:
+    first, second = ValueError(), ValueError()
+    first.__context__, second.__context__ = second, first
+    return first
+
+
+# Exception groups are builtins from Python 3.11 (the backport before it is Hypothesis's and pytest's).
+GROUP = getattr(builtins, "BaseExceptionGroup", None)
+NEEDS_GROUPS = pytest.mark.skipif(GROUP is None, reason="exception groups are builtins from Python 3.11")
+
+
+@pytest.mark.parametrize(
+    "error, interrupted",
+    [
+        pytest.param(lambda: KeyboardInterrupt(), True, id="itself"),
+        pytest.param(lambda: _raised(cause=KeyboardInterrupt()), True, id="its cause"),
+        pytest.param(lambda: _raised(context=_raised(context=KeyboardInterrupt())), True, id="a context's context"),
+        pytest.param(
+            lambda: GROUP("two", [ValueError(), _raised(cause=KeyboardInterrupt())]),
+            True,
+            id="in a group",
+            marks=NEEDS_GROUPS,
+        ),
+        # A failure that only names the interrupt in its message is a failure.
+        pytest.param(lambda: _raised(), False, id="named only"),
+        pytest.param(lambda: GROUP("two", [ValueError(), _raised()]), False, id="group without", marks=NEEDS_GROUPS),
+        pytest.param(_cyclic, False, id="a cycle"),
+    ],
+)
+def test_a_round_s_stop_is_told_from_a_failure_by_the_exceptions_not_their_words(error, interrupted):
+    from ppaux.fuzz.pytest_plugin import _raised_in_an_interrupt
+
+    assert _raised_in_an_interrupt(error()) is interrupted
 
 
 def test_a_test_that_turns_the_round_s_stop_into_a_failure_is_interrupted_not_failed(pytester, monkeypatch, tmp_path):

@@ -213,7 +213,9 @@ class FuzzRound:
         # A test of the shipped suite runs in a forked child (ppaux.testing.containment): what it
         # counted there comes back on its reports.
         report = outcome.get_result()
-        carry(report, "round", {"examples": self.examples, "saved": self.saved(item.nodeid)})
+        interrupted = call.excinfo is not None and _raised_in_an_interrupt(call.excinfo.value)
+        counted = {"examples": self.examples, "saved": self.saved(item.nodeid), "interrupted": interrupted}
+        carry(report, "round", counted)
         if report.failed and not carried(report, "outcome"):
             # The failure's record, made where the test ran (its forked child): its clause, its error
             # from the exception itself, its minimal example and blob, and the calls of that example as code.
@@ -230,7 +232,7 @@ class FuzzRound:
             self.database.saved.setdefault(report.nodeid, counted["saved"])
         if report.when != "call" and not report.failed:
             return
-        if self.stopping and "KeyboardInterrupt" in report.longreprtext:
+        if self.stopping and counted.get("interrupted"):
             self.emit(Interrupted(report.nodeid))
             return  # our own stop: no verdict, not a finding
         outcome: Outcome = "failed" if report.failed else ("skipped" if report.skipped else "passed")
@@ -245,6 +247,25 @@ class FuzzRound:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.emit(Progress(self.examples))
         self.emit(Finished(int(exitstatus)))
+
+
+def _raised_in_an_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` is a KeyboardInterrupt or was raised from or while handling one (its causes,
+    contexts and grouped exceptions): a round's stop, however the test or Hypothesis turned it."""
+    pending, seen = [error], set()
+    while pending:
+        found = pending.pop()
+        if id(found) in seen:
+            continue
+        seen.add(id(found))
+        if isinstance(found, KeyboardInterrupt):
+            return True
+        pending += [e for e in (found.__cause__, found.__context__) if e is not None]
+        # An exception group's members (BaseExceptionGroup is a builtin only from Python 3.11).
+        members = getattr(found, "exceptions", None)
+        if isinstance(members, tuple):
+            pending += [e for e in members if isinstance(e, BaseException)]
+    return False
 
 
 # First: Hypothesis' own pytest_configure loads --hypothesis-profile=ppaux-fuzz, which must exist by then.
