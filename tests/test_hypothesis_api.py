@@ -101,11 +101,12 @@ def test_every_name_that_changed_kind_is_named_in_one_message():
         "hypothesis.internal.observability.OBSERVABILITY_COLLECT_COVERAGE is no longer a bool: ppaux needs it to "
         "switch off tracing each example's coverage while counting (it slows a round several times over)",
         "hypothesis.internal.observability.TestCaseObservation is no longer a dataclass with fields type, status, "
-        "how_generated, representation, metadata: ppaux needs it to tell a test case's observation (type "
+        "how_generated, representation, arguments, metadata: ppaux needs it to tell a test case's observation (type "
         "'test_case', status passed, failed or gave_up) from others, and to read a failure's minimal example and "
         "reproduce blob as data, never from the failure's text",
-        "hypothesis.internal.observability.ObservationMetadata is no longer a dataclass with field "
-        "reproduction_decorator: ppaux needs it to read a failure's @reproduce_failure decorator as data",
+        "hypothesis.internal.observability.ObservationMetadata is no longer a dataclass with fields "
+        "reproduction_decorator, notes: ppaux needs it to read a failure's @reproduce_failure decorator, and its "
+        "draws as the failure shows them, as data",
         "hypothesis.statistics.collector is no longer a DynamicVariable called once a test's search is over, before "
         "a failure's replay: ppaux needs it to switch observability on for a failure's final replay only (on for "
         "the whole search, it costs every test case a representation)",

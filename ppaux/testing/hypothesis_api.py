@@ -115,17 +115,17 @@ REQUIRED: list[Requirement] = [
     Requirement(
         "hypothesis.internal.observability",
         "TestCaseObservation",
-        "a dataclass with fields type, status, how_generated, representation, metadata",
+        "a dataclass with fields type, status, how_generated, representation, arguments, metadata",
         "to tell a test case's observation (type 'test_case', status passed, failed or gave_up) from others, "
         "and to read a failure's minimal example and reproduce blob as data, never from the failure's text",
-        _has_fields("type", "status", "how_generated", "representation", "metadata"),
+        _has_fields("type", "status", "how_generated", "representation", "arguments", "metadata"),
     ),
     Requirement(
         "hypothesis.internal.observability",
         "ObservationMetadata",
-        "a dataclass with field reproduction_decorator",
-        "to read a failure's @reproduce_failure decorator as data",
-        _has_fields("reproduction_decorator"),
+        "a dataclass with fields reproduction_decorator, notes",
+        "to read a failure's @reproduce_failure decorator, and its draws as the failure shows them, as data",
+        _has_fields("reproduction_decorator", "notes"),
     ),
     Requirement(
         "hypothesis.statistics",
