@@ -18,7 +18,11 @@ SAMPLE = {
 }
 
 
-@pytest.mark.parametrize("channel", ["loopback", pytest.param("gloo", marks=pytest.mark.gloo)])
+# Over gloo in .ci/run's full run: the quick run starts one gloo world (tests/test_gloo.py's round trip),
+# and an xdist worker that met only this test would start a second.
+@pytest.mark.parametrize(
+    "channel", ["loopback", pytest.param("gloo", marks=[pytest.mark.gloo, pytest.mark.subprocess])]
+)
 def test_relay_keeps_keys_values_and_non_tensors(channel):
     """One hop keeps key order, tensor values/dtypes/shapes, and non-tensor values (as copies)."""
     out = relay(SAMPLE, channel=channel)
