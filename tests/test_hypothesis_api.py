@@ -237,6 +237,23 @@ def test_a_block_that_runs_several_failing_tests_gets_each_failure_once():
     assert [f.example.splitlines()[1] for f in found] == ["    n=2,", "    n=2,"]
 
 
+def test_a_failing_test_run_on_another_thread_is_not_heard_and_leaves_observability_off():
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            _failing([])()
+        except AssertionError as exc:
+            failed.append(exc)
+
+    with failing_examples() as found:
+        other = threading.Thread(target=run)
+        other.start()
+        other.join()
+    assert (len(failed), found) == (1, [])
+    assert not hypothesis_api.observability.observability_enabled()
+
+
 @pytest.fixture
 def seed_generator():
     saved = replace_seed_generator(None)
