@@ -224,8 +224,10 @@ def failing_examples() -> Iterator[list[FailingExample]]:
 
     Observability is switched on, for this thread, only once Hypothesis has noted a test's statistics,
     when its search and shrinking are over: a passing test then runs no test case more, a failing one
-    only its final replay. On for the whole search, it costs every test case a representation. The
-    statistics hook is this thread's, as the block is: a test run on another thread is not heard.
+    only its final replay. On for the whole search, it costs every test case a representation. Once
+    on, it stays on to the end of the block: a block that runs several tests (a pytest test runs one)
+    pays for the later ones' searches. The statistics hook is this thread's, as the block is: a test
+    run on another thread is not heard.
     """
     found: list[FailingExample] = []
 
