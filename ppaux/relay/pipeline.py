@@ -166,10 +166,13 @@ class _PopMidway(dict[str, torch.Tensor]):
 
 def sample(step: int, config: PipelineConfig, device: str) -> dict[str, object]:
     """The last stage's output dict before add: what it sampled at ``step``."""
-    d: dict[str, object] = {"next_token_ids": torch.arange(config.batch_size, device=device) + step}
+    # Computed on the CPU, then placed: arithmetic on `meta` first imports torch's compiler stack
+    # (torch._dynamo, some 800 modules: a second in each process that relays on meta).
+    ids = torch.arange(config.batch_size)
+    d: dict[str, object] = {"next_token_ids": (ids + step).to(device)}
     if config.logprobs:
         # True division makes float32 logprobs of the int64 range.
-        d["next_token_logprobs"] = -torch.arange(config.batch_size, device=device) / (step + 1)
+        d["next_token_logprobs"] = (-ids / (step + 1)).to(device)
     return d
 
 
