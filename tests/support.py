@@ -109,11 +109,11 @@ class FakeClock:
 
 
 def held_until(ready: Any, limit: float = 60.0) -> Any:
-    """An ``on_sleep`` for :class:`FakeClock` over real processes: each sleep waits a moment of real
-    time, and the fake time moves only while ``ready()`` holds (the processes reached the step the
-    test is about), so a busy machine slows the test instead of changing its verdict. After
-    ``limit`` real seconds (scaled by $PPAUX_TIMEOUT_FACTOR), time moves regardless: a safety net so
-    that the run ends, and the test's assertions say what was missing."""
+    """An ``on_sleep`` for :class:`FakeClock` over real processes: the fake time moves only while
+    ``ready()`` holds (the processes reached the step the test is about); a sleep that finds it false
+    waits a moment of real time and lets none pass, so a busy machine slows the test instead of
+    changing its verdict. After ``limit`` real seconds (scaled by $PPAUX_TIMEOUT_FACTOR), time moves
+    regardless: a safety net so that the run ends, and the test's assertions say what was missing."""
     import time
 
     from ppaux.isolation import safety_limit
@@ -121,8 +121,10 @@ def held_until(ready: Any, limit: float = 60.0) -> Any:
     give_up = time.monotonic() + safety_limit(limit)
 
     def on_sleep(seconds: float) -> float:
-        time.sleep(min(seconds, 0.02))
-        return seconds if ready() or time.monotonic() > give_up else 0.0
+        if ready() or time.monotonic() > give_up:
+            return seconds
+        time.sleep(min(seconds, 0.01))
+        return 0.0
 
     return on_sleep
 

@@ -490,7 +490,8 @@ def test_an_error_in_the_supervisor_kills_and_reaps_the_child():
 
 
 def test_a_child_that_works_a_while_is_waited_for_and_a_long_answer_read_whole():
-    outcome = run_forked(lambda: time.sleep(0.6) or b"done", deadline=lambda: None)
+    # Longer than the supervisor's look at the deadline (every quarter of a second).
+    outcome = run_forked(lambda: time.sleep(0.3) or b"done", deadline=lambda: None)
     assert (outcome.answer, outcome.finished) == (b"done", True)
     # Longer than a pipe holds: it arrives in pieces.
     assert run_forked(lambda: b"x" * 300_000, deadline=lambda: None).answer == b"x" * 300_000

@@ -366,7 +366,7 @@ def blocked_forever():
     time.sleep(SAFETY * 10)
 
 
-def test_a_contained_run_passed_failed_crashed_or_hung():
+def test_a_contained_run_passed_failed_or_crashed():
     guard = Guard(0.2)
     passed = guard.contain(lambda: ([1, 2], None))
     assert (passed.kind, passed.value, passed.error) == ("passed", [1, 2], None)
@@ -378,7 +378,12 @@ def test_a_contained_run_passed_failed_crashed_or_hung():
         None,
         "ended the process with exit status 3",
     )
-    # A call no timer signal reaches: killed from outside past its deadline.
+
+
+@pytest.mark.subprocess  # waited out to its deadline and the kill's grace: a second and more
+def test_a_contained_run_that_no_timer_signal_reaches_is_a_hang():
+    # Killed from outside past its deadline.
+    guard = Guard(0.2)
     hung = guard.contain(lambda: guard.call("pop", blocked_forever))
     assert (hung.kind, hung.value) == ("hang", None)
 

@@ -490,9 +490,9 @@ def hang_of(failure: KitFailure, call: str) -> Hang:
     ],
 )
 def test_a_step_that_does_not_return_is_k14_with_the_minimal_output(harm, statement):
-    failure = kit_failure(planted.observer(harm), planted.outputs(), timeout=0.5, settings=QUICK)
+    failure = kit_failure(planted.observer(harm), planted.outputs(), timeout=0.3, settings=QUICK)
     hang = hang_of(failure, "from_pp_tensors")
-    assert failure.code == "K14" and hang.limit <= 0.5
+    assert failure.code == "K14" and hang.limit <= 0.3
     assert frames(hang.stack)[-1] == frame_of(planted.HARMS[harm], statement)
     assert shows_the_minimal_output(failure)
 
@@ -577,7 +577,7 @@ def test_where_fork_is_missing_the_check_runs_in_this_process(monkeypatch):
     check_observer(lambda: pids.append(os.getpid()) or Obs(), good(), settings=QUICK)
     assert pids and set(pids) == {os.getpid()}
     hang = hang_of(
-        kit_failure(planted.observer("loop"), planted.outputs(), timeout=0.5, settings=QUICK), "from_pp_tensors"
+        kit_failure(planted.observer("loop"), planted.outputs(), timeout=0.3, settings=QUICK), "from_pp_tensors"
     )
     assert frames(hang.stack)[-1] == frame_of(planted.loop, "while")
 
@@ -603,7 +603,7 @@ def test_once_cuda_is_initialized_the_check_forks_nothing(monkeypatch):
         )
     assert pids and set(pids) == {os.getpid()}
     hang = hang_of(
-        kit_failure(planted.observer("loop"), planted.outputs(), timeout=0.5, settings=QUICK), "from_pp_tensors"
+        kit_failure(planted.observer("loop"), planted.outputs(), timeout=0.3, settings=QUICK), "from_pp_tensors"
     )
     assert frames(hang.stack)[-1] == frame_of(planted.loop, "while")
 
@@ -639,7 +639,7 @@ def test_an_explicit_timeout_replaces_the_limit_of_the_implementations_guard(ppa
     assert ppaux_impl.guard is not None and ppaux_impl.guard.timeout > 0.5
     hangs = ppaux_impl.guard.hangs
     with pytest.raises(KitFailure) as info:
-        ppaux_observer_check(planted.observer("loop"), planted.outputs(), timeout=0.5, settings=QUICK)
+        ppaux_observer_check(planted.observer("loop"), planted.outputs(), timeout=0.3, settings=QUICK)
     assert hang_of(info.value, "from_pp_tensors").limit <= 0.5
     assert ppaux_impl.guard.hangs == hangs and not ppaux_impl.guard.isolated
 

@@ -13,9 +13,10 @@ from ppaux.mutation.mutant_runs import DURATIONS, FIRST, DurationRecorder, recor
 
 PLUGIN = ("-p", "ppaux.mutation.mutant_runs", "-p", "no:cacheprovider")
 
-# Each test appends its name to order.txt, so the run's order can be read back.
+# Each test appends its name to order.txt, so the run's order can be read back. test_slow takes
+# $SLOW_SECONDS (none unless a test asks: the order of later runs comes from recorded durations).
 TESTS = """
-import time
+import os, time
 from pathlib import Path
 
 def _ran(name):
@@ -24,7 +25,7 @@ def _ran(name):
 
 def test_slow():
     _ran("slow")
-    time.sleep(0.2)
+    time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
 
 def test_quick():
     _ran("quick")
@@ -37,9 +38,12 @@ def test_failing():
 
 @pytest.fixture
 def thawed():
-    """A nested run freezes this process's objects too: give them back to the collector afterwards."""
+    """A nested run freezes this process's objects too: where this run had frozen none, give them back
+    to the collector afterwards (a run that froze its heap keeps it frozen, as it had it)."""
+    had_frozen = gc.get_freeze_count() > 0
     yield
-    gc.unfreeze()
+    if not had_frozen:
+        gc.unfreeze()
 
 
 def _order(pytester) -> list:
@@ -48,7 +52,8 @@ def _order(pytester) -> list:
     return order
 
 
-def test_the_first_run_records_each_tests_duration_and_keeps_the_order(pytester, thawed):
+def test_the_first_run_records_each_tests_duration_and_keeps_the_order(pytester, thawed, monkeypatch):
+    monkeypatch.setenv("SLOW_SECONDS", "0.2")
     pytester.makepyfile(test_demo=TESTS)
     pytester.runpytest_inprocess(*PLUGIN).assert_outcomes(passed=2, failed=1)
     assert _order(pytester) == ["slow", "quick", "failing"]
