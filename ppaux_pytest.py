@@ -6,7 +6,8 @@ run (:func:`activate`: the plugin proper, :mod:`ppaux.testing.plugin`, with torc
 implementation under test) only when the run asks for it:
 
 - a ``--ppaux-*`` option on the command line;
-- collecting ppaux's shipped tests (``ppaux/conformance/conftest.py`` activates it);
+- collecting ppaux's shipped tests (``ppaux/conformance/conftest.py`` activates it; on the controller
+  of an xdist run, once it has started its workers, which need not wait for its import of torch);
 - a collected test that uses a ppaux fixture or carries ``@pytest.mark.isolated``.
 
 So ``$PPAUX_IMPL`` is read, and a bad value fails the run, only in runs that test an implementation.
@@ -16,7 +17,7 @@ before pytest-cov starts, this file stays out of the measured package.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from types import ModuleType
 from typing import Any
 
@@ -30,6 +31,10 @@ ACTIVE = pytest.StashKey[ModuleType]()
 REFUSED = pytest.StashKey[str]()
 # Set when the session starts: from then on a refusal is raised inside collection.
 STARTED = pytest.StashKey[bool]()
+# Set on the controller of an xdist run when the shipped suite's conftest asks for ppaux as the run is
+# configured: it activates as the session starts, once it has started its workers (each loads the
+# implementation too), so that they need not wait for its import of torch.
+DEFERRED = pytest.StashKey[bool]()
 
 # Fixtures and the mark that make a collected test one of ppaux's.
 FIXTURES = ("ppaux_impl", "ppaux_observer_check", "ppaux_settings")
@@ -169,6 +174,9 @@ def activate_from_conftest(config: pytest.Config) -> None:
     """:func:`activate`, from the ``pytest_configure`` of a conftest of ppaux's shipped tests. Loaded
     during collection (``--pyargs``), a refusal is a collection error of one line: a usage error
     raised there would print pytest's traceback, and crash xdist's controller from a worker."""
+    if ACTIVE not in config.stash and STARTED not in config.stash and _starts_workers(config):
+        config.stash[DEFERRED] = True
+        return
     try:
         activate(config)
     except pytest.UsageError as exc:
@@ -177,9 +185,30 @@ def activate_from_conftest(config: pytest.Config) -> None:
         raise pytest.Collector.CollectError(str(exc)) from None
 
 
+def _starts_workers(config: pytest.Config) -> bool:
+    # pytest-xdist's controller: it collects and runs no test itself, and starts its workers as the
+    # session starts (with --collect-only it starts none and collects).
+    distributed = config.getoption("dist", "no") != "no" and not config.getoption("collectonly")
+    return distributed and not hasattr(config, "workerinput")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[STARTED] = True
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    # xdist's controller started its workers as the session started; its run loop is about to wait on them.
+    config = session.config
+    if config.stash.get(DEFERRED, False):
+        del config.stash[DEFERRED]
+        # A bad implementation is a usage error, one line, and the session's end stops the workers.
+        header = activate(config).unshown_header(config)
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if header is not None and reporter is not None:
+            reporter.write_line(header)
+    return (yield)
 
 
 def _is_ppaux_test(item: pytest.Item) -> bool:

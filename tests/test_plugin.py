@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+
+from ppaux import conformance
 
 PROPERTY = '''
 import pytest
@@ -237,6 +240,30 @@ def test_ppaux_impl_comes_from_the_environment_too(pytester, monkeypatch):
     result.stderr.fnmatch_lines(
         ["ERROR: cannot import implementation module 'no_such_impl_module': ModuleNotFoundError: *"]
     )
+
+
+@pytest.mark.subprocess  # two xdist workers, each importing torch
+def test_an_xdist_controller_loads_the_implementation_once_it_has_started_its_workers(pytester, monkeypatch):
+    """The shipped suite named by path: its conftest asks for ppaux as the run is configured. The
+    controller starts its workers first, then loads the implementation and shows the header; a bad one
+    is a usage error of one line, and the session's end stops the workers."""
+    from tests.test_lanes import children
+
+    suite = str(Path(conformance.__file__).parent / "test_add.py")
+    args = ("-p", "no:cacheprovider", "-n", "2", suite, "-k", "none_output")
+    result = pytester.runpytest_inprocess(*args)
+    assert result.ret == pytest.ExitCode.OK
+    header = "ppaux: implementation under test <ppaux prefix=*>; per-call limit *"
+    result.stdout.fnmatch_lines(["created: 2/2 workers", header, "2 workers [1 item]"])
+    before = children()
+    monkeypatch.setenv("PPAUX_IMPL", "no_such_impl_module")
+    result = pytester.runpytest_inprocess(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [line for line in result.errlines if line] == [
+        "ERROR: cannot import implementation module 'no_such_impl_module': ModuleNotFoundError: "
+        "No module named 'no_such_impl_module'"
+    ]
+    assert "node down" not in result.stdout.str() and set(children()) <= set(before)
 
 
 def test_the_recorder_is_a_plugin_named_ppaux_results(pytester):

@@ -151,9 +151,17 @@ def pytest_report_header(config: pytest.Config) -> str:
     return _header(config)
 
 
+def unshown_header(config: pytest.Config) -> str | None:
+    """The header's line, where the run printed its header before ppaux was activated in it (once)."""
+    if config.stash[HEADER_KEY]:
+        return None
+    config.stash[HEADER_KEY] = True
+    return _header(config)
+
+
 def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
     # Activated by what collection found: the header's place has passed, so it follows the collection line.
-    return None if config.stash[HEADER_KEY] else _header(config)
+    return unshown_header(config)
 
 
 # Once CUDA is initialized here, a worker forked after could touch no cuda tensor, and every test
