@@ -32,7 +32,7 @@ REFUSED = pytest.StashKey[str]()
 # Set when the session starts: from then on a refusal is raised inside collection.
 STARTED = pytest.StashKey[bool]()
 # Set on the controller of an xdist run when the shipped suite's conftest asks for ppaux as the run is
-# configured: it activates as the session starts, once it has started its workers (each loads the
+# configured: it activates as its run loop starts, once it has started its workers (each loads the
 # implementation too), so that they need not wait for its import of torch.
 DEFERRED = pytest.StashKey[bool]()
 

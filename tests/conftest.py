@@ -51,7 +51,7 @@ OPT_IN = {
 @pytest.hookimpl(trylast=True)  # after ppaux's plugin loaded the implementation under test, and torch
 def pytest_configure(config: pytest.Config) -> None:
     # torch's heap, frozen before collection: the full collections while the test modules load no
-    # longer walk it (a second and a half in each process of the run).
+    # longer walk it (about a second in each process of the run).
     gc.freeze()
     for mark in ("slow", "subprocess", "thorough"):
         config.addinivalue_line("markers", f"{mark}: {OPT_IN[mark][1]}")
