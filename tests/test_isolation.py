@@ -490,9 +490,23 @@ def test_an_error_in_the_supervisor_kills_and_reaps_the_child():
 
 
 def test_a_child_that_works_a_while_is_waited_for_and_a_long_answer_read_whole():
-    # Longer than the supervisor's look at the deadline (every quarter of a second).
-    outcome = run_forked(lambda: time.sleep(0.3) or b"done", deadline=lambda: None)
-    assert (outcome.answer, outcome.finished) == (b"done", True)
+    # The child works until the supervisor has looked at its deadline a second time: it waited once,
+    # in vain, for an answer in between, and took the child still at work for neither dead nor done.
+    go_read, go_write = os.pipe()
+    looks: list[None] = []
+
+    def deadline() -> None:
+        looks.append(None)
+        if len(looks) == 2:
+            os.write(go_write, b"go")
+        return None
+
+    try:
+        outcome = run_forked(lambda: os.read(go_read, 2) and b"done", deadline=deadline)
+    finally:
+        os.close(go_read)
+        os.close(go_write)
+    assert (outcome.answer, outcome.finished) == (b"done", True) and len(looks) >= 2
     # Longer than a pipe holds: it arrives in pieces.
     assert run_forked(lambda: b"x" * 300_000, deadline=lambda: None).answer == b"x" * 300_000
 
