@@ -1,16 +1,20 @@
-"""The README's test command on a busy machine: ``python -m reports.under_load [--runs N] [--hogs K]``.
+"""The README's test command on a busy machine: ``python -m reports.under_load [--runs N] [--hogs K]
+[--bytecode cold|warm]``.
 
 Runs ``pytest --hypothesis-profile=ci -n 2`` (the README's second command) N times (default 5) in
 this checkout while K processes (default 2, one per core of CI's machine) spin without pause, and
 says each run's exit status, its summary line and its wall time. The goal (issue 34): every run
-green; no verdict of the suite may depend on how busy the machine is. Writes
-reports/out/under_load.{json,md}; nothing here is asserted, and the times are only what a loaded
+green; no verdict of the suite may depend on how busy the machine is. ``--bytecode`` names the state
+of the checkout's bytecode cache each run starts from (:mod:`reports.bytecode`): ``cold`` (default),
+nothing cached, as on a fresh clone; ``warm``, Python's default, written by an untimed run first.
+Writes reports/out/under_load.{json,md}; nothing here is asserted, and the times are only what the
 machine took.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -19,7 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-OUT = Path("reports") / "out"
+from reports import bytecode
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+OUT = CHECKOUT / "reports" / "out"
 README_TESTS = ["pytest", "--hypothesis-profile=ci", "-n", "2", "-q"]
 
 
@@ -28,9 +35,9 @@ def spin() -> None:  # pragma: no cover - the load, in a process of its own
         pass
 
 
-def one_run(number: int) -> dict[str, object]:
+def one_run(number: int, env: dict[str, str]) -> dict[str, object]:
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", *README_TESTS], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", *README_TESTS], cwd=CHECKOUT, env=env, capture_output=True, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     return {
         "run": number,
@@ -44,27 +51,42 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reports.under_load", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--hogs", type=int, default=2, help="busy processes beside the runs (default 2)")
+    parser.add_argument(
+        "--bytecode",
+        choices=bytecode.STATES,
+        default="cold",
+        help="the checkout's bytecode cache as each run starts: cold (default), nothing cached; warm, written first",
+    )
     args = parser.parse_args(argv)
+    warm = bytecode.warm_up(CHECKOUT, [sys.executable, "-m", *README_TESTS]) if args.bytecode == "warm" else None
     hogs = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.hogs)]
     for hog in hogs:
         hog.start()
     runs = []
     try:
         for number in range(1, args.runs + 1):
-            runs.append(one_run(number))
+            with contextlib.nullcontext(warm) if warm is not None else bytecode.cold(CHECKOUT) as env:
+                runs.append(one_run(number, env))
             print(f"run {number}: exit {runs[-1]['exit']} in {runs[-1]['wall_s']} s: {runs[-1]['summary']}", flush=True)
     finally:
         for hog in hogs:
             hog.kill()
     green = sum(r["exit"] == 0 for r in runs)
     OUT.mkdir(parents=True, exist_ok=True)
-    result = {"command": " ".join(README_TESTS), "hogs": args.hogs, "cores": os.cpu_count(), "runs": runs}
+    result = {
+        "command": " ".join(README_TESTS),
+        "hogs": args.hogs,
+        "bytecode": args.bytecode,
+        "cores": os.cpu_count(),
+        "runs": runs,
+    }
     (OUT / "under_load.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     table = [f"| {r['run']} | {r['exit']} | {r['wall_s']} | {r['summary']} |" for r in runs]
     md = [
         f"# The README's tests under load: {green}/{len(runs)} green",
         "",
-        f"`{result['command']}` beside {args.hogs} busy processes, {os.cpu_count()} cores.",
+        f"`{result['command']}` beside {args.hogs} busy processes, {os.cpu_count()} cores, "
+        f"bytecode cache {args.bytecode}.",
         "",
         "| run | exit | wall s | summary |",
         "| --- | --- | --- | --- |",

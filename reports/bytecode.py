@@ -1,0 +1,74 @@
+"""The state of this checkout's bytecode cache, set before a timed run of the README's test command.
+
+Python reads a cached ``.pyc`` (and pytest its rewritten test module) wherever one is there, even under
+``PYTHONDONTWRITEBYTECODE=1``, which only stops the writing: a run's cost depends on what earlier runs
+left in the checkout's ``__pycache__`` directories, not on that variable alone. So a timed run names
+its state and is put in it:
+
+- ``cold``: nothing of the checkout cached and nothing written (its ``__pycache__`` directories set
+  aside for the run, ``PYTHONDONTWRITEBYTECODE=1``): every process compiles the checkout's modules
+  and rewrites every test module, as on a fresh clone;
+- ``warm``: Python's default, the cache written by an untimed run first: every run after a user's first.
+
+Only the checkout's own cache is touched: dot-directories and virtual environments inside it are
+left alone (the installed packages' bytecode, torch's, is part of the install, not of the state).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+STATES = ("cold", "warm")
+
+
+def checkout_caches(checkout: Path) -> list[Path]:
+    """The ``__pycache__`` directories of the checkout's own modules and tests."""
+    found = []
+    for root, dirs, _ in os.walk(checkout):
+        here = Path(root)
+        if "__pycache__" in dirs:
+            found.append(here / "__pycache__")
+        # Not into the caches themselves, dot-directories (.git, .venv, .tox) or a virtual environment.
+        dirs[:] = [
+            d for d in dirs if d != "__pycache__" and not d.startswith(".") and not (here / d / "pyvenv.cfg").exists()
+        ]
+    return found
+
+
+def environment(state: str) -> dict[str, str]:
+    """This process's environment with bytecode writing off for a ``cold`` run, on (Python's default)
+    for a ``warm`` one."""
+    if state not in STATES:
+        raise ValueError(f"bytecode state {state!r}; expected one of {', '.join(STATES)}")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return dict(env, PYTHONDONTWRITEBYTECODE="1") if state == "cold" else env
+
+
+@contextlib.contextmanager
+def cold(checkout: Path) -> Iterator[dict[str, str]]:
+    """The checkout with none of its bytecode cached, for one run: its ``__pycache__`` directories are
+    set aside (renamed, so that a warm series can go on after) and put back when the run is over. Gives
+    the run's environment (writing off)."""
+    aside = [(cache, cache.with_name(cache.name + ".aside")) for cache in checkout_caches(checkout)]
+    for cache, moved in aside:
+        cache.rename(moved)
+    try:
+        yield environment("cold")
+    finally:
+        # What a process of the run wrote all the same (a test that turns writing on for its child).
+        for cache in checkout_caches(checkout):
+            shutil.rmtree(cache, ignore_errors=True)
+        for cache, moved in aside:
+            moved.rename(cache)
+
+
+def warm_up(checkout: Path, command: Sequence[str]) -> dict[str, str]:
+    """Write the checkout's cache with one untimed run of ``command``; gives the timed runs' environment."""
+    env = environment("warm")
+    subprocess.run(list(command), cwd=checkout, env=env, capture_output=True, check=False)
+    return env
