@@ -41,6 +41,7 @@ from ppaux.core.transport import _OUTPUT_PREFIX, SGLANG_TRANSPORT
 from ppaux.relay import gloo
 from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
 from reports import bytecode
+from reports.machine import speed_reference
 
 OUT = os.path.join("reports", "out")
 SIZES = {"1 KB": 1 << 10, "1 MB": 1 << 20, "64 MB": 64 << 20}
@@ -237,12 +238,6 @@ def bench_check(runs: int) -> list[dict[str, Any]]:
 # The README's test command; pytest's own figure is the last line's "in 58.38s".
 TEST_COMMAND = ["pytest", "--hypothesis-profile=ci", "-n", "2"]
 _PYTEST_SECONDS = re.compile(r" in ([0-9.]+)s")
-
-
-def speed_reference(repeat: int = 3) -> float:
-    """Seconds for a fixed pure-Python loop, the median of ``repeat``: this machine's speed while the
-    figures were taken (a shared machine's speed moves by a third within minutes)."""
-    return _median_seconds(lambda: sum(i * i for i in range(10**7)), repeat=repeat, number=1)
 
 
 def _children_cpu_seconds() -> float:

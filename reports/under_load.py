@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from reports import bytecode
+from reports.machine import speed_reference
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 OUT = CHECKOUT / "reports" / "out"
@@ -59,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     warm = bytecode.warm_up(CHECKOUT, [sys.executable, "-m", *README_TESTS]) if args.bytecode == "warm" else None
+    speed = [speed_reference()]
+    print(f"speed reference: {speed[0]:.2f} s (sum(i * i for i in range(10**7)))", flush=True)
     hogs = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.hogs)]
     for hog in hogs:
         hog.start()
@@ -71,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for hog in hogs:
             hog.kill()
+    speed.append(speed_reference())
     green = sum(r["exit"] == 0 for r in runs)
     OUT.mkdir(parents=True, exist_ok=True)
     result = {
@@ -78,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         "hogs": args.hogs,
         "bytecode": args.bytecode,
         "cores": os.cpu_count(),
+        "speed reference s, before and after": [round(s, 2) for s in speed],
         "runs": runs,
     }
     (OUT / "under_load.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
@@ -86,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         f"# The README's tests under load: {green}/{len(runs)} green",
         "",
         f"`{result['command']}` beside {args.hogs} busy processes, {os.cpu_count()} cores, "
-        f"bytecode cache {args.bytecode}.",
+        f"bytecode cache {args.bytecode}; the machine's speed reference (`sum(i * i for i in range(10**7))`) "
+        f"{speed[0]:.2f} s before, {speed[1]:.2f} s after.",
         "",
         "| run | exit | wall s | summary |",
         "| --- | --- | --- | --- |",
@@ -94,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     (OUT / "under_load.md").write_text("\n".join(md), encoding="utf-8")
-    print(f"under load: {green}/{len(runs)} green; reports/out/under_load.md")
+    print(f"under load: {green}/{len(runs)} green; speed reference after: {speed[1]:.2f} s; reports/out/under_load.md")
     return 0 if green == len(runs) else 1
 
 
