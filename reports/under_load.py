@@ -1,14 +1,14 @@
-"""The README's test command on a busy machine: ``python -m reports.under_load [--runs N] [--hogs K]
-[--bytecode cold|warm]``.
+"""The README's test command, on a busy machine or an idle one, from a named state of the bytecode cache.
 
-Runs ``pytest --hypothesis-profile=ci -n 2`` (the README's second command) N times (default 5) in
-this checkout while K processes (default 2, one per core of CI's machine) spin without pause, and
-says each run's exit status, its summary line and its wall time. The goal (issue 34): every run
-green; no verdict of the suite may depend on how busy the machine is. ``--bytecode`` names the state
-of the checkout's bytecode cache each run starts from (:mod:`reports.bytecode`): ``cold`` (default),
-nothing cached, as on a fresh clone; ``warm``, Python's default, written by an untimed run first.
-Writes reports/out/under_load.{json,md}; nothing here is asserted, and the times are only what the
-machine took.
+``python -m reports.under_load [--runs N] [--hogs K] [--bytecode cold|warm]`` runs ``pytest
+--hypothesis-profile=ci -n 2`` (the README's second command) N times (default 5) in this checkout while
+K processes (default 2, one per core of CI's machine) spin without pause, and says each run's exit
+status, its summary line and its wall time. The goal (issue 34): every run green; no verdict of the
+suite may depend on how busy the machine is. ``--bytecode`` names the state of the checkout's bytecode
+cache each run starts from (:mod:`reports.bytecode`): ``cold`` (default), nothing cached, as on a fresh
+clone; ``warm``, Python's default, written by an untimed run first. Writes
+reports/out/under_load.{json,md}; nothing here is asserted, and the times are only what the machine
+took.
 """
 
 from __future__ import annotations
