@@ -18,7 +18,6 @@ Numbers are medians of repeated runs on whatever machine runs this; nothing here
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
@@ -251,11 +250,11 @@ def bench_test_run(runs: int) -> list[dict[str, Any]]:
     compiling the checkout's modules and rewriting every test module, as on a fresh clone), alternately,
     so that a machine that slows down for a while slows both."""
     checkout = Path(__file__).resolve().parent.parent
-    warm = bytecode.warm_up(checkout, TEST_COMMAND)
+    bytecode.warm_up(checkout, TEST_COMMAND)
     seen: dict[str, list[tuple[float, float, float]]] = {"warm": [], "cold": []}
     for _ in range(runs):
         for cache in seen:
-            with contextlib.nullcontext(warm) if cache == "warm" else bytecode.cold(checkout) as env:
+            with bytecode.prepared(cache, checkout) as env:
                 start, cpu = time.perf_counter(), _children_cpu_seconds()
                 proc = subprocess.run(TEST_COMMAND, cwd=checkout, env=env, capture_output=True, text=True)
                 wall, cpu = time.perf_counter() - start, _children_cpu_seconds() - cpu

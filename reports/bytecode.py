@@ -67,8 +67,12 @@ def cold(checkout: Path) -> Iterator[dict[str, str]]:
             moved.rename(cache)
 
 
-def warm_up(checkout: Path, command: Sequence[str]) -> dict[str, str]:
-    """Write the checkout's cache with one untimed run of ``command``; gives the timed runs' environment."""
-    env = environment("warm")
-    subprocess.run(list(command), cwd=checkout, env=env, capture_output=True, check=False)
-    return env
+def warm_up(checkout: Path, command: Sequence[str]) -> None:
+    """Write the checkout's cache with one untimed run of ``command``, before a series of warm runs."""
+    subprocess.run(list(command), cwd=checkout, env=environment("warm"), capture_output=True, check=False)
+
+
+def prepared(state: str, checkout: Path) -> contextlib.AbstractContextManager[dict[str, str]]:
+    """One timed run's environment in ``state``, the checkout put in that state for the run: ``cold``
+    sets its cache aside (:func:`cold`); ``warm`` runs on the cache :func:`warm_up` wrote."""
+    return cold(checkout) if state == "cold" else contextlib.nullcontext(environment(state))

@@ -14,7 +14,6 @@ took.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import multiprocessing
 import os
@@ -59,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         help="the checkout's bytecode cache as each run starts: cold (default), nothing cached; warm, written first",
     )
     args = parser.parse_args(argv)
-    warm = bytecode.warm_up(CHECKOUT, [sys.executable, "-m", *README_TESTS]) if args.bytecode == "warm" else None
+    if args.bytecode == "warm":
+        bytecode.warm_up(CHECKOUT, [sys.executable, "-m", *README_TESTS])
     speed = [speed_reference()]
     print(f"speed reference: {speed[0]:.2f} s (sum(i * i for i in range(10**7)))", flush=True)
     hogs = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.hogs)]
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     try:
         for number in range(1, args.runs + 1):
-            with contextlib.nullcontext(warm) if warm is not None else bytecode.cold(CHECKOUT) as env:
+            with bytecode.prepared(args.bytecode, CHECKOUT) as env:
                 runs.append(one_run(number, env))
             print(f"run {number}: exit {runs[-1]['exit']} in {runs[-1]['wall_s']} s: {runs[-1]['summary']}", flush=True)
     finally:
