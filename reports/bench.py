@@ -234,8 +234,7 @@ def bench_check(runs: int) -> list[dict[str, Any]]:
     ]
 
 
-# The README's test command; pytest's own figure is the last line's "in 58.38s".
-TEST_COMMAND = ["pytest", "--hypothesis-profile=ci", "-n", "2"]
+# pytest's own figure is the last line's "in 58.38s".
 _PYTEST_SECONDS = re.compile(r" in ([0-9.]+)s")
 
 
@@ -250,21 +249,22 @@ def bench_test_run(runs: int) -> list[dict[str, Any]]:
     compiling the checkout's modules and rewriting every test module, as on a fresh clone), alternately,
     so that a machine that slows down for a while slows both."""
     checkout = Path(__file__).resolve().parent.parent
-    bytecode.warm_up(checkout, TEST_COMMAND)
+    bytecode.warm_up(checkout, bytecode.readme_tests())
     seen: dict[str, list[tuple[float, float, float]]] = {"warm": [], "cold": []}
     for _ in range(runs):
         for cache in seen:
             with bytecode.prepared(cache, checkout) as env:
                 start, cpu = time.perf_counter(), _children_cpu_seconds()
-                proc = subprocess.run(TEST_COMMAND, cwd=checkout, env=env, capture_output=True, text=True)
+                proc = subprocess.run(bytecode.readme_tests(), cwd=checkout, env=env, capture_output=True, text=True)
                 wall, cpu = time.perf_counter() - start, _children_cpu_seconds() - cpu
             if proc.returncode != 0:
-                raise RuntimeError(f"{' '.join(TEST_COMMAND)} exited {proc.returncode}:\n{proc.stdout[-2000:]}")
+                command = " ".join(bytecode.README_TESTS)
+                raise RuntimeError(f"{command} exited {proc.returncode}:\n{proc.stdout[-2000:]}")
             figures = _PYTEST_SECONDS.findall(proc.stdout.strip().splitlines()[-1])
             seen[cache].append((wall, float(figures[-1]), cpu))
     return [
         {
-            "command": " ".join(TEST_COMMAND),
+            "command": " ".join(bytecode.README_TESTS),
             "bytecode cache": cache,
             "runs": runs,
             "median wall s": statistics.median(w for w, _, _ in rows),

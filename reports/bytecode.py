@@ -20,10 +20,18 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 STATES = ("cold", "warm")
+# The README's second command, as written there.
+README_TESTS = ["pytest", "--hypothesis-profile=ci", "-n", "2"]
+
+
+def readme_tests(*extra: str) -> list[str]:
+    """The README's test command as the benchmarks time it: with the Python that runs them."""
+    return [sys.executable, "-m", *README_TESTS, *extra]
 
 
 def checkout_caches(checkout: Path) -> list[Path]:

@@ -27,7 +27,6 @@ from reports.machine import speed_reference
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 OUT = CHECKOUT / "reports" / "out"
-README_TESTS = ["pytest", "--hypothesis-profile=ci", "-n", "2", "-q"]
 
 
 def spin() -> None:  # pragma: no cover - the load, in a process of its own
@@ -37,7 +36,7 @@ def spin() -> None:  # pragma: no cover - the load, in a process of its own
 
 def one_run(number: int, env: dict[str, str]) -> dict[str, object]:
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", *README_TESTS], cwd=CHECKOUT, env=env, capture_output=True, text=True)
+    proc = subprocess.run(bytecode.readme_tests("-q"), cwd=CHECKOUT, env=env, capture_output=True, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     return {
         "run": number,
@@ -59,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.bytecode == "warm":
-        bytecode.warm_up(CHECKOUT, [sys.executable, "-m", *README_TESTS])
+        bytecode.warm_up(CHECKOUT, bytecode.readme_tests())
     speed = [speed_reference()]
     print(f"speed reference: {speed[0]:.2f} s (sum(i * i for i in range(10**7)))", flush=True)
     hogs = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.hogs)]
@@ -78,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     green = sum(r["exit"] == 0 for r in runs)
     OUT.mkdir(parents=True, exist_ok=True)
     result = {
-        "command": " ".join(README_TESTS),
+        "command": " ".join([*bytecode.README_TESTS, "-q"]),
         "hogs": args.hogs,
         "bytecode": args.bytecode,
         "cores": os.cpu_count(),

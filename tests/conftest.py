@@ -48,6 +48,16 @@ OPT_IN = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which makes a bare -n N mean --dist load
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    # A bare -n N (the README's) runs these tests as --dist worksteal, as .ci/run did: an idle worker
+    # takes queued tests from the busy one, so the workers end together, not seconds apart
+    # (docs/benchmarks.md). An explicit --dist is kept.
+    option = config.option
+    if getattr(option, "numprocesses", None) and option.dist == "no" and not option.distload:
+        option.dist = "worksteal"
+
+
 @pytest.hookimpl(trylast=True)  # after ppaux's plugin loaded the implementation under test, and torch
 def pytest_configure(config: pytest.Config) -> None:
     # torch's heap, frozen before collection: the full collections while the test modules load no
