@@ -227,6 +227,8 @@ def test_check_passes_on_the_reference_and_writes_both_reports(capsys, tmp_path,
 
 def test_check_by_default_leaves_only_its_dot_directory_in_the_users_directory(capsys, tmp_path, monkeypatch):
     # The real suite's run, from the user's directory: the report lands under .ppaux and nothing else appears.
+    # (Hypothesis's own .hypothesis/ is where this process first used Hypothesis, the outer run's directory:
+    # from a user's shell, a check leaves it too, as any Hypothesis run does; the README says so.)
     # pytest-benchmark, where installed, makes .benchmarks/ in any pytest run: the user's plugin, not ppaux's.
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:benchmark")
     monkeypatch.chdir(tmp_path)
