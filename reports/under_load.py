@@ -26,6 +26,8 @@ from reports import bytecode
 from reports.machine import REFERENCE_LOOP, speed_reference
 
 CHECKOUT = Path(__file__).resolve().parent.parent
+# Appended to the README's command: one summary line per run, read into the report.
+QUIET = ("-q",)
 OUT = CHECKOUT / "reports" / "out"
 
 
@@ -36,7 +38,7 @@ def spin() -> None:  # pragma: no cover - the load, in a process of its own
 
 def one_run(number: int, env: dict[str, str]) -> dict[str, object]:
     start = time.monotonic()
-    proc = subprocess.run(bytecode.readme_tests("-q"), cwd=CHECKOUT, env=env, capture_output=True, text=True)
+    proc = subprocess.run(bytecode.readme_tests(*QUIET), cwd=CHECKOUT, env=env, capture_output=True, text=True)
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     return {
         "run": number,
@@ -77,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     green = sum(r["exit"] == 0 for r in runs)
     OUT.mkdir(parents=True, exist_ok=True)
     result = {
-        "command": " ".join([*bytecode.README_TESTS, "-q"]),
+        "command": " ".join([*bytecode.README_TESTS, *QUIET]),
         "hogs": args.hogs,
         "bytecode": args.bytecode,
         "cores": os.cpu_count(),
