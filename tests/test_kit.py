@@ -77,7 +77,10 @@ def kit_failure(factory: Any, strategy: Any, **kwargs: Any) -> KitFailure:
 @pytest.fixture
 def in_process():
     """The check runs in this process, as under a supervisor (a guard installed for the test).
-    Unsupervised, a passing check runs only in a forked child: what its observer records stays there."""
+    Unsupervised, a passing check runs only in a forked child: what its observer records stays there.
+    The catalog's findings are decided the same way wherever the check runs: their tests take this path,
+    which skips the unsupervised path's second run of a failing check. That path (a check passing,
+    failing, flaky, crashing or hanging in its child) has tests of its own, unsupervised."""
     with SuiteGuard().installed():
         yield
 
@@ -90,7 +93,7 @@ def _primary_keys(db: InMemoryExampleDatabase) -> set:
     return {k for k in db.data if not k.endswith((b".secondary", b".pareto", b".observations"))}
 
 
-def test_the_example_database_key_is_per_observer_and_strategy():
+def test_the_example_database_key_is_per_observer_and_strategy(in_process):
     db = InMemoryExampleDatabase()
     empty = st.just(Out({}))
     for factory in (Obs, NoneObs, functools.partial(Obs), Obs):
@@ -99,7 +102,7 @@ def test_the_example_database_key_is_per_observer_and_strategy():
     assert len(_primary_keys(db)) == 4
 
 
-def test_the_example_database_key_is_stable_across_runs():
+def test_the_example_database_key_is_stable_across_runs(in_process):
     db = InMemoryExampleDatabase()
     for _ in range(2):
         kit_failure(lambda: None, st.just(Out({})), settings=settings(database=db))
@@ -119,7 +122,7 @@ def test_the_example_database_key_is_made_of_names(factory, key):
     assert testing.database_key(factory, st.just(1)) == key
 
 
-def test_two_ways_of_failing_are_reported_as_one_failure():
+def test_two_ways_of_failing_are_reported_as_one_failure(in_process):
     """Hypothesis would raise an ExceptionGroup for two distinct bugs; the kit reports the first."""
     # 0 passes, odd numbers are A2 and even ones A3: shrinking either finds the other.
     two = st.integers(0, 50).map(
@@ -157,19 +160,19 @@ def test_the_kit_relays_over_the_channel_to_each_device_it_is_given(monkeypatch)
 # Catalog errors, reported with the catalog's fixes.
 
 
-def test_output_without_pp_support_is_a1():
+def test_output_without_pp_support_is_a1(in_process):
     assert str(kit_failure(Obs, st.just(object()))) == message("A1")
 
 
-def test_empty_payload_is_a2():
+def test_empty_payload_is_a2(in_process):
     assert str(kit_failure(Obs, outs())) == message("A2")
 
 
-def test_empty_name_is_a3():
+def test_empty_name_is_a3(in_process):
     assert str(kit_failure(Obs, st.just(Out({"": torch.zeros(1)})))) == message("A3")
 
 
-def test_non_tensor_value_is_a4_with_its_name():
+def test_non_tensor_value_is_a4_with_its_name(in_process):
     failure = kit_failure(Obs, outs(**{"kit.a": [0.5]}))
     assert str(failure) == message("A4", name="kit.a")
     assert failure.code == "A4" and failure.name == "kit.a"
@@ -191,15 +194,15 @@ class TwiceMapping(Mapping):
         return 2
 
 
-def test_name_sent_twice_is_a5():
+def test_name_sent_twice_is_a5(in_process):
     assert str(kit_failure(Obs, st.just(Out(TwiceMapping("kit.a"))))) == message("A5", name="kit.a")
 
 
-def test_factory_returning_none_is_p1():
+def test_factory_returning_none_is_p1(in_process):
     assert str(kit_failure(lambda: None, good())) == message("P1")
 
 
-def test_observer_without_pp_support_is_p2():
+def test_observer_without_pp_support_is_p2(in_process):
     assert str(kit_failure(object, good())) == message("P2")
 
 
@@ -208,7 +211,7 @@ class NoneObs:
         return None
 
 
-def test_observer_returning_none_is_p4():
+def test_observer_returning_none_is_p4(in_process):
     assert str(kit_failure(NoneObs, good())) == message("P4")
 
 
@@ -217,7 +220,7 @@ class RaisingOut:
         raise RuntimeError("to_pp_tensors is broken")
 
 
-def test_other_errors_of_to_pp_tensors_propagate_unchanged():
+def test_other_errors_of_to_pp_tensors_propagate_unchanged(in_process):
     with pytest.raises(RuntimeError) as info:
         check_observer(Obs, st.just(RaisingOut()))
     assert type(info.value) is RuntimeError and str(info.value) == "to_pp_tensors is broken"
@@ -226,23 +229,23 @@ def test_other_errors_of_to_pp_tensors_propagate_unchanged():
 # What the wire refuses or loses.
 
 
-def test_non_contiguous_tensor_is_k1():
+def test_non_contiguous_tensor_is_k1(in_process):
     assert str(kit_failure(Obs, outs(**{"kit.a": torch.zeros(2, 2).t()}))) == message("K1", name="kit.a")
 
 
-def test_quantized_dtype_is_k2():
+def test_quantized_dtype_is_k2(in_process):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         q = torch.quantize_per_tensor(torch.zeros(2), 1.0, 0, torch.qint8)
     assert str(kit_failure(Obs, outs(**{"kit.q": q}))) == message("K2", name="kit.q", detail="torch.qint8")
 
 
-def test_tensor_subclass_is_k3():
+def test_tensor_subclass_is_k3(in_process):
     p = torch.nn.Parameter(torch.zeros(2))
     assert str(kit_failure(Obs, outs(**{"kit.p": p}))) == message("K3", name="kit.p", detail="Parameter")
 
 
-def test_sparse_layout_is_k4():
+def test_sparse_layout_is_k4(in_process):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         s = torch.sparse_coo_tensor([[0]], [1.0], (2,))
@@ -259,11 +262,11 @@ def test_sparse_layout_is_k4():
         ("scores", "a generic name another output in the same PP dict may use (add would raise A5)"),
     ],
 )
-def test_colliding_name_is_k5(name, detail):
+def test_colliding_name_is_k5(name, detail, in_process):
     assert str(kit_failure(Obs, outs(**{name: torch.zeros(1)}))) == message("K5", name=name, detail=detail)
 
 
-def test_relay_failure_is_k6(monkeypatch):
+def test_relay_failure_is_k6(monkeypatch, in_process):
     def refuse(tensors, *, channel, device):
         raise RuntimeError("input tensor has to be contiguous")
 
@@ -289,7 +292,7 @@ class ReadsMore:
         return Out({"kit.a": tensors["kit.a"], "kit.ids": tensors["kit.ids"]})
 
 
-def test_observer_reading_an_unsent_name_is_k7():
+def test_observer_reading_an_unsent_name_is_k7(in_process):
     assert str(kit_failure(ReadsMore, outs(**{"kit.a": torch.zeros(1)}))) == message("K7", name="kit.ids")
 
 
@@ -300,7 +303,7 @@ class LooksUpReceivedName:
         return Out({name: self.table[name] for name in tensors})
 
 
-def test_key_error_on_a_sent_name_is_k8():
+def test_key_error_on_a_sent_name_is_k8(in_process):
     failure = kit_failure(LooksUpReceivedName, outs(**{"kit.a": torch.zeros(1)}))
     assert str(failure) == message("K8", detail="KeyError: 'kit.a'", device="cpu")
 
@@ -310,7 +313,7 @@ class BareKeyError:
         raise KeyError
 
 
-def test_key_error_without_a_name_is_k8():
+def test_key_error_without_a_name_is_k8(in_process):
     assert str(kit_failure(BareKeyError, good())) == message("K8", detail="KeyError: ", device="cpu")
 
 
@@ -319,7 +322,7 @@ class RaisesLikeAdd:
         raise RuntimeError("auxiliary PP output must contain at least one tensor")
 
 
-def test_observer_error_reading_like_an_add_error_is_k8_not_a2():
+def test_observer_error_reading_like_an_add_error_is_k8_not_a2(in_process):
     failure = kit_failure(RaisesLikeAdd, outs(**{"kit.a": torch.zeros(1)}))
     assert str(failure) == message(
         "K8", detail="RuntimeError: auxiliary PP output must contain at least one tensor", device="cpu"
@@ -333,7 +336,7 @@ class ExpectsCuda:
         return Out(dict(tensors))  # pragma: no cover - only with the receiver on cuda
 
 
-def test_observer_assuming_the_senders_device_is_k8():
+def test_observer_assuming_the_senders_device_is_k8(in_process):
     failure = kit_failure(ExpectsCuda, good(), devices=["cpu"])
     assert str(failure) == message("K8", detail="RuntimeError: expected cuda tensors", device="cpu")
 
@@ -357,12 +360,12 @@ class Tweaks:
         (lambda d: object(), "the rebuilt object has no to_pp_tensors() to compare; pass equal="),
     ],
 )
-def test_rebuilt_output_that_differs_is_k9(change, detail):
+def test_rebuilt_output_that_differs_is_k9(change, detail, in_process):
     failure = kit_failure(lambda: Tweaks(change), outs(**{"kit.a": torch.zeros(1, 2)}))
     assert str(failure) == message("K9", detail=detail)
 
 
-def test_equal_decides_when_given():
+def test_equal_decides_when_given(in_process):
     rebuild_other = lambda: Tweaks(lambda d: object())  # noqa: E731
     check_observer(rebuild_other, good(), equal=lambda a, b: True)
     failure = kit_failure(Obs, good(), equal=lambda a, b: False)
@@ -411,7 +414,7 @@ class Keeps:
         (lambda o, t, out: o.__dict__.update(steps=1, held=(t["kit.a"],)), "the observer's attribute 'held' holds it"),
     ],
 )
-def test_observer_keeping_received_tensors_is_k10(keep, detail):
+def test_observer_keeping_received_tensors_is_k10(keep, detail, in_process):
     Keeps.cache.clear()
     failure = kit_failure(lambda: Keeps(keep), outs(**{"kit.a": torch.zeros(3)}))
     Keeps.cache.clear()
@@ -427,7 +430,7 @@ class SlottedKeeper:
         return Out(dict(tensors))
 
 
-def test_retention_is_found_on_an_observer_without_attributes():
+def test_retention_is_found_on_an_observer_without_attributes(in_process):
     SlottedKeeper.cache.clear()
     failure = kit_failure(SlottedKeeper, outs(**{"kit.a": torch.zeros(3)}))
     SlottedKeeper.cache.clear()
@@ -436,7 +439,7 @@ def test_retention_is_found_on_an_observer_without_attributes():
     )
 
 
-def test_observer_keeping_copies_passes():
+def test_observer_keeping_copies_passes(in_process):
     def keep(o, t, out):
         o.last = {name: v.clone() for name, v in t.items()}
 
@@ -738,7 +741,7 @@ def test_settings_are_used(in_process):
     assert len(calls) == 3
 
 
-def test_one_failing_output_is_one_failure_even_with_several_bugs():
+def test_one_failing_output_is_one_failure_even_with_several_bugs(in_process):
     mixed = st.sampled_from([Out({"kit.a": torch.zeros(2, 2).t()}), Out({"scores": torch.zeros(1)})])
     failure = kit_failure(Obs, mixed)
     assert str(failure) in (
@@ -798,7 +801,7 @@ def test_unknown_device_is_invalid_argument(bad):
     [str(IMPLS / "unstripped_names.py"), load(str(IMPLS / "unstripped_names.py"))],
     ids=["path", "Implementation"],
 )
-def test_the_kit_relays_with_the_implementation_it_is_given(impl):
+def test_the_kit_relays_with_the_implementation_it_is_given(impl, in_process):
     """A pop that hands the observer prefixed names breaks the round trip; ppaux's own does not."""
     failure = kit_failure(
         Obs, outs(**{"kit.a": torch.zeros(2)}), impl=impl, settings=settings(database=None, max_examples=1)
@@ -822,7 +825,7 @@ class Cyclic:
         return out
 
 
-def test_output_in_a_reference_cycle_is_not_retention():
+def test_output_in_a_reference_cycle_is_not_retention(in_process):
     # A few examples: every one is the same cycle, and each costs a full garbage collection.
     check_observer(Cyclic, good(), settings=settings(database=None, max_examples=5))
 
