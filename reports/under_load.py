@@ -6,7 +6,9 @@ K processes (default 2, one per core of CI's machine) spin without pause, and sa
 status, its summary line and its wall time. The goal (issue 34): every run green; no verdict of the
 suite may depend on how busy the machine is. ``--bytecode`` names the state of the checkout's bytecode
 cache each run starts from (:mod:`reports.bytecode`): ``cold`` (default), nothing cached, as on a fresh
-clone; ``warm``, Python's default, written by an untimed run first. Writes
+clone; ``warm``, Python's default, written by an untimed run first. Each run's CPU time (user and system,
+of the run and every process it waited for) is given beside its wall time: how busy the run kept the
+cores, and between commits how much work each did (on a shared machine both move with the hour). Writes
 reports/out/under_load.{json,md}; nothing here is asserted, and the times are only what the machine
 took.
 """
@@ -17,6 +19,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -37,14 +40,20 @@ def spin() -> None:  # pragma: no cover - the load, in a process of its own
 
 
 def one_run(number: int, env: dict[str, str]) -> dict[str, object]:
+    # The busy processes are reaped only after the last run: the children's CPU counted here is the run's.
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     proc = subprocess.run(bytecode.readme_tests(*QUIET), cwd=CHECKOUT, env=env, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     return {
         "run": number,
         "exit": proc.returncode,
         "summary": lines[-1] if lines else proc.stderr.strip()[-200:],
-        "wall_s": round(time.monotonic() - start, 1),
+        "wall_s": round(wall, 1),
+        "user_s": round(after.ru_utime - before.ru_utime, 1),
+        "system_s": round(after.ru_stime - before.ru_stime, 1),
     }
 
 
@@ -71,7 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         for number in range(1, args.runs + 1):
             with bytecode.prepared(args.bytecode, CHECKOUT) as env:
                 runs.append(one_run(number, env))
-            print(f"run {number}: exit {runs[-1]['exit']} in {runs[-1]['wall_s']} s: {runs[-1]['summary']}", flush=True)
+            run = runs[-1]
+            print(
+                f"run {number}: exit {run['exit']} in {run['wall_s']} s (CPU {run['user_s']} s user, "
+                f"{run['system_s']} s system): {run['summary']}",
+                flush=True,
+            )
     finally:
         for hog in hogs:
             hog.kill()
@@ -87,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
     }
     (OUT / "under_load.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    table = [f"| {r['run']} | {r['exit']} | {r['wall_s']} | {r['summary']} |" for r in runs]
+    table = [
+        f"| {r['run']} | {r['exit']} | {r['wall_s']} | {r['user_s']} | {r['system_s']} | {r['summary']} |" for r in runs
+    ]
     md = [
         f"# The README's tests under load: {green}/{len(runs)} green",
         "",
@@ -95,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         f"bytecode cache {args.bytecode}; the machine's speed reference (`{REFERENCE_LOOP}`) "
         f"{speed[0]:.2f} s before, {speed[1]:.2f} s after.",
         "",
-        "| run | exit | wall s | summary |",
-        "| --- | --- | --- | --- |",
+        "| run | exit | wall s | user CPU s | system CPU s | summary |",
+        "| --- | --- | --- | --- | --- | --- |",
         *table,
         "",
     ]
