@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from ppaux.core.transport import _OUTPUT_PREFIX, SGLANG_TRANSPORT
 from ppaux.relay import gloo
 from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
 from reports import bytecode
-from reports.machine import speed_reference
+from reports.machine import children_cpu, speed_reference
 
 OUT = os.path.join("reports", "out")
 SIZES = {"1 KB": 1 << 10, "1 MB": 1 << 20, "64 MB": 64 << 20}
@@ -238,11 +237,6 @@ def bench_check(runs: int) -> list[dict[str, Any]]:
 _PYTEST_SECONDS = re.compile(r" in ([0-9.]+)s")
 
 
-def _children_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def bench_test_run(runs: int) -> list[dict[str, Any]]:
     """The README's test command from the checkout this file is in, ``runs`` times with the checkout's
     bytecode cache warm and as many cold (:mod:`reports.bytecode`: nothing cached, every process
@@ -254,9 +248,9 @@ def bench_test_run(runs: int) -> list[dict[str, Any]]:
     for _ in range(runs):
         for cache in seen:
             with bytecode.prepared(cache, checkout) as env:
-                start, cpu = time.perf_counter(), _children_cpu_seconds()
+                start, cpu = time.perf_counter(), children_cpu().total
                 proc = subprocess.run(bytecode.readme_tests(), cwd=checkout, env=env, capture_output=True, text=True)
-                wall, cpu = time.perf_counter() - start, _children_cpu_seconds() - cpu
+                wall, cpu = time.perf_counter() - start, children_cpu().total - cpu
             if proc.returncode != 0:
                 command = " ".join(bytecode.README_TESTS)
                 raise RuntimeError(f"{command} exited {proc.returncode}:\n{proc.stdout[-2000:]}")

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -23,15 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from reports.machine import children_cpu
+
 OUT = Path("reports") / "out"
 GOAL_SECONDS = 5.0
 GOAL_RATIO = 1.2
 SIDES = {"fork server": [], "fork server, one worker": ["--workers", "1"], "in process": ["--isolation", "off"]}
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def check_seconds(extra: list[str], python: str = sys.executable) -> tuple[float, float]:
@@ -39,7 +35,7 @@ def check_seconds(extra: list[str], python: str = sys.executable) -> tuple[float
     time of it and every process it started (the workers, the reruns): the CPU figure moves less
     with what else the machine runs."""
     with tempfile.TemporaryDirectory() as report:
-        cpu, start = _children_cpu(), time.perf_counter()
+        cpu, start = children_cpu().total, time.perf_counter()
         # From an empty directory: `python -m ppaux` imports the interpreter's ppaux, not a checkout's.
         subprocess.run(
             [python, "-m", "ppaux", "check", "--report", report, *extra],
@@ -48,7 +44,7 @@ def check_seconds(extra: list[str], python: str = sys.executable) -> tuple[float
             stdin=subprocess.DEVNULL,
             cwd=report,
         )
-        return time.perf_counter() - start, _children_cpu() - cpu
+        return time.perf_counter() - start, children_cpu().total - cpu
 
 
 def measure(runs: int, baseline: str | None = None) -> dict[str, object]:

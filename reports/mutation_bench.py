@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -24,16 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from reports.machine import children_cpu
 from reports.mutation import CHECKOUT
 
 OUT = Path("reports") / "out"
 # A method of a contract module with mutants of its own, changed for the second run.
 DEFAULT_FUNCTION = "ppaux/core/integrity.py:verify"
-
-
-def _cpu_of_children() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def copy_checkout(dest: Path) -> Path:
@@ -67,9 +62,9 @@ def gate_run(root: Path, out: Path, *, full: bool, max_children: int | None) -> 
     cmd = [sys.executable, "-m", "reports", "mutation", "--scope", "contract", "--out", str(out)]
     cmd += ["--full"] if full else []
     cmd += [f"--max-children={max_children}"] if max_children else []
-    cpu, started = _cpu_of_children(), time.monotonic()
+    cpu, started = children_cpu().total, time.monotonic()
     done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    wall, cpu = time.monotonic() - started, _cpu_of_children() - cpu
+    wall, cpu = time.monotonic() - started, children_cpu().total - cpu
     report = json.loads((out / "mutation.json").read_text(encoding="utf-8"))
     return {
         "run": "full" if full else "incremental",

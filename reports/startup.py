@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -25,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from reports.machine import children_cpu
 
 OUT = os.path.join("reports", "out")
 GOAL_MS = 50.0
@@ -41,20 +42,15 @@ def pytest_unconfigure(config):
 """
 
 
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _one_run(project: Path, with_ppaux: bool) -> tuple[float, float, list[str]]:
     """Wall and CPU seconds of one collection, and what it imported of ppaux and torch."""
     imports = project / "imports.json"
     cmd = [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider"]
     cmd += [] if with_ppaux else ["-p", "no:ppaux"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PPAUX_", "PYTEST_"))}
-    start, cpu = time.perf_counter(), _cpu_seconds()
+    start, cpu = time.perf_counter(), children_cpu().total
     subprocess.run(cmd, cwd=project, env={**env, "STARTUP_IMPORTS": str(imports)}, check=True, capture_output=True)
-    return time.perf_counter() - start, _cpu_seconds() - cpu, json.loads(imports.read_text())
+    return time.perf_counter() - start, children_cpu().total - cpu, json.loads(imports.read_text())
 
 
 def bench_startup(runs: int, instructions: bool = False) -> dict[str, Any]:

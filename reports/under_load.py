@@ -19,14 +19,13 @@ import argparse
 import json
 import multiprocessing
 import os
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from reports import bytecode
-from reports.machine import REFERENCE_LOOP, speed_reference
+from reports.machine import REFERENCE_LOOP, children_cpu, speed_reference
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 # Appended to the README's command: one summary line per run, read into the report.
@@ -41,19 +40,19 @@ def spin() -> None:  # pragma: no cover - the load, in a process of its own
 
 def one_run(number: int, env: dict[str, str]) -> dict[str, object]:
     # The busy processes are reaped only after the last run: the children's CPU counted here is the run's.
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu()
     start = time.monotonic()
     proc = subprocess.run(bytecode.readme_tests(*QUIET), cwd=CHECKOUT, env=env, capture_output=True, text=True)
     wall = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    after = children_cpu()
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     return {
         "run": number,
         "exit": proc.returncode,
         "summary": lines[-1] if lines else proc.stderr.strip()[-200:],
         "wall_s": round(wall, 1),
-        "user_s": round(after.ru_utime - before.ru_utime, 1),
-        "system_s": round(after.ru_stime - before.ru_stime, 1),
+        "user_s": round(after.user - before.user, 1),
+        "system_s": round(after.system - before.system, 1),
     }
 
 
