@@ -9,8 +9,9 @@
 3. the extra cost of integrity mode: add+pop in process, and the gloo relay with the manifest.
 4. the wall time of the main job, ``ppaux check`` on the reference in a fresh interpreter (the
    goal: at most 15 s on 2 cores).
-5. with ``--test-runs N``: the README's test command from this checkout, N times with the checkout's
-   bytecode cache warm and N times cold, alternately (the goal: at most 30 s on 2 cores).
+5. with ``--test-runs N``: the README's test command from this checkout, N times from each state of the
+   checkout's bytecode cache (cold, a fresh clone's first run, warm), in turn (the goal: at most 30 s
+   on 2 cores).
 
 Numbers are medians of repeated runs on whatever machine runs this; nothing here is asserted.
 """
@@ -39,7 +40,7 @@ from ppaux.core.transport import _OUTPUT_PREFIX, SGLANG_TRANSPORT
 from ppaux.relay import gloo
 from ppaux.relay.wire import recv_tensor_dict, send_tensor_dict
 from reports import bytecode
-from reports.machine import children_cpu, speed_reference
+from reports.machine import speed_reference
 
 OUT = os.path.join("reports", "out")
 SIZES = {"1 KB": 1 << 10, "1 MB": 1 << 20, "64 MB": 64 << 20}
@@ -238,24 +239,21 @@ _PYTEST_SECONDS = re.compile(r" in ([0-9.]+)s")
 
 
 def bench_test_run(runs: int) -> list[dict[str, Any]]:
-    """The README's test command from the checkout this file is in, ``runs`` times with the checkout's
-    bytecode cache warm and as many cold (:mod:`reports.bytecode`: nothing cached, every process
-    compiling the checkout's modules and rewriting every test module, as on a fresh clone), alternately,
-    so that a machine that slows down for a while slows both."""
+    """The README's test command from the checkout this file is in, ``runs`` times from each state of the
+    checkout's bytecode cache (:mod:`reports.bytecode`: cold, nothing cached nor written; first, as the
+    README's first command leaves a fresh clone; warm), in turn, so that a machine that slows down for a
+    while slows each."""
     checkout = Path(__file__).resolve().parent.parent
     bytecode.warm_up(checkout, bytecode.readme_tests())
-    seen: dict[str, list[tuple[float, float, float]]] = {"warm": [], "cold": []}
+    seen: dict[str, list[tuple[float, float, float]]] = {state: [] for state in bytecode.STATES}
     for _ in range(runs):
         for cache in seen:
-            with bytecode.prepared(cache, checkout) as env:
-                start, cpu = time.perf_counter(), children_cpu().total
-                proc = subprocess.run(bytecode.readme_tests(), cwd=checkout, env=env, capture_output=True, text=True)
-                wall, cpu = time.perf_counter() - start, children_cpu().total - cpu
+            proc, wall, cpu = bytecode.timed_readme_tests(cache, checkout)
             if proc.returncode != 0:
                 command = " ".join(bytecode.README_TESTS)
                 raise RuntimeError(f"{command} exited {proc.returncode}:\n{proc.stdout[-2000:]}")
             figures = _PYTEST_SECONDS.findall(proc.stdout.strip().splitlines()[-1])
-            seen[cache].append((wall, float(figures[-1]), cpu))
+            seen[cache].append((wall, float(figures[-1]), cpu.total))
     return [
         {
             "command": " ".join(bytecode.README_TESTS),
@@ -289,7 +287,7 @@ def main(argv: Any = None) -> int:
         "--test-runs",
         type=int,
         default=0,
-        help="runs of the README's test command, with the bytecode cache warm and cold each (default 0: not timed; "
+        help="runs of the README's test command from each state of the bytecode cache (default 0: not timed; "
         "about a minute a run)",
     )
     parser.add_argument("--out", default=OUT, help=f"output directory (default {OUT})")

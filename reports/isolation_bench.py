@@ -19,10 +19,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from reports.machine import children_cpu
+from reports.machine import timed_run
 
 OUT = Path("reports") / "out"
 GOAL_SECONDS = 5.0
@@ -35,16 +34,15 @@ def check_seconds(extra: list[str], python: str = sys.executable) -> tuple[float
     time of it and every process it started (the workers, the reruns): the CPU figure moves less
     with what else the machine runs."""
     with tempfile.TemporaryDirectory() as report:
-        cpu, start = children_cpu().total, time.perf_counter()
         # From an empty directory: `python -m ppaux` imports the interpreter's ppaux, not a checkout's.
-        subprocess.run(
+        _, wall, cpu = timed_run(
             [python, "-m", "ppaux", "check", "--report", report, *extra],
             check=True,
             stdout=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
             cwd=report,
         )
-        return time.perf_counter() - start, children_cpu().total - cpu
+        return wall, cpu.total
 
 
 def measure(runs: int, baseline: str | None = None) -> dict[str, object]:

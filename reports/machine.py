@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import resource
 import statistics
+import subprocess
+import time
 import timeit
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 # The loop timed, as the reports that give its figure name it.
 REFERENCE_LOOP = "sum(i * i for i in range(10**7))"
@@ -30,7 +33,23 @@ class CPUTime(NamedTuple):
 
 
 def children_cpu() -> CPUTime:
-    """The CPU time so far of the child processes this process has waited for (and of theirs): read before
-    and after a command a benchmark runs, the difference is the command's, whatever it started."""
+    """The CPU time so far of the child processes this process has waited for (and of theirs)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return CPUTime(usage.ru_utime, usage.ru_stime)
+
+
+class TimedRun(NamedTuple):
+    """A command a benchmark ran: how it ended, its wall seconds, and its CPU time."""
+
+    done: subprocess.CompletedProcess[Any]
+    wall: float
+    cpu: CPUTime
+
+
+def timed_run(command: Sequence[str], **kwargs: Any) -> TimedRun:
+    """Run ``command`` to its end (``kwargs`` as :func:`subprocess.run` takes them) and time it: its CPU
+    time is the children's before and after, so it counts whatever the command started and waited for."""
+    before, start = children_cpu(), time.perf_counter()
+    done = subprocess.run(list(command), **kwargs)
+    wall, after = time.perf_counter() - start, children_cpu()
+    return TimedRun(done, wall, CPUTime(after.user - before.user, after.system - before.system))

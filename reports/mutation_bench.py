@@ -19,11 +19,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from reports.machine import children_cpu
+from reports.machine import timed_run
 from reports.mutation import CHECKOUT
 
 OUT = Path("reports") / "out"
@@ -62,15 +61,13 @@ def gate_run(root: Path, out: Path, *, full: bool, max_children: int | None) -> 
     cmd = [sys.executable, "-m", "reports", "mutation", "--scope", "contract", "--out", str(out)]
     cmd += ["--full"] if full else []
     cmd += [f"--max-children={max_children}"] if max_children else []
-    cpu, started = children_cpu().total, time.monotonic()
-    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    wall, cpu = time.monotonic() - started, children_cpu().total - cpu
+    done, wall, cpu = timed_run(cmd, cwd=root, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     report = json.loads((out / "mutation.json").read_text(encoding="utf-8"))
     return {
         "run": "full" if full else "incremental",
         "exit_status": done.returncode,
         "wall_s": round(wall, 1),
-        "cpu_s": round(cpu, 1),
+        "cpu_s": round(cpu.total, 1),
         "mutants": report["total"],
         "ran": report["ran"],
         "reused": report["reused"],

@@ -21,11 +21,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from reports.machine import children_cpu
+from reports.machine import timed_run
 
 OUT = os.path.join("reports", "out")
 GOAL_MS = 50.0
@@ -48,9 +47,10 @@ def _one_run(project: Path, with_ppaux: bool) -> tuple[float, float, list[str]]:
     cmd = [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider"]
     cmd += [] if with_ppaux else ["-p", "no:ppaux"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PPAUX_", "PYTEST_"))}
-    start, cpu = time.perf_counter(), children_cpu().total
-    subprocess.run(cmd, cwd=project, env={**env, "STARTUP_IMPORTS": str(imports)}, check=True, capture_output=True)
-    return time.perf_counter() - start, children_cpu().total - cpu, json.loads(imports.read_text())
+    _, wall, cpu = timed_run(
+        cmd, cwd=project, env={**env, "STARTUP_IMPORTS": str(imports)}, check=True, capture_output=True
+    )
+    return wall, cpu.total, json.loads(imports.read_text())
 
 
 def bench_startup(runs: int, instructions: bool = False) -> dict[str, Any]:

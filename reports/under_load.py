@@ -1,16 +1,17 @@
 """The README's test command, on a busy machine or an idle one, from a named state of the bytecode cache.
 
-``python -m reports.under_load [--runs N] [--hogs K] [--bytecode cold|warm]`` runs ``pytest
+``python -m reports.under_load [--runs N] [--hogs K] [--bytecode cold|first|warm]`` runs ``pytest
 --hypothesis-profile=ci -n 2`` (the README's second command) N times (default 5) in this checkout while
 K processes (default 2, one per core of CI's machine) spin without pause, and says each run's exit
 status, its summary line and its wall time. The goal (issue 34): every run green; no verdict of the
 suite may depend on how busy the machine is. ``--bytecode`` names the state of the checkout's bytecode
-cache each run starts from (:mod:`reports.bytecode`): ``cold`` (default), nothing cached, as on a fresh
-clone; ``warm``, Python's default, written by an untimed run first. Each run's CPU time (user and system,
-of the run and every process it waited for) is given beside its wall time: how busy the run kept the
-cores, and between commits how much work each did (on a shared machine both move with the hour). Writes
-reports/out/under_load.{json,md}; nothing here is asserted, and the times are only what the machine
-took.
+cache each run starts from (:mod:`reports.bytecode`): ``cold`` (default), nothing cached nor written, as
+on a machine that never writes bytecode; ``first``, a fresh clone's first test run after the README's
+first command; ``warm``, Python's default, written by an untimed run first. Each run's CPU time (user
+and system, of the run and every process it waited for) is given beside its wall time: how busy the run
+kept the cores, and between commits how much work each did (on a shared machine both move with the
+hour). Writes reports/out/under_load.{json,md}; nothing here is asserted, and the times are only what
+the machine took.
 """
 
 from __future__ import annotations
@@ -19,13 +20,11 @@ import argparse
 import json
 import multiprocessing
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 from reports import bytecode
-from reports.machine import REFERENCE_LOOP, children_cpu, speed_reference
+from reports.machine import REFERENCE_LOOP, speed_reference
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 # Appended to the README's command: one summary line per run, read into the report.
@@ -38,21 +37,17 @@ def spin() -> None:  # pragma: no cover - the load, in a process of its own
         pass
 
 
-def one_run(number: int, env: dict[str, str]) -> dict[str, object]:
+def one_run(number: int, state: str) -> dict[str, object]:
     # The busy processes are reaped only after the last run: the children's CPU counted here is the run's.
-    before = children_cpu()
-    start = time.monotonic()
-    proc = subprocess.run(bytecode.readme_tests(*QUIET), cwd=CHECKOUT, env=env, capture_output=True, text=True)
-    wall = time.monotonic() - start
-    after = children_cpu()
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    done, wall, cpu = bytecode.timed_readme_tests(state, CHECKOUT, *QUIET)
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
     return {
         "run": number,
-        "exit": proc.returncode,
-        "summary": lines[-1] if lines else proc.stderr.strip()[-200:],
+        "exit": done.returncode,
+        "summary": lines[-1] if lines else done.stderr.strip()[-200:],
         "wall_s": round(wall, 1),
-        "user_s": round(after.user - before.user, 1),
-        "system_s": round(after.system - before.system, 1),
+        "user_s": round(cpu.user, 1),
+        "system_s": round(cpu.system, 1),
     }
 
 
@@ -64,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         "--bytecode",
         choices=bytecode.STATES,
         default="cold",
-        help="the checkout's bytecode cache as each run starts: cold (default), nothing cached; warm, written first",
+        help="the checkout's bytecode cache as each run starts: cold (default), nothing cached nor written; first, "
+        "as the README's first command leaves a fresh clone; warm, written by a run first",
     )
     args = parser.parse_args(argv)
     if args.bytecode == "warm":
@@ -77,8 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     try:
         for number in range(1, args.runs + 1):
-            with bytecode.prepared(args.bytecode, CHECKOUT) as env:
-                runs.append(one_run(number, env))
+            runs.append(one_run(number, args.bytecode))
             run = runs[-1]
             print(
                 f"run {number}: exit {run['exit']} in {run['wall_s']} s (CPU {run['user_s']} s user, "

@@ -1,9 +1,10 @@
 """The bytecode states the README command's benchmarks time it in (reports/bytecode.py): a cold run finds
-none of the checkout's bytecode and leaves the checkout's cache as it was; installed packages are not the
-checkout's."""
+none of the checkout's bytecode and leaves the checkout's cache as it was; a first run follows the
+README's first command's check on a fresh clone; installed packages are not the checkout's."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,7 @@ def test_a_cold_run_finds_no_bytecode_and_the_cache_is_as_it_was_after(tmp_path,
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     files = _tree(tmp_path)
     written_during = tmp_path / "pkg" / "sub" / "__pycache__" / "new.cpython-311.pyc"
-    with pytest.raises(KeyboardInterrupt), bytecode.cold(tmp_path) as env:
+    with pytest.raises(KeyboardInterrupt), bytecode.prepared("cold", tmp_path) as env:
         assert env["PYTHONDONTWRITEBYTECODE"] == "1"
         assert not files["module"].exists() and not files["test"].exists()
         assert files["venv"].read_bytes() == b"venv" and files["dot venv"].read_bytes() == b"dot venv"
@@ -54,4 +55,36 @@ def test_a_warm_run_writes_bytecode_whatever_this_process_says(monkeypatch):
     assert "PYTHONDONTWRITEBYTECODE" not in bytecode.environment("warm")
     with pytest.raises(ValueError) as info:
         bytecode.environment("lukewarm")
-    assert str(info.value) == "bytecode state 'lukewarm'; expected one of cold, warm"
+    assert str(info.value) == "bytecode state 'lukewarm'; expected one of cold, first, warm"
+
+
+# A checkout's `python -m ppaux` that says how it was run and imports a module of the package.
+FAKE_MAIN = """
+import json, os, sys
+import ppaux.relayed
+with open(os.environ["RUN_RECORD"], "w") as fh:
+    json.dump({"argv": sys.argv[1:], "cwd": os.getcwd(), "writes": not sys.dont_write_bytecode}, fh)
+"""
+
+
+def test_a_first_run_follows_the_checks_cache_on_a_fresh_clone_and_the_cache_is_as_it_was_after(tmp_path, monkeypatch):
+    files = _tree(tmp_path)
+    package = tmp_path / "ppaux"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "relayed.py").write_text("RELAYED = True\n")
+    (package / "__main__.py").write_text(FAKE_MAIN)
+    record = tmp_path.parent / f"{tmp_path.name}-run.json"
+    monkeypatch.setenv("RUN_RECORD", str(record))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # this process's setting is not the run's
+    with bytecode.prepared("first", tmp_path) as env:
+        assert "PYTHONDONTWRITEBYTECODE" not in env
+        assert not files["module"].exists() and not files["test"].exists()
+        ran = json.loads(record.read_text())
+        assert ran["argv"][:2] == ["check", "--report"] and ran["writes"]
+        assert not Path(ran["argv"][2]).is_relative_to(tmp_path) and Path(ran["cwd"]) == tmp_path
+        # What the check imported (`-m`'s module too) is cached for the run that follows.
+        cached = sorted(p.name.split(".")[0] for p in (package / "__pycache__").iterdir())
+        assert cached == ["__init__", "__main__", "relayed"]
+    assert {name: path.read_bytes() for name, path in files.items()} == {name: name.encode() for name in files}
+    assert not (package / "__pycache__").exists()
