@@ -25,7 +25,6 @@ import platform
 import re
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -220,7 +219,7 @@ def bench_gloo(repeat: int) -> list[dict[str, Any]]:
 def bench_check(runs: int) -> list[dict[str, Any]]:
     """``python -m ppaux check`` on the reference, from a fresh interpreter to its exit."""
     with tempfile.TemporaryDirectory() as report:
-        cmd = [sys.executable, "-m", "ppaux", "check", "--report", report]
+        cmd = bytecode.ppaux_check(report)
         seconds = _median_seconds(lambda: subprocess.run(cmd, check=True, capture_output=True), repeat=runs, number=1)
     # Whether this run may write bytecode; what is read is whatever the checkout has cached (reports.bytecode).
     writing = "off" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on"

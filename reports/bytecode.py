@@ -42,6 +42,12 @@ def readme_tests(*extra: str) -> list[str]:
     return [sys.executable, "-m", *README_TESTS, *extra]
 
 
+def ppaux_check(report: str, *extra: str, python: str = sys.executable) -> list[str]:
+    """The README's main job, ``ppaux check``, as the benchmarks run it: from ``python`` (by default the
+    one that runs them), its report written in ``report``."""
+    return [python, "-m", "ppaux", "check", "--report", report, *extra]
+
+
 def checkout_caches(checkout: Path) -> list[Path]:
     """The ``__pycache__`` directories of the checkout's own modules and tests."""
     found = []
@@ -90,8 +96,7 @@ def first(checkout: Path) -> Iterator[dict[str, str]]:
     the run that follows (writing on)."""
     with set_aside(checkout, environment("first")) as env, tempfile.TemporaryDirectory() as report:
         # The first command's `ppaux check`, its report written outside the checkout.
-        check = [sys.executable, "-m", "ppaux", "check", "--report", report]
-        subprocess.run(check, cwd=checkout, env=env, capture_output=True, check=False)
+        subprocess.run(ppaux_check(report), cwd=checkout, env=env, capture_output=True, check=False)
         yield env
 
 
@@ -106,7 +111,9 @@ def prepared(state: str, checkout: Path) -> contextlib.AbstractContextManager[di
     runs on the cache :func:`warm_up` wrote."""
     if state == "cold":
         return set_aside(checkout, environment(state))
-    return first(checkout) if state == "first" else contextlib.nullcontext(environment(state))
+    if state == "first":
+        return first(checkout)
+    return contextlib.nullcontext(environment(state))
 
 
 def timed_readme_tests(state: str, checkout: Path, *extra: str) -> TimedRun:

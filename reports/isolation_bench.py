@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from reports.bytecode import ppaux_check
 from reports.machine import timed_run
 
 OUT = Path("reports") / "out"
@@ -36,7 +37,7 @@ def check_seconds(extra: list[str], python: str = sys.executable) -> tuple[float
     with tempfile.TemporaryDirectory() as report:
         # From an empty directory: `python -m ppaux` imports the interpreter's ppaux, not a checkout's.
         _, wall, cpu = timed_run(
-            [python, "-m", "ppaux", "check", "--report", report, *extra],
+            ppaux_check(report, *extra, python=python),
             check=True,
             stdout=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
