@@ -58,7 +58,7 @@ class _Observer:
         return tensors
 
 
-def _median_seconds(fn: Callable[[], None], *, repeat: int, number: int) -> float:
+def _median_seconds(fn: Callable[[], object], *, repeat: int, number: int) -> float:
     runs = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -156,7 +156,7 @@ def _relay_rank(ctx: Any, nbytes: int, reps: int, mode: str) -> float:
                 peer.recv(torch.empty_like(tensor), "cpu")
             continue
         if ctx.rank == 0:
-            d = {"next_token_ids": torch.arange(8)}
+            d: dict[str, Any] = {"next_token_ids": torch.arange(8)}
             output = _Output({"scores": tensor})
             if mode == "integrity":
                 INTEGRITY_TRANSPORT.add(d, output)
@@ -183,7 +183,7 @@ def bench_gloo(repeat: int) -> list[dict[str, Any]]:
 
     try:
         extension = (sglang.join, (sglang.DEFAULT_VERSION, sglang.wire_source(sglang.DEFAULT_VERSION)))
-        modes = ("raw", "relay", "sglang", "integrity")
+        modes: tuple[str, ...] = ("raw", "relay", "sglang", "integrity")
     except (sglang.ReleaseUnavailable, sglang.ReleaseChanged) as exc:
         print(f"reports.bench: SGLang's own relay left out: {exc}")
         extension, modes = None, ("raw", "relay", "integrity")
@@ -270,7 +270,10 @@ def bench_test_run(runs: int) -> list[dict[str, Any]]:
 
 def _table(rows: list[dict[str, Any]]) -> str:
     keys = list(rows[0])
-    fmt = lambda v: f"{v:.3g}" if isinstance(v, float) else str(v)  # noqa: E731
+
+    def fmt(v: object) -> str:
+        return f"{v:.3g}" if isinstance(v, float) else str(v)
+
     lines = ["| " + " | ".join(keys) + " |", "|" + " --- |" * len(keys)]
     lines += ["| " + " | ".join(fmt(r[k]) for k in keys) + " |" for r in rows]
     return "\n".join(lines)
@@ -292,7 +295,7 @@ def main(argv: Any = None) -> int:
     parser.add_argument("--out", default=OUT, help=f"output directory (default {OUT})")
     args = parser.parse_args(argv)
     speed_before = speed_reference()
-    results = {
+    results: dict[str, Any] = {
         "machine": {
             "python": platform.python_version(),
             "torch": torch.__version__,

@@ -52,12 +52,14 @@ MARKDOWN.core.ruler.push("below_the_page_headings", _below_the_page_headings)
 
 def to_html(md: str) -> str:
     """One of the reports' Markdown files as a fragment of the page."""
-    return MARKDOWN.render(md)
+    fragment: str = MARKDOWN.render(md)
+    return fragment
 
 
 def inline(text: str) -> str:
     """One line of Markdown (code spans, emphasis) inside the page's own markup."""
-    return MARKDOWN.renderInline(text)
+    fragment: str = MARKDOWN.renderInline(text)
+    return fragment
 
 
 class Page:
@@ -148,6 +150,9 @@ def section_conformance(page: Page) -> None:
         return page.add("conformance", "Conformance", "missing", _missing(command))
     links = " ".join(x for x in (page.link(md, "conformance.md"), page.link(js, "conformance.json")) if x)
     try:
+        # The Markdown without its JSON: a check stopped between the two, or a file cut short.
+        if not isinstance(data, dict):
+            raise ReportFormatError("it is missing or not a JSON object")
         report = ConformanceReport.from_json(data)
     except ReportFormatError as exc:
         why = f"<p class='missing'>conformance.json cannot be read: {E(str(exc))}. Run <code>{E(command)}</code>.</p>"
@@ -296,7 +301,11 @@ def section_mutate(page: Page) -> None:
 _SERIES_COLOURS = ("#2e7d32", "#ef6c00", "#6a1b9a", "#00838f", "#ad1457", "#558b2f", "#4e342e", "#283593")
 
 
-def _polyline(points: Sequence[Sequence[float]], x, y, colour: str, width: float) -> str:
+# x and y map a point's time and count to the chart's pixels.
+Scale = Callable[[float], float]
+
+
+def _polyline(points: Sequence[Sequence[float]], x: Scale, y: Scale, colour: str, width: float) -> str:
     pts = " ".join(f"{x(t):.1f},{y(e):.1f}" for t, e, _ in points)
     return f'<polyline fill="none" stroke="{colour}" stroke-width="{width}" points="{pts}"/>'
 
@@ -330,7 +339,8 @@ def _fuzz_chart(
         f'<text x="{left + 8}" y="{34 + 13 * i}" fill="{_SERIES_COLOURS[i % len(_SERIES_COLOURS)]}">{E(name)}</text>'
         for i, (name, _) in enumerate(series[:8])
     ]
-    marks, last, label_x = [], 0, float("-inf")
+    marks: list[str] = []
+    last, label_x = 0.0, float("-inf")
     for t, _e, f in timeline:
         if f > last:
             marks.append(
@@ -545,7 +555,9 @@ def _fuzz_run(path: Path) -> FuzzRunReport | None:
 def write_junit(out: Path) -> None:
     fuzz = _fuzz_run(out / "fuzz" / "fuzz.json")
     if fuzz is not None:
-        cases = [(f.nodeid, f"{f.error}\n{f.example or ''}\n{f.blob or ''}") for f in fuzz.failures]
+        cases: list[tuple[str, str | None]] = [
+            (f.nodeid, f"{f.error}\n{f.example or ''}\n{f.blob or ''}") for f in fuzz.failures
+        ]
         junit("fuzz", cases or [("fuzz run", None)], out / "junit-fuzz.xml")
     mutation = _load(out / "mutation" / "mutation.json")
     try:

@@ -31,7 +31,8 @@ def _help(argv: list[str]) -> str:
 
 def _nested(name: str) -> list[str]:
     """The subcommands of ``ppaux NAME`` (``ppaux fuzz run``, ...), in the order its parser lists them."""
-    sub = build_parser()._subparsers._group_actions[0].choices[name]  # type: ignore[union-attr]
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    sub = commands.choices[name]
     actions = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
     return list(actions[0].choices) if actions else []
 

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from tests.planted_deep import DEEP_BUGS, plant_deep
 
@@ -62,17 +63,17 @@ def bench_one(name: str, ppaux: str, budget: str, seed: int, work: Path) -> dict
     return row
 
 
-def render(rows: list[dict[str, object]], meta: dict[str, object]) -> str:
+def render(rows: list[dict[str, Any]], meta: dict[str, object]) -> str:
     lines = [
         "| planted bug | threshold | `ppaux check` | fuzz: found after | fuzz: scope | replay |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         c, f, p = r["check"], r["fuzz"], r.get("replay") or {}
-        check = f"found ({c['seconds']} s)" if c["found"] else f"passes ({c['seconds']} s)"  # type: ignore[index]
-        found = f"{f['found_after_s']} s ({f['test']})" if f["found"] else "not found"  # type: ignore[index]
+        check = f"found ({c['seconds']} s)" if c["found"] else f"passes ({c['seconds']} s)"
+        found = f"{f['found_after_s']} s ({f['test']})" if f["found"] else "not found"
         lines.append(
-            f"| {r['bug']} | {r['threshold']} | {check} | {found} | {f['scope'] or '-'} | "  # type: ignore[index]
+            f"| {r['bug']} | {r['threshold']} | {check} | {found} | {f['scope'] or '-'} | "
             f"{'reproduced' if p.get('reproduced') else '-'} |"
         )
     return f"Measured {meta['at']}; load average before: {meta['load']}.\n\n" + "\n".join(lines) + "\n"

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ppaux.fuzz.options import cpu_count
+from ppaux.testing.suite import usable_cores
 
 OUT = Path("reports") / "out"
 # Conformance properties whose examples cost about the same: the workers start at different
@@ -70,7 +70,7 @@ def render(rows: list[dict[str, Any]], budget: str, tests: str, load: str | None
     lines = [
         f"# ppaux fuzz run: examples in a {budget} budget by --workers",
         "",
-        f"`--tests {tests} --devices cpu`, {cpu_count()} cores; load average before: {load}",
+        f"`--tests {tests} --devices cpu`, {usable_cores()} cores; load average before: {load}",
         "",
         "| workers | examples | examples/s | vs 1 worker | per worker | rounds | wall (s) |",
         "| --- | --- | --- | --- | --- | --- | --- |",

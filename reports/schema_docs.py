@@ -19,7 +19,7 @@ def _type(spec: dict[str, Any]) -> str:
     if "enum" in spec:
         return " or ".join(f"`{v}`" for v in spec["enum"])
     if "$ref" in spec:
-        return spec["$ref"].rsplit("/", 1)[-1]
+        return str(spec["$ref"]).rsplit("/", 1)[-1]
     kind = spec.get("type", "")
     return " or ".join(kind) if isinstance(kind, list) else kind
 

@@ -287,17 +287,32 @@ def test_the_markdown_twins_render_below_the_page_headings_with_their_tables_and
     assert "<h4>PP auxiliary relay benchmarks</h4>\n<table>" in page and "<td>add+pop</td>\n<td>1.5</td>" in page
 
 
-def test_a_conformance_report_of_0_3_is_shown_as_unreadable_with_its_version_and_the_command(tmp_path):
+@pytest.mark.parametrize(
+    "written, why",
+    [
+        pytest.param(
+            json.dumps({"verdict": "pass", "clauses": []}),
+            "this conformance report was written before 0.4 (no schema_version); ppaux reads format version 1: "
+            "run the check again",
+            id="of 0.3",
+        ),
+        # A check stopped between its two files, or a file cut short: the page says so and is built.
+        pytest.param(None, "it is missing or not a JSON object", id="its Markdown only"),
+        pytest.param("[]", "it is missing or not a JSON object", id="not an object"),
+    ],
+)
+def test_a_conformance_report_that_cannot_be_read_is_shown_as_such_with_why_and_the_command(tmp_path, written, why):
     out = tmp_path / "out"
     (out / "conformance").mkdir(parents=True)
-    (out / "conformance" / "conformance.json").write_text(json.dumps({"verdict": "pass", "clauses": []}))
+    (out / "conformance" / "conformance.md").write_text("# Conformance report\n")
+    if written is not None:
+        (out / "conformance" / "conformance.json").write_text(written)
     index = tmp_path / "index.html"
     build(str(out), str(index))
     section = index.read_text().split('<section id="conformance">', 1)[1].split("</section>", 1)[0]
     assert section.startswith('<h2>Conformance <span class="tile missing">missing</span></h2>')
     assert (
-        "<p class='missing'>conformance.json cannot be read: this conformance report was written before 0.4 "
-        "(no schema_version); ppaux reads format version 1: run the check again. "
+        f"<p class='missing'>conformance.json cannot be read: {why}. "
         "Run <code>ppaux check --report reports/out/conformance</code>.</p>"
     ) in section
 
