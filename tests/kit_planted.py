@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import time
 from collections.abc import Callable, Mapping
@@ -41,12 +42,17 @@ def segfault(tensors: Mapping[str, Any]) -> None:
         ctypes.string_at(0)  # reads address 0: SIGSEGV
 
 
+# A pipe nobody writes to (its write end kept open): waiting to read it is waiting for an event that never comes.
+NEVER_READY, _WRITE_END = os.pipe()
+
+
 def dawdle(*_: Any) -> None:
-    """In pure Python for 3 s, whatever it is given: past the tests' limits, but it ends, so that a
-    step the kit runs without a limit fails its test in bounded time. It sleeps in its loop: the
-    tests of the timer on a busy loop are ``loop``'s, and this one leaves the cores to the tests beside it."""
+    """Waits for input that never comes, whatever it is given, 3 s at most: past the tests' limits, but it
+    ends, so that a step the kit runs without a limit fails its test in bounded time. It waits rather than
+    spins: the tests of the timer on a busy loop are ``loop``'s, and this one leaves the cores to the tests
+    beside it."""
     end = time.monotonic() + 3
-    while time.monotonic() < end: time.sleep(0.005)  # noqa: E701 - one line: the stack points at it  # fmt: skip
+    while (left := end - time.monotonic()) > 0: select.select([NEVER_READY], [], [], left)  # noqa: E701 - one line: the stack points at it  # fmt: skip
 
 
 HARMS: dict[str, Callable[[Mapping[str, Any]], None]] = {
