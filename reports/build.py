@@ -155,8 +155,7 @@ def section_conformance(page: Page) -> None:
             raise ReportFormatError("it is missing or not a JSON object")
         report = ConformanceReport.from_json(data)
     except ReportFormatError as exc:
-        why = f"<p class='missing'>conformance.json cannot be read: {E(str(exc))}. Run <code>{E(command)}</code>.</p>"
-        return page.add("conformance", "Conformance", "missing", why + f"<p>{links}</p>")
+        return page.add("conformance", "Conformance", "missing", _unreadable(js, exc, command) + f"<p>{links}</p>")
     counts = ", ".join(f"{n} {outcome}" for outcome, n in report.counts.items())
     broken = ", ".join(report.failed_clauses) or "none"
     summary = _scalars(
@@ -188,7 +187,8 @@ def section_coverage(page: Page) -> None:
 
 
 def _unreadable(path: Path, exc: ReportFormatError, command: str) -> str:
-    """A report of another format version: the one line that says so, and the command that writes it again."""
+    """A report that cannot be read (of another format version, say): the one line that says why, and the
+    command that writes it again."""
     return f"<p class='missing'>{E(path.name)} cannot be read: {E(str(exc))}. Run <code>{E(command)}</code>.</p>"
 
 
@@ -428,8 +428,7 @@ def section_fuzz(page: Page) -> None:
     try:
         report = FuzzRunReport.from_json(data)
     except ReportFormatError as exc:
-        why = f"<p class='missing'>fuzz.json cannot be read: {E(str(exc))}. Run <code>{E(command)}</code>.</p>"
-        return page.add("fuzz", "Fuzz run", "missing", why + links)
+        return page.add("fuzz", "Fuzz run", "missing", _unreadable(d / "fuzz.json", exc, command) + links)
     body = _fuzz_summary(report) + _fuzz_chart(report.timeline, report.budget_s, _fuzz_series(report))
     for f in report.failures:
         where = f"shard {f.shard}, " if f.shard else ""
