@@ -37,9 +37,10 @@ STATES = ("cold", "first", "warm")
 README_TESTS = ["pytest", "--hypothesis-profile=ci", "-n", "2"]
 
 
-def readme_tests(*extra: str) -> list[str]:
-    """The README's test command as the benchmarks time it: with the Python that runs them."""
-    return [sys.executable, "-m", *README_TESTS, *extra]
+def readme_tests(*extra: str, python: str = sys.executable) -> list[str]:
+    """The README's test command as the benchmarks time it: with ``python`` (by default the one that runs
+    them)."""
+    return [python, "-m", *README_TESTS, *extra]
 
 
 def ppaux_check(report: str, *extra: str, python: str = sys.executable) -> list[str]:
@@ -116,8 +117,8 @@ def prepared(state: str, checkout: Path) -> contextlib.AbstractContextManager[di
     return contextlib.nullcontext(environment(state))
 
 
-def timed_readme_tests(state: str, checkout: Path, *extra: str) -> TimedRun:
-    """One run of the README's test command (``extra`` appended) in ``checkout``, put in ``state`` for it,
-    its output captured as text, timed (:func:`reports.machine.timed_run`)."""
+def timed_readme_tests(state: str, checkout: Path, *extra: str, python: str = sys.executable) -> TimedRun:
+    """One run of the README's test command (``extra`` appended) in ``checkout`` with ``python``, the checkout
+    put in ``state`` for it, its output captured as text, timed (:func:`reports.machine.timed_run`)."""
     with prepared(state, checkout) as env:
-        return timed_run(readme_tests(*extra), cwd=checkout, env=env, capture_output=True, text=True)
+        return timed_run(readme_tests(*extra, python=python), cwd=checkout, env=env, capture_output=True, text=True)
