@@ -1,9 +1,9 @@
-"""This checkout against another commit's, timed in turns at the same hour: a ratio the machine's speed
-cancels out of.
+"""This checkout against another commit's, timed in turns at the same hour, as a ratio.
 
 A shared machine's speed moves by more than most changes save: the same commit's README tests took 29 s
 one evening and 65 s the next (docs/benchmarks.md), so a figure against a goal in seconds says as much
-about the hour as about the code. ``python -m reports.versus --against DIR --python PY [--pairs N]``
+about the hour as about the code; the ratio of two commits timed in turns is what the speed cancels out
+of. ``python -m reports.versus --against DIR --python PY [--pairs N]``
 times the README's two commands, the tests (``pytest --hypothesis-profile=ci -n 2``, in the checkout) and
 the main job (``ppaux check`` on the reference, from an empty directory), of the checkout DIR run with
 PY (an environment DIR is installed into, as the README's first command installs this one; issue 34's
