@@ -84,7 +84,7 @@ def render(rows: list[dict[str, Any]], budget: str, tests: str, load: str | None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m reports.fuzz_bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m reports.fuzz_bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget", default="60s", help="each run's budget (default 60s)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker counts, in order (default 1 2)")
     parser.add_argument("--tests", default=TESTS, help=f"pytest -k expression (default {TESTS!r})")
