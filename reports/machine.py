@@ -45,6 +45,13 @@ class TimedRun(NamedTuple):
     wall: float
     cpu: CPUTime
 
+    @property
+    def said_last(self) -> str:
+        """The command's last line of output that is not blank (pytest's summary line), or, where it printed
+        none, the end of what it wrote to standard error (run with its output captured as text)."""
+        lines = [line for line in str(self.done.stdout).splitlines() if line.strip()]
+        return lines[-1] if lines else str(self.done.stderr).strip()[-200:]
+
 
 def timed_run(command: Sequence[str], **kwargs: Any) -> TimedRun:
     """Run ``command`` to its end (``kwargs`` as :func:`subprocess.run` takes them) and time it: its CPU

@@ -39,15 +39,14 @@ def spin() -> None:  # pragma: no cover - the load, in a process of its own
 
 def one_run(number: int, state: str) -> dict[str, object]:
     # The busy processes are reaped only after the last run: the children's CPU counted here is the run's.
-    done, wall, cpu = bytecode.timed_readme_tests(state, CHECKOUT, *QUIET)
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    run = bytecode.timed_readme_tests(state, CHECKOUT, *QUIET)
     return {
         "run": number,
-        "exit": done.returncode,
-        "summary": lines[-1] if lines else done.stderr.strip()[-200:],
-        "wall_s": round(wall, 1),
-        "user_s": round(cpu.user, 1),
-        "system_s": round(cpu.system, 1),
+        "exit": run.done.returncode,
+        "summary": run.said_last,
+        "wall_s": round(run.wall, 1),
+        "user_s": round(run.cpu.user, 1),
+        "system_s": round(run.cpu.system, 1),
     }
 
 

@@ -3,13 +3,13 @@
 A shared machine's speed moves by more than most changes save: the same commit's README tests took 29 s
 one evening and 65 s the next (docs/benchmarks.md), so a figure against a goal in seconds says as much
 about the hour as about the code; the ratio of two commits timed in turns is what the speed cancels out
-of. ``python -m reports.versus --against DIR --python PY [--pairs N]``
-times the README's two commands, the tests (``pytest --hypothesis-profile=ci -n 2``, in the checkout) and
-the main job (``ppaux check`` on the reference, from an empty directory), of the checkout DIR run with
-PY (an environment DIR is installed into, as the README's first command installs this one; issue 34's
-figures were taken at cce1f99) and of this checkout with the Python that runs this, N times each (default
-3), in turns whose order swaps from pair to pair (against first, then this first), so that a machine
-that speeds up or slows down meanwhile weighs on both sides. Every run starts cold (nothing of either
+of. ``python -m reports.versus --against DIR --python PY [--pairs N]`` times the README's two commands,
+the tests (``pytest --hypothesis-profile=ci -n 2``, in the checkout) and the main job (``ppaux check`` on
+the reference, from an empty directory), of the checkout DIR run with PY (an environment DIR is installed
+into, as the README's first command installs this one; issue 34's figures were taken at cce1f99) and of
+this checkout with the Python that runs this, N times each (default 3), in turns whose order swaps from
+pair to pair (against first, then this first), so that a machine that speeds up or slows down meanwhile
+weighs on both sides. Every run starts cold (nothing of either
 checkout cached, nothing written: :mod:`reports.bytecode`). Writes reports/out/versus.{json,md}: each
 run's exit, wall and CPU time, and for each command the median of the pairs' ratios, this over that.
 Nothing here is asserted; exits 1 when a run did not pass (its times are not of the same work).
@@ -71,12 +71,6 @@ def commit(checkout: Path) -> str:
     return done.stdout.strip() if done.returncode == 0 else "not a git checkout"
 
 
-def _summary(run: TimedRun) -> str:
-    # pytest's last line, or what the command said on its way out.
-    lines = [line for line in str(run.done.stdout).splitlines() if line.strip()]
-    return lines[-1].strip() if lines else str(run.done.stderr).strip()[-200:]
-
-
 def compare(against: Side, this: Side, pairs: int) -> list[dict[str, Any]]:
     """Each command of both sides, ``pairs`` times in turn, the first side of a pair swapping each time."""
     runs: list[dict[str, Any]] = []
@@ -93,7 +87,7 @@ def compare(against: Side, this: Side, pairs: int) -> list[dict[str, Any]]:
                         "exit": run.done.returncode,
                         "wall_s": round(run.wall, 2),
                         "cpu_s": round(run.cpu.total, 1),
-                        "summary": _summary(run),
+                        "summary": run.said_last,
                     }
                 )
                 print(

@@ -16,7 +16,9 @@ import json, os, sys
 with open(os.environ["VERSUS_LOG"], "a") as fh:
     fh.write(json.dumps({{"tool": {tool!r}, "side": os.environ["SIDE"], "argv": sys.argv[1:], "cwd": os.getcwd(),
                          "writes": not sys.dont_write_bytecode}}) + "\\n")
+print("collected 3 items")
 print({said!r})
+print()
 sys.exit({status})
 """
 
